@@ -1,0 +1,3 @@
+from fsmem.cli import main
+
+main(prog_name="fsmem")

@@ -1,0 +1,164 @@
+"""Every error fsmem raises, as one tree.
+
+    FsmemError                      code      who reads it
+    ├── RequestError                          the model, through the memory tool
+    │   ├── BadRequest              BAD_REQUEST
+    │   ├── NotFound                NOT_FOUND
+    │   ├── BadPath                 BAD_PATH
+    │   ├── Protected               PROTECTED
+    │   ├── Exists                  EXISTS
+    │   ├── Conflict                CONFLICT
+    │   ├── NotRead                 NOT_READ
+    │   ├── TooLarge                TOO_LARGE
+    │   ├── Sensitive               SENSITIVE
+    │   │   └── FactSensitive       FACT_SENSITIVE
+    │   ├── EditUnplaced            EDIT_UNPLACED
+    │   ├── NotUnique               NOT_UNIQUE
+    │   ├── BadPattern              BAD_PATTERN
+    │   ├── Timeout                 TIMEOUT
+    │   └── Busy                    BUSY
+    └── SetupError                            the harness or the person at the shell
+        ├── RootNotFound            NO_ROOT
+        ├── ScopeError              BAD_SCOPE
+        ├── BadFact                 BAD_FACT
+        ├── ModelError              MODEL_ERROR
+        └── IndexError_             INDEX_ERROR
+
+A refused call changes nothing. Each message says what went wrong and what to do next, and never
+repeats a secret.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FsmemError",
+    "RequestError",
+    "BadRequest",
+    "NotFound",
+    "BadPath",
+    "Protected",
+    "Exists",
+    "Conflict",
+    "NotRead",
+    "TooLarge",
+    "Sensitive",
+    "FactSensitive",
+    "EditUnplaced",
+    "NotUnique",
+    "BadPattern",
+    "Timeout",
+    "Busy",
+    "SetupError",
+    "RootNotFound",
+    "ScopeError",
+    "BadFact",
+    "ModelError",
+    "IndexError_",
+    "TOOL_ERROR_CODES",
+]
+
+
+class FsmemError(Exception):
+    """Base of every fsmem error; ``code`` is stable and safe to match on."""
+
+    code = "FSMEM_ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class RequestError(FsmemError):
+    """A memory-tool call that was refused; nothing changed."""
+
+
+class BadRequest(RequestError):
+    code = "BAD_REQUEST"
+
+
+class NotFound(RequestError):
+    code = "NOT_FOUND"
+
+
+class BadPath(RequestError):
+    code = "BAD_PATH"
+
+
+class Protected(RequestError):
+    code = "PROTECTED"
+
+
+class Exists(RequestError):
+    code = "EXISTS"
+
+
+class Conflict(RequestError):
+    code = "CONFLICT"
+
+
+class NotRead(RequestError):
+    code = "NOT_READ"
+
+
+class TooLarge(RequestError):
+    code = "TOO_LARGE"
+
+
+class Sensitive(RequestError):
+    code = "SENSITIVE"
+
+
+class FactSensitive(Sensitive):
+    code = "FACT_SENSITIVE"
+
+
+class EditUnplaced(RequestError):
+    code = "EDIT_UNPLACED"
+
+
+class NotUnique(RequestError):
+    code = "NOT_UNIQUE"
+
+
+class BadPattern(RequestError):
+    code = "BAD_PATTERN"
+
+
+class Timeout(RequestError):
+    code = "TIMEOUT"
+
+
+class Busy(RequestError):
+    code = "BUSY"
+
+
+class SetupError(FsmemError):
+    """Something the harness or the person must fix: no root, a bad scope, a broken model."""
+
+
+class RootNotFound(SetupError):
+    code = "NO_ROOT"
+
+
+class ScopeError(SetupError):
+    code = "BAD_SCOPE"
+
+
+class BadFact(SetupError):
+    code = "BAD_FACT"
+
+
+class ModelError(SetupError):
+    code = "MODEL_ERROR"
+
+
+class IndexError_(SetupError):  # trailing underscore: the builtin IndexError is something else
+    code = "INDEX_ERROR"
+
+
+TOOL_ERROR_CODES = frozenset(
+    cls.code for cls in RequestError.__subclasses__() if cls.code != "FSMEM_ERROR"
+) | {"FACT_SENSITIVE"}

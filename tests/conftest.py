@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No FSMEM_* variable from the developer's shell leaks into a test."""
+    for name in list(os.environ):
+        if name.startswith("FSMEM_"):
+            monkeypatch.delenv(name, raising=False)
+
+
+def run_fsmem(*args: str, input: str | None = None, cwd: Path | None = None,
+              env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m fsmem`` as a real, separate process."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "fsmem", *args],
+        input=input, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout,
+    )
