@@ -1,0 +1,1 @@
+"""The memory eval (``bin/eval``); see ``evals/runner.py``."""

@@ -1,0 +1,176 @@
+"""A reference agent loop: any OpenAI-compatible chat model, the memory tool, memory in context.
+
+    memory = fsmem.open(root)
+    session = Session(memory, Scope.agent(agent_id, name="SEO"), model)
+    turn = session.turn("Shorten the /classes title")
+    turn.given      # what was appended to the thread for this turn: the message, memory copies, recall
+    turn.steps      # each memory-tool call and what it returned
+    turn.answer     # the model's last text
+
+The system prompt and the tool list are rendered once and never change; memory reaches the model as
+messages appended to the thread (``Run.context``), so the cached prefix survives every turn.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from fsmem import prompts
+from fsmem.errors import ModelError
+
+__all__ = ["TOOL_NAME", "SUMMARY_PREFIX", "ToolStep", "Turn", "Session", "memory_tool_spec"]
+
+TOOL_NAME = "memory"
+SUMMARY_PREFIX = "Summary of the conversation so far (older messages were compacted):\n"
+_SUMMARIZE = (
+    "Summarize this conversation for your own later use in a few short lines: what was asked, what "
+    "was done, what is still open. Memory files are loaded again on their own; do not copy them."
+)
+
+
+def memory_tool_spec() -> dict[str, Any]:
+    """The memory tool as an OpenAI function, described by ``prompts/tool.md``."""
+    from fsmem.tool import openai_tool  # the one schema lives in tool_schema/; tool.py renders it
+
+    spec = openai_tool()
+    spec = json.loads(json.dumps(spec))  # a private copy: callers may not change the shared one
+    spec["function"]["description"] = prompts.tool_description()
+    return spec
+
+
+@dataclass
+class ToolStep:
+    """One tool call of the model and what it got back."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    result: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        return str(self.result.get("text", ""))
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.result.get("ok"))
+
+
+@dataclass
+class Turn:
+    given: list[dict[str, Any]]
+    steps: list[ToolStep] = field(default_factory=list)
+    answer: str = ""
+    model_calls: int = 0
+
+
+def _assistant_message(reply: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message as it goes back into the thread: role, content, tool calls only."""
+    if not isinstance(reply, dict):
+        raise ModelError(f"the model answered with {type(reply).__name__}, not a message")
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+    calls = reply.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+class Session:
+    """One thread of one scope: a chat, an agent's chat, or a routine's runs."""
+
+    def __init__(
+        self,
+        memory: Any,
+        scope: Any,
+        model: Any,
+        *,
+        thread_id: str | None = None,
+        project: str | None = None,
+        recall: bool = False,
+        recall_tokens: int | None = None,
+        max_steps: int = 12,
+        messages: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        self.memory = memory
+        self.scope = scope
+        self.model = model
+        self.thread_id = thread_id or f"thread-{uuid.uuid4().hex[:12]}"
+        self.run = memory.run(scope, thread_id=self.thread_id)
+        self.system = prompts.system_prompt(project or memory.root.name)
+        self.tools = [memory_tool_spec()]
+        self.recall = recall
+        self.recall_tokens = recall_tokens
+        self.max_steps = max_steps
+        self.messages: list[dict[str, Any]] = [dict(m) for m in messages]
+
+    def model_input(self) -> list[dict[str, Any]]:
+        return [{"role": "system", "content": self.system}, *self.messages]
+
+    def turn(self, text: str) -> Turn:
+        """Append the message and the memory it needs, then let the model work until it answers."""
+        start = len(self.messages)
+        self.messages.append({"role": "user", "content": text})
+        options: dict[str, Any] = {}
+        if self.recall_tokens is not None:
+            options["recall_tokens"] = self.recall_tokens
+        self.messages.extend(
+            self.run.context(self.messages, recall=text if self.recall else None, **options)
+        )
+        turn = Turn(given=[dict(m) for m in self.messages[start:]])
+        for _ in range(self.max_steps):
+            reply = self.model.complete(self.model_input(), tools=self.tools)
+            turn.model_calls += 1
+            message = _assistant_message(reply)
+            self.messages.append(message)
+            calls = message.get("tool_calls") or []
+            if not calls:
+                turn.answer = message.get("content") or ""
+                return turn
+            for call in calls:
+                step = self._execute(call)
+                turn.steps.append(step)
+                self.messages.append(
+                    {"role": "tool", "tool_call_id": str(call.get("id", "")), "content": step.text}
+                )
+        turn.answer = f"(stopped after {self.max_steps} model calls without a final answer)"
+        return turn
+
+    def _execute(self, call: dict[str, Any]) -> ToolStep:
+        function = call.get("function") or {}
+        name = str(function.get("name", ""))
+        raw = function.get("arguments") or "{}"
+        if name != TOOL_NAME:
+            return ToolStep(name, None, _refusal(
+                "BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}"))
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError as error:
+            return ToolStep(name, None, _refusal(
+                "BAD_REQUEST", f"the arguments are not valid JSON ({error.msg} at character {error.pos}); "
+                               "send one JSON object such as {\"command\": \"read\", \"path\": \"MEMORY.md\"}"))
+        if not isinstance(arguments, dict):
+            return ToolStep(name, None, _refusal(
+                "BAD_REQUEST", "the arguments must be one JSON object with a \"command\""))
+        return ToolStep(name, arguments, self.run.call(arguments))
+
+    def compact(self, summary: str | None = None, *, keep_last: int = 0) -> str:
+        """Replace the older messages with a summary (the model writes it when none is given).
+
+        Memory copies go with them; the next turn puts the latest of each back, once.
+        """
+        if summary is None:
+            reply = self.model.complete(
+                [*self.model_input(), {"role": "user", "content": _SUMMARIZE}], tools=None
+            )
+            summary = str(_assistant_message(reply).get("content") or "").strip()
+        kept = self.messages[len(self.messages) - keep_last:] if keep_last > 0 else []
+        while kept and kept[0].get("role") == "tool":  # a tool result never opens a thread
+            kept.pop(0)
+        self.messages = [{"role": "user", "content": SUMMARY_PREFIX + summary}, *kept]
+        return summary
+
+
+def _refusal(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message}, "text": f"Error [{code}]: {message}"}
