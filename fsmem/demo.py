@@ -15,7 +15,6 @@ the model is given is real — read from the files the earlier runs wrote — an
 from __future__ import annotations
 
 import json
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -83,9 +82,9 @@ RUNS: tuple[DemoRun, ...] = (
                 "Choose a better title; the site applies the title on a line starting NEW TITLE:",
         script=(
             _tool(command="write", path=AGENT_MEMORY,
-                  old_text="## How we work\n",
-                  new_text="- /recipes/country-sourdough: title changed 2026-11-30 by Title tuning; leave "
-                           "title, description and headings alone until 2027-01-25.\n\n## How we work\n"),
+                  old_text="hold ended 2026-11-23.\n",
+                  new_text="hold ended 2026-11-23.\n- /recipes/country-sourdough: title changed 2026-11-30 by "
+                           "Title tuning; leave title, description and headings alone until 2027-01-25.\n"),
             _tool(command="write", path=TITLE_NOTES,
                   old_text="## Next\n",
                   new_text='- 2026-11-30 /recipes/country-sourdough: "Country Sourdough | Rye & Ember" → '
@@ -176,20 +175,26 @@ def _indent(text: str, prefix: str = "      │ ") -> str:
     return "\n".join(prefix + line for line in text.rstrip("\n").split("\n"))
 
 
-def _describe_given(message: dict[str, Any]) -> str:
+def _describe_given(message: dict[str, Any], shown: set[tuple[str, str, str]]) -> str:
+    """One appended message, for a person; a copy already shown in an earlier run is named, not repeated."""
     text = message_text(message)
     header = parse_header(text)
     if header is None:
         return "  you said:\n" + _indent(text)
     tag, attributes = header
     body = text.split("\n", 1)[1].rsplit("\n", 1)[0] if "\n" in text else ""
+    key = attributes.get("path") or attributes.get("id") or ""
     if tag == "memory":
-        label = f"  memory copy of {attributes.get('path')} (version {attributes.get('version')}):"
+        label = f"  memory copy of {key} (version {attributes.get('version')})"
     elif tag == "recall":
-        label = "  recall:"
+        label = "  recall"
     else:
-        label = f"  {tag} block:"
-    return label + "\n" + _indent(body)
+        label = f"  {tag} block"
+    identity = (tag, key, attributes.get("version", ""))
+    if tag != "recall" and identity in shown:
+        return label + ": the same as shown in an earlier run"
+    shown.add(identity)
+    return label + ":\n" + _indent(body)
 
 
 def _describe_step(step: Any) -> str:
@@ -204,10 +209,10 @@ def _describe_step(step: Any) -> str:
         added = args.get("new_text") if "new_text" in args else args.get("content", "")
         removed = args.get("old_text", "")
         for line in str(removed).splitlines():
-            if line not in str(added).splitlines():
+            if line.strip() and line not in str(added).splitlines():
                 lines.append("      - " + line)
         for line in str(added).splitlines():
-            if line not in str(removed).splitlines():
+            if line.strip() and line not in str(removed).splitlines():
                 lines.append("      + " + line)
     return "\n".join(lines)
 
@@ -231,6 +236,8 @@ def run_demo(
     sessions: dict[str, Session] = {}
     records: list[dict[str, Any]] = []
     system_prompt: str | None = None
+    shown: set[tuple[str, str, str]] = set()
+    names = {routine.id: routine.name for routine in SEO.routines}
     for number, run in enumerate(RUNS, start=1):
         if model is None:
             scripted = ScriptedModel()
@@ -241,7 +248,8 @@ def run_demo(
             recorder = RecordingModel(model)
         session = sessions.get(run.thread)
         if session is None:
-            session = Session(memory, _scope_for(run), recorder, project=PROJECT, thread_id=run.thread)
+            session = Session(memory, _scope_for(run), recorder, project=PROJECT, thread_id=run.thread,
+                              routines=names)
             sessions[run.thread] = session
         session.model = recorder
         kind = "a plain chat" if run.scope == "chat" else f"a run of the {SEO.name} agent's routine {run.scope}"
@@ -261,7 +269,7 @@ def run_demo(
         same = system == system_prompt and all(r[0]["content"] == system_prompt for r in recorder.requests)
         echo("\nWhat the model was given this run (appended to the thread):")
         for message in turn.given:
-            echo(_describe_given(message))
+            echo(_describe_given(message, shown))
         echo("\nWhat it wrote:")
         for step in turn.steps:
             echo(_describe_step(step))
@@ -275,10 +283,6 @@ def run_demo(
         records.append({"run": number, "title": run.title, "given": turn.given,
                         "steps": [{"arguments": s.arguments, "result": s.result} for s in turn.steps],
                         "answer": turn.answer, "checks": dict(checks)})
-    echo(textwrap.dedent(f"""
-        Memory now (in {root}):
-          {AGENT_MEMORY} holds the hold Title tuning recorded;
-          {RANK_NOTES} holds the positions of the last run.
-        Open the files in an editor, or try: fsmem search --root {root} "hold"
-    """).rstrip())
+    echo(f"\nMemory now: {AGENT_MEMORY} holds the hold Title tuning recorded, and\n"
+         f"{RANK_NOTES} the positions of the last run.")
     return records

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from fsmem import prompts
 from fsmem.errors import ModelError
@@ -31,14 +31,25 @@ _SUMMARIZE = (
 )
 
 
-def memory_tool_spec() -> dict[str, Any]:
-    """The memory tool as an OpenAI function, described by ``prompts/tool.md``."""
-    from fsmem.tool import openai_tool  # the one schema lives in tool_schema/; tool.py renders it
+# Keys of the schema that describe the document rather than the arguments, and the conditional
+# rules many chat APIs refuse in a function's parameters; fsmem checks those itself on every call.
+_NOT_FOR_MODELS = ("$schema", "$id", "title", "description", "allOf", "anyOf", "oneOf", "if", "then", "else")
+# A run keeps the versions it has seen, so a model never needs to pass one.
+_STATELESS_ONLY = ("expected_version",)
 
-    spec = openai_tool()
-    spec = json.loads(json.dumps(spec))  # a private copy: callers may not change the shared one
-    spec["function"]["description"] = prompts.tool_description()
-    return spec
+
+def memory_tool_spec() -> dict[str, Any]:
+    """The memory tool as an OpenAI function: ``tool_schema/memory.json``, described by ``prompts/tool.md``."""
+    from fsmem.schema import memory_schema
+
+    schema = json.loads(json.dumps(memory_schema()))  # a private copy of the shared one
+    parameters = {k: v for k, v in schema.items() if k not in _NOT_FOR_MODELS}
+    parameters["properties"] = {
+        k: v for k, v in parameters.get("properties", {}).items() if k not in _STATELESS_ONLY
+    }
+    return {"type": "function",
+            "function": {"name": TOOL_NAME, "description": prompts.tool_description(),
+                         "parameters": parameters}}
 
 
 @dataclass
@@ -92,6 +103,8 @@ class Session:
         recall_tokens: int | None = None,
         max_steps: int = 12,
         messages: Sequence[dict[str, Any]] = (),
+        routines: Mapping[str, str] | None = None,
+        temperature: float = 0.0,
     ) -> None:
         self.memory = memory
         self.scope = scope
@@ -103,6 +116,8 @@ class Session:
         self.recall = recall
         self.recall_tokens = recall_tokens
         self.max_steps = max_steps
+        self.routines = dict(routines or {})  # routine id -> name, from the harness's records
+        self.temperature = temperature
         self.messages: list[dict[str, Any]] = [dict(m) for m in messages]
 
     def model_input(self) -> list[dict[str, Any]]:
@@ -112,7 +127,7 @@ class Session:
         """Append the message and the memory it needs, then let the model work until it answers."""
         start = len(self.messages)
         self.messages.append({"role": "user", "content": text})
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"routines": self.routines}
         if self.recall_tokens is not None:
             options["recall_tokens"] = self.recall_tokens
         self.messages.extend(
@@ -120,7 +135,7 @@ class Session:
         )
         turn = Turn(given=[dict(m) for m in self.messages[start:]])
         for _ in range(self.max_steps):
-            reply = self.model.complete(self.model_input(), tools=self.tools)
+            reply = self.model.complete(self.model_input(), tools=self.tools, temperature=self.temperature)
             turn.model_calls += 1
             message = _assistant_message(reply)
             self.messages.append(message)

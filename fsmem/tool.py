@@ -63,6 +63,12 @@ class Run:
     def mark_seen(self, path: str, version: str) -> None:
         self.seen[path] = version
 
+    def context(self, messages: Any, recall: str | None = None, **options: Any) -> list[dict[str, str]]:
+        """The memory messages to append to ``messages`` before a turn (see ``fsmem.context``)."""
+        from fsmem.context import build_context
+
+        return build_context(self, messages, recall=recall, **options)
+
     def top_files(self) -> list[str]:
         files = [layout.PROJECT_FILE]
         if self.agent_folder:

@@ -56,8 +56,8 @@ def test_the_agent_block_lists_every_routine_with_its_notes_path():
     )
     assert block.splitlines()[:6] == [
         'You are working as the agent "SEO" (id 5c81d0e4-7f2a).',
-        "Its memory is agents/seo-5c81d0e4/MEMORY.md: its chat and every run of its routines share that file, so each",
-        "knows what the others did and what must be left alone.",
+        "Its memory: agents/seo-5c81d0e4/MEMORY.md",
+        "Its chat and every run of its routines share that file, so each knows what the others did and what must be left alone.",
         "Its routines:",
         "- Title tuning (id a27f3b90-1c4d) · notes: agents/seo-5c81d0e4/routines/title-tuning-a27f3b90/NOTES.md",
         "- Rank check (id e04c6d15-8b3f) · notes: agents/seo-5c81d0e4/routines/rank-check-e04c6d15/NOTES.md",
@@ -67,8 +67,8 @@ def test_the_agent_block_lists_every_routine_with_its_notes_path():
 
 def test_the_routine_block_says_the_notes_are_the_record():
     block = prompts.routine_block("a27f3b90", "Title tuning", "SEO", "r/NOTES.md", "a/MEMORY.md")
-    assert "Its notes are r/NOTES.md." in block
-    assert re.search(r"compacted\s+between them", block)
+    assert "Its notes: r/NOTES.md\n" in block
+    assert "your record of earlier runs is your notes" in block
 
 
 def test_render_refuses_missing_and_unexpected_values():

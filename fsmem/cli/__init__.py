@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "log": "fsmem.cli.files:log",
     "agents": "fsmem.cli.levels:agents",
     "routines": "fsmem.cli.levels:routines",
+    "chat": "fsmem.cli.chat:chat",
+    "demo": "fsmem.cli.chat:demo",
 }
 
 # Exit codes by error family; one place, so scripts can rely on them.

@@ -169,7 +169,7 @@ def demo(model_url: str | None, model_name: str | None, api_key_env: str, source
     respects; a routine compares with what it kept last run. Uses a scripted model (no network, no
     key) unless --model-url is given. Prints what the model was given and what it wrote.
     """
-    from fsmem.demo import run_demo
+    from fsmem.demo import AGENT_MEMORY, run_demo
     from fsmem.sample import copy_sample
 
     model = _make_model(model_url, model_name, api_key_env)
@@ -179,6 +179,8 @@ def demo(model_url: str | None, model_name: str | None, api_key_env: str, source
             raise click.UsageError(f"{keep} already exists; --keep makes a new folder")
         root = copy_sample(keep, source)
         records = _run(run_demo, root, model, echo, show_system, model_url)
+        echo(f"The copy is kept in {root}: open its files in an editor, or run "
+             f"`fsmem read --root {root} {AGENT_MEMORY}`.")
     else:
         with tempfile.TemporaryDirectory(prefix="fsmem-demo-") as folder:
             root = copy_sample(Path(folder) / "rye-and-ember", source)
