@@ -64,6 +64,7 @@ class Trial:
     answer: str
     changed: list[str]
     error: str | None = None
+    refused: list[str] = field(default_factory=list)  # memory calls the tool refused (a model may recover)
 
 
 def load_case(path: Path) -> Case:
@@ -199,17 +200,20 @@ def run_trial(case: Case, model: Any, workdir: Path) -> Trial:
             memory.create_routine(agent["id"], routine["id"], routine["name"])
     before = snapshot(root)
     answer = ""
+    refused: list[str] = []
     try:
         session = Session(memory, resolve_scope(case), model, project=PROJECT, thread_id=f"eval-{case.name}")
         for turn in case.turns:
             if turn.compact:
                 session.compact(COMPACT_SUMMARY)
-            answer = session.turn(turn.text).answer
+            result = session.turn(turn.text)
+            answer = result.answer
+            refused += [step.text for step in result.steps if not step.ok]
     except Exception as error:  # noqa: BLE001 - a broken trial is a failed trial, with its reason
         after = snapshot(root)
         return Trial(case.name, False, [f"the run failed: {type(error).__name__}: {error}"], answer,
                      sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)),
-                     error=f"{type(error).__name__}: {error}")
+                     error=f"{type(error).__name__}: {error}", refused=refused)
     finally:
         close = getattr(memory, "close", None)
         if callable(close):
@@ -217,7 +221,7 @@ def run_trial(case: Case, model: Any, workdir: Path) -> Trial:
     after = snapshot(root)
     failures = score(case, before, after, answer)
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
-    return Trial(case.name, not failures, failures, answer, changed)
+    return Trial(case.name, not failures, failures, answer, changed, refused=refused)
 
 
 def scripted_model(case: Case, bad: bool = False) -> Any:
