@@ -8,7 +8,7 @@ from bench.context import main
 def test_the_benchmark_runs_on_a_small_thread_and_prints_every_case(capsys):
     assert main(["--turns", "20", "--repeat", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "bench.context: a 20-turn routine thread (81 messages, 3 top files), 3 repeats"
+    assert lines[0] == "bench.context: a 20-turn routine thread (86 messages, 3 top files), 3 repeats"
     assert [line.split("  median")[0].strip() for line in lines[1:]] == [
         "read 3 top files (baseline)", "json.dumps(thread) (baseline)", "plan_context only (pure)",
         "run.context, one file changed", "run.context, nothing changed"]
