@@ -135,12 +135,12 @@ class Run:
 
     def _changed_since(self, path: str, expected: str, current_version: str | None) -> str:
         last = self.drive.last_change(path)
-        who = ""
-        if last is not None:
+        landed = last is not None and (last.after if last.new_path is None or last.new_path == path else None)
+        if last is not None and landed == current_version:
             thread = f"thread {last.thread}" if last.thread else "a caller without a thread"
             who = f" by {thread} ({last.command}, {last.time})"
         else:
-            who = " by hand (outside fsmem)"
+            who = " outside fsmem (edited by hand or by another program)"
         now = f"it is now version {current_version}" if current_version else "it no longer exists"
         return (
             f"{path} changed since you read it (you saw version {expected}; {now}){who}. "
