@@ -32,6 +32,14 @@ __all__ = ["documents", "build_context", "recall_candidates", "recall_query"]
 _RECALL_HITS = 8
 _QUERY_WORDS = 32
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
+# Words that match everything and mean little: left out so an any-word search ranks what matters.
+_STOPWORDS = frozenset("""
+about after again all also and any are because been before being but can could did does doing done
+for from had has have having her here hers him his how into its just let like more most much must not
+now off once only other our ours out over own please same she should some such than that the their
+them then there these they this those through too under until very was were what when where which
+while who whom why will with would yes yet you your yours
+""".split())
 
 
 def _file_document(run: "Run", path: str) -> Document:
@@ -96,7 +104,7 @@ def recall_query(text: str) -> str:
     """The words of a message, as a plain search query (no operators, quotes or field names)."""
     words: list[str] = []
     for word in _WORD.findall(text):
-        if word.lower() not in {w.lower() for w in words}:
+        if word.lower() not in _STOPWORDS and word.lower() not in {w.lower() for w in words}:
             words.append(word)
     return " ".join(words[:_QUERY_WORDS])
 

@@ -196,7 +196,7 @@ def test_recall_appends_the_top_matches_last_skipping_loaded_files(memory):
     run = memory.run(Scope.chat(), thread_id="c")
     extra = run.context([{"role": "user", "content": "How long can a title be?"}], recall="How long can a title be?")
     assert loaded(extra) == [("memory", "MEMORY.md"), ("recall", None)]
-    assert queries[0][0] == "How long can title"  # words of 3+ letters, no operators
+    assert queries[0][0] == "long title"  # words of 3+ letters that are not stopwords, no operators
     assert '<match path="seo/titles.md"' in extra[-1]["content"]
     assert "Under 60 characters" in extra[-1]["content"]
     assert "seo/titles.md" in run.seen  # shown whole, so it counts as read
