@@ -108,3 +108,25 @@ def test_fsmem_chat_in_a_real_process_reads_stdin_lines(root):
         assert result.returncode == 0, result.stderr
         assert result.stdout == "First answer.\nSecond answer.\n"
         assert [m["content"] for m in server.requests[1].messages if m["role"] == "user"][-1] == "And prices?"
+
+
+def test_fsmem_chat_compacts_on_request_and_reloads_memory_once(root):
+    with ChatServer(["One.", "- asked one thing", "Two."]) as server:
+        result = CliRunner().invoke(
+            main, ["chat", "--root", str(root), "--model-url", server.base_url, "--model", "m", "--show-context"],
+            input="first\n/compact\nsecond\n/quit\nnever sent\n")
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert lines[1:] == ["One.", "[compacted: - asked one thing]", lines[3], "Two."]
+        assert lines[0].startswith("[memory MEMORY.md ") and lines[3] == lines[0]
+        summary_request, last = server.requests[1], server.requests[2]
+        assert "tools" not in summary_request.body
+        assert [m["role"] for m in last.messages] == ["system", "user", "user", "user"]
+        assert last.messages[1]["content"].endswith("- asked one thing")
+        assert len(server.requests) == 3
+
+
+def test_chat_and_demo_have_help():
+    for command in ("chat", "demo"):
+        result = CliRunner().invoke(main, [command, "--help"])
+        assert result.exit_code == 0 and "--model-url" in result.output
