@@ -1,0 +1,42 @@
+"""Write large files through the memory tool in a loop until killed.
+
+    python tests/procs/crash_writer.py ROOT N_FILES FIRST_GEN
+
+File ``crash/f<i>.md`` gets ``crash_content(i, gen)`` for gen = FIRST_GEN, FIRST_GEN+1, ... Every few
+generations a file is deleted and written again, so deletes are in the mix too. Prints
+``{"started": true}`` once the loop begins; the test kills it with SIGKILL at a random moment.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import fsmem
+from tests.procs.common import crash_content, emit
+
+
+def main(root: str, n_files: int, first_gen: int) -> int:
+    memory = fsmem.open(root)
+    run = memory.run(fsmem.Scope.chat(), thread_id="crash-writer")
+    for i in range(n_files):  # a new process has seen nothing yet
+        run.call({"command": "read", "path": f"crash/f{i}.md"})
+    emit(started=True)
+    gen = first_gen
+    while True:
+        for i in range(n_files):
+            path = f"crash/f{i}.md"
+            if gen % 7 == 3 and i == gen % n_files:
+                result = run.call({"command": "delete", "path": path})
+                if not result["ok"] and result["error"]["code"] != "NOT_FOUND":
+                    emit(fatal=result["error"])
+                    return 1
+            result = run.call({"command": "write", "path": path, "content": crash_content(i, gen)})
+            if not result["ok"]:
+                emit(fatal=result["error"])
+                return 1
+        gen += 1
+
+
+if __name__ == "__main__":
+    root, n_files, first_gen = sys.argv[1:]
+    sys.exit(main(root, int(n_files), int(first_gen)))
