@@ -179,13 +179,13 @@ def test_expected_version_for_stateless_callers(root: Path) -> None:
 
 def test_expected_version_through_the_cli_in_real_processes(root: Path) -> None:
     v1 = seed(root, "brand.md", "# Brand\n")
-    first = run_fsmem("--root", str(root), "write", "brand.md", "--expect", v1, input="# Brand v2\n")
+    first = run_fsmem("write", "--root", str(root), "brand.md", "--expect", v1, input="# Brand v2\n")
     assert first.returncode == 0, first.stderr
-    second = run_fsmem("--root", str(root), "write", "brand.md", "--expect", v1, input="# Brand v3\n")
+    second = run_fsmem("write", "--root", str(root), "brand.md", "--expect", v1, input="# Brand v3\n")
     assert second.returncode == 3, second  # CONFLICT's exit code
     assert second.stderr.startswith("Error: [CONFLICT]")
     assert (root / "brand.md").read_text(encoding="utf-8") == "# Brand v2\n"
-    tool = run_fsmem("--root", str(root), "tool", input=json.dumps(
+    tool = run_fsmem("tool", "--root", str(root), input=json.dumps(
         {"command": "write", "path": "brand.md", "content": "# Brand v4\n", "expected_version": v1}))
     result = json.loads(tool.stdout)
     assert result["ok"] is False and result["error"]["code"] == "CONFLICT"
@@ -269,8 +269,11 @@ def test_four_processes_200_read_modify_writes_each_all_accounted_for(root: Path
 # --- the lock ----------------------------------------------------------------------------------
 
 
-def test_a_held_lock_ends_in_busy_and_changes_nothing(root: Path, tmp_path: Path) -> None:
+def test_a_held_lock_ends_in_busy_and_changes_nothing(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seed(root, "brand.md", "# Brand\n")
+    monkeypatch.setenv("FSMEM_LOCK_TIMEOUT", "0.3")
     release = tmp_path / "release"
     holder = spawn("lock_holder.py", root / ".fsmem" / "lock", release)
     try:

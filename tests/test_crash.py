@@ -21,6 +21,7 @@ from fsmem.core.versions import version_of
 from tests.procs.common import crash_content, diff, parse_crash_header, read_json_line, snapshot, spawn
 
 N_FILES = 4
+KEPT_NAME = re.compile(r"^[0-9TZ]+-([0-9a-f]{12})(?:-[a-z_]+)?\.md$")
 
 
 @pytest.fixture
@@ -45,10 +46,13 @@ def assert_whole(root: Path, path: str, allowed_gens: range) -> None:
 
 
 def assert_versions_whole(root: Path) -> None:
-    """Every kept version still hashes to the version its name gives (versions/<path>/<time>-<version>.md)."""
+    """Every kept version still hashes to the version its name gives.
+
+    Kept files are named ``<time>-<version>-<command>.md`` under ``.fsmem/versions/<path>/``.
+    """
     kept = root / ".fsmem" / "versions"
     for full in kept.rglob("*.md"):
-        named = re.search(r"-([0-9a-f]{12})\.md$", full.name)
+        named = KEPT_NAME.match(full.name)
         if full.name.startswith(".") or not named:
             continue  # not a kept version (a temp file the kill left is allowed here, never shown)
         assert version_of(full.read_bytes()) == named.group(1), f"kept version {full} is torn"
@@ -155,11 +159,10 @@ def test_leftover_hidden_files_are_invisible_to_the_tool(root: Path) -> None:
         assert listing["ok"]
         assert ".brand.md.tmp-4242" not in listing["text"] and ".~brand.md" not in listing["text"]
         assert "brand.md" in listing["text"]
-    found = run.call({"command": "search", "query": "needle-xyzzy", "regex": True})
-    assert found["ok"], found
-    assert "needle-xyzzy" not in found["text"] and not found.get("hits")
-    literal = run.call({"command": "search", "query": "needle-xyzzy"})
-    assert literal["ok"] and "needle-xyzzy" not in literal["text"]
+    for regex in (True, False):
+        found = run.call({"command": "search", "query": "needle-xyzzy", "regex": regex})
+        assert found["ok"], found
+        assert not found.get("hits") and "half written" not in found["text"], found
 
 
 def test_a_torn_last_log_line_does_not_break_the_log(root: Path) -> None:

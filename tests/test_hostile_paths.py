@@ -104,7 +104,8 @@ LINKED = {
     "link-up-two": "docs/up2/outside/secret.md",
 }
 
-OUTSIDE_TEXT = "# Outside\nneedle-outside: this file lives outside the root\n"
+OUTSIDE_LINE = "this file lives outside the root"
+OUTSIDE_TEXT = f"# Outside\nneedle-outside: {OUTSIDE_LINE}\n"
 
 
 @pytest.fixture(scope="module")
@@ -195,9 +196,9 @@ def test_search_never_reaches_outside_the_root_or_into_state(world, include, reg
     result = run.call(request)
     if not result["ok"]:
         assert result["error"]["code"] == "BAD_PATH", result
-    assert "needle-outside" not in json.dumps(result)
+    assert not result.get("hits") and OUTSIDE_LINE not in result["text"], result
     state = run.call({"command": "search", "query": '"command"', "regex": regex})  # every log line has it
-    assert "log.jsonl" not in json.dumps(state)
+    assert state["ok"] and not state.get("hits") and "log.jsonl" not in state["text"], state
     assert snapshot(root, outside) == before
 
 
@@ -236,7 +237,8 @@ def test_memory_api_refuses_hostile_paths_too(world) -> None:
     root, outside = world
     memory = fsmem.open(root)
     before = snapshot(root, outside)
-    for path in ("../x.md", ".fsmem/log.jsonl", "link_file.md", "link_dir/secret.md", "a\\b.md"):
+    # Versions live under .fsmem/, so a link in the root cannot lead them out; the spelling is what counts.
+    for path in ("../x.md", ".fsmem/log.jsonl", "a/../../x.md", "a\\b.md", "x\u200b.md", "%2e%2e/x.md"):
         with pytest.raises(BadPath):
             memory.versions(path)
         with pytest.raises(BadPath):
@@ -247,15 +249,15 @@ def test_memory_api_refuses_hostile_paths_too(world) -> None:
 def test_hostile_paths_through_real_processes(world) -> None:
     root, outside = world
     before = snapshot(root, outside)
-    read = run_fsmem("--root", str(root), "read", "../outside/secret.md")
+    read = run_fsmem("read", "--root", str(root), "../outside/secret.md")
     assert read.returncode == 1 and read.stderr.startswith("Error: [BAD_PATH]"), read
     assert "needle-outside" not in read.stdout + read.stderr
-    write = run_fsmem("--root", str(root), "write", "link_dir/new.md", input="# hostile\n")
+    write = run_fsmem("write", "--root", str(root), "link_dir/new.md", input="# hostile\n")
     assert write.returncode == 1 and write.stderr.startswith("Error: [BAD_PATH]"), write
     for request in ({"command": "write", "path": ".fsmem/lock", "content": "x"},
                     {"command": "delete", "path": "chain_a/secret.md"},
                     {"command": "rename", "path": "topic.md", "new_path": "%2e%2e/x.md"}):
-        tool = run_fsmem("--root", str(root), "tool", input=json.dumps(request))
+        tool = run_fsmem("tool", "--root", str(root), input=json.dumps(request))
         result = json.loads(tool.stdout)
         assert result["ok"] is False and result["error"]["code"] == "BAD_PATH", (request, tool)
     assert snapshot(root, outside) == before

@@ -209,9 +209,9 @@ def test_a_scope_whose_folder_is_missing_gets_it_and_then_may_write(root: Path) 
 
 def test_protection_through_a_real_process(root: Path) -> None:
     before = snapshot(root)
-    delete = run_fsmem("--root", str(root), "delete", AGENT)
+    delete = run_fsmem("delete", "--root", str(root), AGENT)
     assert delete.returncode == 1 and delete.stderr.startswith("Error: [PROTECTED]"), delete
-    tool = run_fsmem("--root", str(root), "tool", input=json.dumps(
+    tool = run_fsmem("tool", "--root", str(root), input=json.dumps(
         {"command": "write", "path": "agents/ghost-deadbeef/MEMORY.md", "content": "# G\n"}))
     assert json.loads(tool.stdout)["error"]["code"] == "PROTECTED", tool
     assert snapshot(root) == before, diff(before, snapshot(root))

@@ -134,10 +134,10 @@ def test_things_that_only_resemble_secrets_are_kept(root: Path, text: str, how: 
 def test_a_secret_is_not_echoed_by_the_cli_either(root: Path) -> None:
     line, core = SECRETS["prefix-ghp"]
     before = snapshot(root)
-    cli = run_fsmem("--root", str(root), "write", "fresh.md", input=f"# Fresh\n{line}\n")
+    cli = run_fsmem("write", "--root", str(root), "fresh.md", input=f"# Fresh\n{line}\n")
     assert cli.returncode == 1 and cli.stderr.startswith("Error: [SENSITIVE]"), cli
     assert core not in cli.stdout + cli.stderr
-    tool = run_fsmem("--root", str(root), "tool", input=json.dumps(
+    tool = run_fsmem("tool", "--root", str(root), input=json.dumps(
         {"command": "write", "path": "fresh.md", "content": f"# Fresh\n{line}\n"}))
     assert json.loads(tool.stdout)["error"]["code"] == "SENSITIVE"
     assert core not in tool.stdout + tool.stderr
@@ -201,7 +201,7 @@ def test_bytes_that_are_not_utf8_on_stdin_are_refused(root: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["PYTHONPATH"] = str(REPO)
     for data in (b"# Latin-1\ncaf\xe9\n", b"\xff\xfe#\x00 \x00U\x00T\x00F\x00-\x001\x006\x00"):
-        proc = subprocess.run([sys.executable, "-m", "fsmem", "--root", str(root), "write", "bad.md"],
+        proc = subprocess.run([sys.executable, "-m", "fsmem", "write", "bad.md", "--root", str(root)],
                               input=data, capture_output=True, env=env, timeout=60)
         assert proc.returncode == 1, proc
         assert proc.stderr.decode().startswith("Error: [BAD_REQUEST]"), proc.stderr

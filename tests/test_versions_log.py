@@ -7,6 +7,7 @@ and appends one line to .fsmem/log.jsonl with time, command, path, versions befo
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from fsmem.core.versions import version_of
 from fsmem.errors import NotFound
 from tests.conftest import run_fsmem
 
+KEPT_NAME = re.compile(r"^[0-9TZ]+-([0-9a-f]{12})(?:-[a-z_]+)?\.md$")
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -26,17 +29,19 @@ def root(tmp_path: Path) -> Path:
 
 
 def log_lines(root: Path) -> list[dict]:
-    text = (root / ".fsmem" / "log.jsonl").read_text(encoding="utf-8")
+    log = root / ".fsmem" / "log.jsonl"
+    text = log.read_text(encoding="utf-8") if log.exists() else ""
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def kept_on_disk(root: Path, path: str) -> dict[str, bytes]:
-    """version -> bytes of each kept file of ``path`` (versions/<path>/<time>-<version>.md)."""
+    """version -> bytes of each kept file of ``path`` (versions/<path>/<time>-<version>-<command>.md)."""
     folder = root / ".fsmem" / "versions" / path
     kept = {}
     for full in folder.iterdir():
-        if full.is_file() and not full.name.startswith("."):
-            kept[full.name[:-3].rsplit("-", 1)[-1]] = full.read_bytes()
+        named = KEPT_NAME.match(full.name)
+        assert named, f"unexpected file {full.name} among the kept versions"
+        kept[named.group(1)] = full.read_bytes()
     return kept
 
 
@@ -110,6 +115,9 @@ def test_revert_round_trip(root: Path) -> None:
 
     memory.revert("t.md")  # as it was before its last change
     assert (root / "t.md").read_text(encoding="utf-8") == texts[1]
+    # A run that saw t.md before the revert gets a conflict, not a silent overwrite.
+    stale = run.call({"command": "write", "path": "t.md", "content": "# stale\n"})
+    assert stale["ok"] is False and stale["error"]["code"] == "CONFLICT", stale
     # The revert is a change like any other: the content it replaced is kept too.
     assert versions[2] in [v.version for v in memory.versions("t.md")]
     memory.revert("t.md", version=versions[0])
@@ -120,10 +128,6 @@ def test_revert_round_trip(root: Path) -> None:
     reverts = [line for line in log_lines(root) if line["command"] == "revert"]
     assert [(line["before"], line["after"]) for line in reverts] == [
         (versions[2], versions[1]), (versions[1], versions[0]), (versions[0], versions[2])]
-
-    # A run that read t.md before the revert sees a conflict, not a silent overwrite.
-    stale = run.call({"command": "write", "path": "t.md", "content": "# stale\n"})
-    assert stale["ok"] is False and stale["error"]["code"] == "CONFLICT"
 
 
 def test_revert_to_a_version_never_kept_is_not_found(root: Path) -> None:
@@ -167,12 +171,12 @@ def test_versions_revert_and_log_from_the_shell(root: Path) -> None:
     first = run.call({"command": "write", "path": "t.md", "content": "# First\n"})
     assert run.call({"command": "write", "path": "t.md", "content": "# Second\n"})["ok"]
 
-    listed = run_fsmem("--root", str(root), "versions", "t.md", "--json")
+    listed = run_fsmem("versions", "--root", str(root), "t.md", "--json")
     assert listed.returncode == 0, listed.stderr
     assert first["version"] in listed.stdout
-    reverted = run_fsmem("--root", str(root), "revert", "t.md")
+    reverted = run_fsmem("revert", "--root", str(root), "t.md")
     assert reverted.returncode == 0, reverted.stderr
     assert (root / "t.md").read_text(encoding="utf-8") == "# First\n"
-    log = run_fsmem("--root", str(root), "log", "--json")
+    log = run_fsmem("log", "--root", str(root), "--json")
     assert log.returncode == 0, log.stderr
     assert "revert" in log.stdout and "t-1" in log.stdout
