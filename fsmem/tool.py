@@ -353,6 +353,9 @@ class Run:
     def _search(self, request: Search) -> dict[str, Any]:
         settings = self.memory.settings
         limit = min(request.limit or settings.search_limit, settings.max_search_limit)
+        for name, globs in (("include", request.include), ("exclude", request.exclude)):
+            for glob in globs:
+                _check_glob(name, glob)
         accept = compile_globs(request.include or None, request.exclude or None)
         since = parse_since(request.since, utc_now()) if request.since else None
         pattern = compile_pattern(request.query, literal=not request.regex)
@@ -363,6 +366,15 @@ class Run:
             text = "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in hits)
         return {"ok": True, "text": text,
                 "hits": [{"path": h.path, "line": h.line, "text": h.text} for h in hits]}
+
+
+def _check_glob(name: str, glob: str) -> None:
+    """A glob names paths, so it obeys the path rules: no "..", no hidden or state folders, no
+    invisible characters. Nothing outside them could match anyway; saying so beats "No match"."""
+    try:
+        normalize_path(glob)
+    except BadPath as error:
+        raise BadPath(f"The {name} glob is not a memory path: {error.message}") from error
 
 
 def _decode(data: bytes, path: str, lenient: bool = False) -> str:
