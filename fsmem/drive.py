@@ -231,8 +231,12 @@ class Drive:
             return
         with open(log_file, encoding="utf-8") as handle:
             for line in handle:
-                if line.strip():
+                if not line.strip():
+                    continue
+                try:
                     yield LogEntry.from_json(line)
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line torn by a crash in the middle of its append
 
     def last_change(self, path: str) -> LogEntry | None:
         """The newest log entry that changed ``path``."""
@@ -338,9 +342,21 @@ class Transaction:
                  "before": before, "after": after, "thread": self.thread}
         if new_path is not None:
             entry["new_path"] = new_path
-        with open(self.drive.state / LOG_FILE, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        _append_line(self.drive.state / LOG_FILE, json.dumps(entry, ensure_ascii=False))
         self.changed.append(path)
+
+
+def _append_line(log_file: Path, line: str) -> None:
+    """Append one line; if a crash left the last line torn (no newline), start on a fresh one."""
+    with open(log_file, "ab") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        prefix = b""
+        if size:
+            with open(log_file, "rb") as tail:
+                tail.seek(size - 1)
+                if tail.read(1) != b"\n":
+                    prefix = b"\n"
+        handle.write(prefix + line.encode("utf-8") + b"\n")
 
 
 def _version(data: bytes | None) -> str | None:
