@@ -290,3 +290,66 @@ def test_any_spelling_writes_inside_the_root_or_nowhere(world, pieces: list[str]
     else:
         assert result["error"]["code"] in {"BAD_PATH", "EXISTS", "NOT_READ", "PROTECTED"}, (path, result)
     assert {k: v for k, v in snapshot(root).items() if k.startswith("0:.fsmem/lock")} == before_state
+
+
+@pytest.mark.parametrize("link_name", ["out.txt", "out.md", "deeper/out.txt"])
+def test_a_folder_holding_a_link_out_is_refused_whole_or_deleted_without_touching_outside(
+    tmp_path: Path, link_name: str
+) -> None:
+    """A folder delete either changes nothing (refused) or removes the link only; never a half delete."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(OUTSIDE_TEXT, encoding="utf-8")
+    run = fsmem.open(root, create=True).run(fsmem.Scope.chat(), thread_id="t-1")
+    for path in ("mixed/a.md", "mixed/z.md"):
+        assert run.call({"command": "write", "path": path, "content": f"# {path}\n"})["ok"]
+    (root / "mixed" / link_name).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside / "secret.md", root / "mixed" / link_name)
+    before = snapshot(root, outside)
+    result = run.call({"command": "delete", "path": "mixed"})
+    if result["ok"]:
+        assert not (root / "mixed").exists()
+        assert set(result["held"]) == {"mixed/a.md", "mixed/z.md"}
+        assert (outside / "secret.md").read_text(encoding="utf-8") == OUTSIDE_TEXT
+    else:
+        assert result["error"]["code"] == "BAD_PATH", result
+        assert snapshot(root, outside) == before, diff(before, snapshot(root, outside))
+
+
+def test_a_write_through_a_hard_link_never_changes_the_other_name(tmp_path: Path) -> None:
+    """A hard link made by hand can't be seen as a link; the atomic replace still leaves its twin alone."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "twin.md").write_text(OUTSIDE_TEXT, encoding="utf-8")
+    fsmem.open(root, create=True)
+    os.link(outside / "twin.md", root / "twin.md")
+    run = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="t-1")
+    assert run.call({"command": "read", "path": "twin.md"})["ok"]
+    assert run.call({"command": "write", "path": "twin.md", "content": "# Mine now\n"})["ok"]
+    assert (outside / "twin.md").read_text(encoding="utf-8") == OUTSIDE_TEXT
+    assert (root / "twin.md").read_text(encoding="utf-8") == "# Mine now\n"
+
+
+def test_links_inside_the_root_do_not_get_around_protection(tmp_path: Path) -> None:
+    """A link to a fact, a level folder or a top file is judged by where it leads."""
+    root = tmp_path / "root"
+    memory = fsmem.open(root, create=True)
+    agent = memory.create_agent("3f9a1c2e-77", "SEO")
+    (root / "notes" / "memory").mkdir(parents=True)
+    (root / "notes" / "memory" / "f1.md").write_text("---\nsubject: a\n---\nA fact.\n", encoding="utf-8")
+    os.symlink("notes/memory/f1.md", root / "fact_alias.md")
+    os.symlink(agent, root / "agent_alias")
+    os.symlink("MEMORY.md", root / "top_alias.md")
+    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+    for path in ("fact_alias.md", "top_alias.md"):
+        assert run.call({"command": "read", "path": path})["ok"]
+    before = snapshot(root)
+    for request in ({"command": "write", "path": "fact_alias.md", "content": "# changed\n"},
+                    {"command": "delete", "path": "fact_alias.md"},
+                    {"command": "delete", "path": "agent_alias"},
+                    {"command": "rename", "path": "agent_alias", "new_path": "elsewhere"},
+                    {"command": "write", "path": "agent_alias/../x.md", "content": "# x\n"},
+                    {"command": "rename", "path": "top_alias.md", "new_path": "old.md"}):
+        result = run.call(request)
+        assert result["ok"] is False and result["error"]["code"] in {"PROTECTED", "BAD_PATH"}, (request, result)
+        assert snapshot(root) == before, (request, diff(before, snapshot(root)))
