@@ -275,11 +275,14 @@ class Transaction:
         """Remove a file or a folder, keeping every file's content in versions/."""
         target = self.drive.resolve(path)
         if target.is_dir():
-            for entry in list(self.drive.walk_files(path)) + self._other_files(path):
-                data = self.drive.read(entry.path)
+            # Read everything first: a file that cannot be kept (a link leading out) refuses the
+            # delete before anything is kept, logged or removed.
+            held = [(entry.path, self.drive.read(entry.path))
+                    for entry in list(self.drive.walk_files(path)) + self._other_files(path)]
+            for entry_path, data in held:
                 if data is not None:
-                    self._keep(entry.path, self.drive.resolve(entry.path), data)
-                    self._log(entry.path, version_of(data), None)
+                    self._keep(entry_path, self.drive.resolve(entry_path), data)
+                    self._log(entry_path, version_of(data), None)
             shutil.rmtree(target)
         else:
             data = self.drive.read(path)
