@@ -144,6 +144,45 @@ def test_a_secret_is_not_echoed_by_the_cli_either(root: Path) -> None:
     assert snapshot(root) == before, diff(before, snapshot(root))
 
 
+@pytest.mark.parametrize("request_of", [
+    # markers whose run cannot be placed: the refusal names the line it could not place
+    lambda line: {"command": "write", "path": "notes.md", "content": f"<!-- ... -->\n{line}\n<!-- ... -->\n"},
+    lambda line: {"command": "write", "path": "notes.md", "content": f"<!-- ... -->\n{line}\n- nowhere\n"},
+    # an exact replacement whose old text is missing, or not unique
+    lambda line: {"command": "write", "path": "notes.md", "old_text": "- absent", "new_text": line},
+    lambda line: {"command": "write", "path": "notes.md", "old_text": line, "new_text": "- gone"},
+    lambda line: {"command": "write", "path": "notes.md", "old_text": "- ", "new_text": line},
+    # markers on a file that does not exist yet
+    lambda line: {"command": "write", "path": "fresh.md", "content": f"<!-- ... -->\n{line}\n"},
+], ids=["unplaced", "unplaced-after", "old-missing", "secret-as-old", "not-unique", "markers-new-file"])
+@pytest.mark.parametrize("secret", ["prefix-ghp", "word-password", "pem-rsa", "card-spaces"])
+def test_a_secret_in_an_edit_that_fails_for_another_reason_is_not_echoed(root: Path, secret: str,
+                                                                         request_of) -> None:
+    line, core = SECRETS[secret]
+    run = ready_run(root)
+    before = snapshot(root)
+    result = run.call(request_of(line))
+    assert result["ok"] is False, result
+    shown = json.dumps(result, ensure_ascii=False)
+    assert core not in shown and core[-10:] not in shown, f"the refusal repeats the secret: {shown}"
+    assert snapshot(root) == before, diff(before, snapshot(root))
+
+
+@pytest.mark.parametrize("request_", [
+    {"command": "write", "path": f"keys/ghp_{BODY}.md", "content": "# Keys\n"},
+    {"command": "write", "path": f"k3y9{'k3y9' * 8}.md", "content": "# Keys\n"},
+    {"command": "rename", "path": "notes.md", "new_path": f"sk-{BODY}.md"},
+], ids=["write-prefix", "write-mixed-run", "rename-to"])
+def test_a_secret_in_a_path_is_refused_and_not_stored(root: Path, request_: dict) -> None:
+    # A path is stored too: as a file name, in the log and in versions/.
+    run = ready_run(root)
+    before = snapshot(root)
+    result = run.call(request_)
+    assert result["ok"] is False and result["error"]["code"] == "SENSITIVE", result
+    assert BODY not in json.dumps(result) and "k3y9k3y9" not in json.dumps(result)
+    assert snapshot(root) == before, diff(before, snapshot(root))
+
+
 # --- size -----------------------------------------------------------------------------------------
 
 LIMIT = 32 * 1024
