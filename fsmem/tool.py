@@ -192,6 +192,7 @@ class Run:
 
     def _write(self, request: Write) -> dict[str, Any]:
         path = self._path(request.path)
+        self._refuse_secret_path(path)
         ensure_markdown_file(path)
         self._check_writable(path, "writing")
         if self.drive.is_dir(path):
@@ -204,6 +205,9 @@ class Run:
                 raise Conflict(self._changed_since(path, request.expected_version or self.seen[path], None))
             whole = request.content is not None and not has_markers(request.content)
             before_text = None if before is None else _decode(before, path, lenient=whole)
+            # What the call brings in is checked before the merge: a merge refusal names lines.
+            self._refuse_secret(path, before_text or "", request.content if request.content is not None
+                                else request.new_text)
             after_text = self._new_text(path, before_text, request)
             after = self._checked_bytes(path, before_text or "", after_text)
             if before is not None and after == before:
@@ -244,19 +248,34 @@ class Run:
                 f"{path} would be {len(data):,} bytes; the limit is {limit:,}. Keep the file short: move "
                 "details into topic files and leave a pointer here"
             )
+        self._refuse_secret(path, before, after)
+        return data
+
+    @staticmethod
+    def _refuse_secret(path: str, before: str, after: str) -> None:
         kind = find_secret(_added_lines(before, after))
         if kind is not None:
             raise Sensitive(
                 f"the change to {path} looks like it holds {kind}; secrets never go into memory. "
                 "Nothing was written: remove it (say where the secret is kept instead) and write again"
             )
-        return data
+
+    @staticmethod
+    def _refuse_secret_path(path: str) -> None:
+        """A path is stored too (file name, log, versions/); it is never repeated back."""
+        kind = find_secret(path.replace("/", " ").replace(".", " "))
+        if kind is not None:
+            raise Sensitive(
+                f"the path looks like it holds {kind}; secrets never go into memory, not even in a "
+                "file name. Nothing was written: choose a plain descriptive name"
+            )
 
     # ---- rename -----------------------------------------------------------------------------
 
     def _rename(self, request: Rename) -> dict[str, Any]:
         source = self._path(request.path)
         destination = self._path(request.new_path)
+        self._refuse_secret_path(destination)
         if source == destination:
             raise BadRequest("path and new_path are the same; give a different new_path")
         for end, label in ((source, "path"), (destination, "new_path")):
