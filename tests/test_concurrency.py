@@ -131,6 +131,96 @@ def test_context_injection_counts_as_a_read(root: Path) -> None:
     assert result["ok"], result
 
 
+def test_a_write_after_another_thread_deleted_the_file_conflicts_then_recreates(root: Path) -> None:
+    seed(root, "brand.md", "# Brand\n- keep me\n")
+    writer = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="writer")
+    deleter = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="deleter")
+    assert writer.call({"command": "read", "path": "brand.md"})["ok"]
+    assert deleter.call({"command": "read", "path": "brand.md"})["ok"]
+    assert deleter.call({"command": "delete", "path": "brand.md"})["ok"]
+
+    late = writer.call({"command": "write", "path": "brand.md", "content": "# Brand\n- keep me\n- more\n"})
+    assert code(late) == "CONFLICT", late
+    assert "deleter" in late["error"]["message"]
+    assert not (root / "brand.md").exists()
+    # The writer reads again, learns the file is gone, and may then make it anew.
+    assert code(writer.call({"command": "read", "path": "brand.md"})) == "NOT_FOUND"
+    again = writer.call({"command": "write", "path": "brand.md", "content": "# Brand\n- made again\n"})
+    assert again["ok"], again
+    # Nothing was lost: the deleted content is kept.
+    memory = fsmem.open(root)
+    assert version_of(b"# Brand\n- keep me\n") in [v.version for v in memory.versions("brand.md")]
+
+
+def test_a_write_into_a_folder_another_thread_renamed_conflicts(root: Path) -> None:
+    seed(root, "drafts/a.md", "# A\n")
+    slow = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="slow")
+    mover = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="mover")
+    assert slow.call({"command": "read", "path": "drafts/a.md"})["ok"]
+    assert mover.call({"command": "rename", "path": "drafts", "new_path": "old-drafts"})["ok"]
+    late = slow.call({"command": "write", "path": "drafts/a.md", "content": "# A\n- more\n"})
+    assert code(late) == "CONFLICT", late
+    assert "mover" in late["error"]["message"]
+    assert not (root / "drafts").exists() and (root / "old-drafts/a.md").read_text(encoding="utf-8") == "# A\n"
+
+
+def test_a_folder_delete_checks_every_file_the_run_saw(root: Path) -> None:
+    seed(root, "drafts/a.md", "# A\n")
+    seed(root, "drafts/b.md", "# B\n")
+    slow = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="slow")
+    fast = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="fast")
+    assert slow.call({"command": "read", "path": "drafts/b.md"})["ok"]
+    assert fast.call({"command": "read", "path": "drafts/b.md"})["ok"]
+    assert fast.call({"command": "write", "path": "drafts/b.md", "content": "# B\n- new\n"})["ok"]
+    before = snapshot(root)
+    for late in ({"command": "delete", "path": "drafts"},
+                 {"command": "rename", "path": "drafts", "new_path": "gone"}):
+        result = slow.call(late)
+        assert code(result) == "CONFLICT", (late, result)
+        assert "fast" in result["error"]["message"]
+        assert snapshot(root) == before, diff(before, snapshot(root))
+
+
+def test_threads_sharing_one_memory_never_lose_a_write(root: Path) -> None:
+    """Memory is shared by the threads of one process; each thread has its own run."""
+    import threading
+
+    path, threads, per_thread = "shared/threads.md", 4, 40
+    seed(root, path, "# Threads\n")
+    memory = fsmem.open(root)
+    errors: list[object] = []
+    barrier = threading.Barrier(threads)
+
+    def work(t: int) -> None:
+        run = memory.run(fsmem.Scope.chat(), thread_id=f"th-{t}")
+        barrier.wait()
+        done = 0
+        while done < per_thread:
+            seen = run.call({"command": "read", "path": path})
+            data = (root / path).read_bytes()
+            if version_of(data) != seen["version"]:
+                continue
+            result = run.call({"command": "write", "path": path, "content": data.decode() + f"t{t}-{done:03d}\n"})
+            if result["ok"]:
+                done += 1
+            elif result["error"]["code"] != "CONFLICT":
+                errors.append(result)
+                return
+
+    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert not errors, errors
+    lines = (root / path).read_text(encoding="utf-8").splitlines()[1:]
+    for t in range(threads):
+        assert [line for line in lines if line.startswith(f"t{t}-")] == [f"t{t}-{k:03d}" for k in range(per_thread)]
+    entries = [e for e in log_lines(root) if e["path"] == path]
+    assert len(entries) == 1 + threads * per_thread
+    assert all(b["before"] == a["after"] for a, b in zip(entries, entries[1:]))
+
+
 # --- NOT_READ and expected_version -------------------------------------------------------------
 
 
