@@ -169,6 +169,8 @@ class Run:
             return {"ok": True, "path": path, "text": self._tree(path)}
         data = self.drive.read(path)
         if data is None:
+            # The run has now seen that the file is gone: it may make it anew without a conflict.
+            self.seen.pop(path, None)
             raise NotFound(f"there is no file {path!r}; read the folder \"/\" to see what exists")
         try:
             text = data.decode("utf-8")
