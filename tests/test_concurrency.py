@@ -131,6 +131,17 @@ def test_context_injection_counts_as_a_read(root: Path) -> None:
     assert result["ok"], result
 
 
+def test_two_runs_creating_one_new_file_the_second_is_not_read(root: Path) -> None:
+    first = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="first")
+    second = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="second")
+    assert code(first.call({"command": "read", "path": "new.md"})) == "NOT_FOUND"
+    assert code(second.call({"command": "read", "path": "new.md"})) == "NOT_FOUND"
+    assert first.call({"command": "write", "path": "new.md", "content": "# From first\n"})["ok"]
+    late = second.call({"command": "write", "path": "new.md", "content": "# From second\n"})
+    assert code(late) in {"NOT_READ", "CONFLICT"}, late
+    assert (root / "new.md").read_text(encoding="utf-8") == "# From first\n"
+
+
 def test_a_write_after_another_thread_deleted_the_file_conflicts_then_recreates(root: Path) -> None:
     seed(root, "brand.md", "# Brand\n- keep me\n")
     writer = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="writer")

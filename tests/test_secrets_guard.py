@@ -245,3 +245,22 @@ def test_bytes_that_are_not_utf8_on_stdin_are_refused(root: Path) -> None:
         assert proc.returncode == 1, proc
         assert proc.stderr.decode().startswith("Error: [BAD_REQUEST]"), proc.stderr
     assert snapshot(root) == before, diff(before, snapshot(root))
+
+
+def test_a_file_mangled_by_hand_is_never_edited_but_may_be_replaced_whole(root: Path) -> None:
+    mangled = b"# caf\xe9\n- one\n"  # Latin-1, saved by some editor
+    (root / "bad.md").write_bytes(mangled)
+    run = ready_run(root)
+    read = run.call({"command": "read", "path": "bad.md"})
+    assert read["ok"] is False and read["error"]["code"] == "BAD_REQUEST" and "UTF-8" in read["error"]["message"]
+    before = snapshot(root)
+    for edit in ({"command": "write", "path": "bad.md", "old_text": "- one", "new_text": "- uno"},
+                 {"command": "write", "path": "bad.md", "content": "<!-- ... -->\n- one\n- two\n"}):
+        result = run.call(edit)
+        assert result["ok"] is False and result["error"]["code"] == "BAD_REQUEST", (edit, result)
+        assert snapshot(root) == before, diff(before, snapshot(root))
+    # The refusal says to write it whole; doing so works, and the old bytes are kept exactly.
+    whole = run.call({"command": "write", "path": "bad.md", "content": "# caf\u00e9\n- one\n"})
+    assert whole["ok"], whole
+    kept = fsmem.open(root).versions("bad.md")
+    assert [v.file.read_bytes() for v in kept] == [mangled]

@@ -180,3 +180,16 @@ def test_versions_revert_and_log_from_the_shell(root: Path) -> None:
     log = run_fsmem("log", "--root", str(root), "--json")
     assert log.returncode == 0, log.stderr
     assert "revert" in log.stdout and "t-1" in log.stdout
+
+
+def test_a_folder_has_no_versions_and_cannot_be_reverted(root: Path) -> None:
+    memory = fsmem.open(root)
+    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+    for text in ("# A\n", "# A2\n"):
+        assert run.call({"command": "write", "path": "drafts/a.md", "content": text})["ok"]
+    assert memory.versions("drafts") == []  # drafts/a.md has one; the folder itself has none
+    log_before = log_lines(root)
+    with pytest.raises(NotFound):
+        memory.revert("drafts")
+    assert log_lines(root) == log_before
+    assert [v.version for v in memory.versions("drafts/a.md")] == [version_of(b"# A\n")]
