@@ -217,6 +217,8 @@ class Drive:
             return []
         kept = []
         for item in sorted(folder.iterdir(), reverse=True):
+            if not item.is_file() or item.name.startswith("."):
+                continue  # a folder's files keep their own versions; a dot-name is a crash's temp file
             stamp, _, rest = item.name.partition("-")
             version, _, command = rest.partition("-")
             kept.append(
