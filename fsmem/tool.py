@@ -172,12 +172,16 @@ class Run:
             # The run has now seen that the file is gone: it may make it anew without a conflict.
             self.seen.pop(path, None)
             raise NotFound(f"there is no file {path!r}; read the folder \"/\" to see what exists")
+        version = version_of(data)
+        # Seen even when it cannot be shown: the refusal below says to write it whole, which needs it.
+        self.mark_seen(path, version)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise BadRequest(f"{path} is not UTF-8 text; fsmem reads only UTF-8 markdown") from error
-        version = version_of(data)
-        self.mark_seen(path, version)
+            raise BadRequest(
+                f"{path} is not UTF-8 text (edited outside fsmem?), so it cannot be shown; write it whole "
+                "with content to replace it (its bytes stay in the versions kept)"
+            ) from error
         info = self.drive.stat(path)
         view = render.file_view(path, text, version, info.st_mtime if info else 0.0,
                                 request.start_line, request.end_line)
