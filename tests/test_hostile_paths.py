@@ -132,8 +132,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root, outside
 
 
-def fresh_run(root: Path):
-    run = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="attacker")
+def fresh_run(root: Path, review: bool = False):
+    run = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="attacker", review=review)
     # Warm up: whatever a first read or search does lazily (an index, a cache) happens before the snapshot.
     assert run.call({"command": "read", "path": "topic.md"})["ok"]
     assert run.call({"command": "search", "query": "Topic"})["ok"]
@@ -151,9 +151,10 @@ def calls_for(path: str) -> dict[str, dict]:
     }
 
 
-def assert_refused(world: tuple[Path, Path], request: dict, expected: str = "BAD_PATH") -> dict:
+def assert_refused(world: tuple[Path, Path], request: dict, expected: str = "BAD_PATH",
+                   review: bool = False) -> dict:
     root, outside = world
-    run = fresh_run(root)
+    run = fresh_run(root, review=review)
     before = snapshot(root, outside)
     result = run.call(request)
     assert result["ok"] is False, result
@@ -175,6 +176,14 @@ def test_spelled_hostile_paths_are_refused_by_every_command(world, path: str, op
 @pytest.mark.parametrize("path", list(LINKED.values()), ids=list(LINKED))
 def test_symlinks_out_of_the_root_are_refused_by_every_command(world, path: str, op: str) -> None:
     assert_refused(world, calls_for(path)[op])
+
+
+@pytest.mark.parametrize("op", ["write", "rename-from", "rename-to", "delete"])
+@pytest.mark.parametrize("path", list(SPELLED.values()) + list(LINKED.values()),
+                         ids=list(SPELLED) + list(LINKED))
+def test_a_reviewer_gets_the_same_refusal_and_no_proposal_is_made(world, path: str, op: str) -> None:
+    # A background reviewer's changes may become proposals; a hostile one never becomes anything.
+    assert_refused(world, calls_for(path)[op], review=True)
 
 
 @pytest.mark.parametrize("path", [p for k, p in SPELLED.items() if not k.startswith("overlong")]

@@ -48,17 +48,17 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
-def seen_run(root: Path, *paths: str):
+def seen_run(root: Path, *paths: str, review: bool = False):
     """A run of the routine that has read every file it will touch, so only protection can refuse."""
-    run = fsmem.open(root).run(fsmem.Scope.routine(AGENT_ID, ROUTINE_ID), thread_id="model")
+    run = fsmem.open(root).run(fsmem.Scope.routine(AGENT_ID, ROUTINE_ID), thread_id="model", review=review)
     for path in ("MEMORY.md", f"{AGENT}/MEMORY.md", f"{ROUTINE}/NOTES.md", f"{AGENT}/hold.md",
                  "seo/titles.md", FACT, OLD_FACT, *paths):
         run.call({"command": "read", "path": path})
     return run
 
 
-def assert_protected(root: Path, request: dict) -> dict:
-    run = seen_run(root)
+def assert_protected(root: Path, request: dict, review: bool = False) -> dict:
+    run = seen_run(root, review=review)
     before = snapshot(root)
     result = run.call(request)
     assert result["ok"] is False, result
@@ -120,6 +120,11 @@ PROTECTED_CALLS = {
 def test_protected_operations_are_refused_and_change_nothing(root: Path, request_: dict) -> None:
     result = assert_protected(root, request_)
     assert len(result["error"]["message"]) > 20  # says why, and what to do instead
+
+
+@pytest.mark.parametrize("request_", list(PROTECTED_CALLS.values()), ids=list(PROTECTED_CALLS))
+def test_a_reviewer_gets_protected_too_and_no_proposal_is_made(root: Path, request_: dict) -> None:
+    assert_protected(root, request_, review=True)
 
 
 def test_deleting_the_root_is_refused(root: Path) -> None:

@@ -122,6 +122,22 @@ def test_each_secret_shape_is_refused_and_never_echoed(root: Path, secret: str, 
     assert snapshot(root) == before, diff(before, snapshot(root))
 
 
+@pytest.mark.parametrize("how", ["whole-file", "replace", "markers"])
+@pytest.mark.parametrize("secret", ["prefix-ghp", "word-password", "card-dashes", "mixed-run-32"])
+def test_a_reviewer_never_turns_a_secret_into_a_proposal(root: Path, secret: str, how: str) -> None:
+    line, core = SECRETS[secret]
+    run = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="reviewer", review=True)
+    assert run.call({"command": "read", "path": "notes.md"})["ok"]
+    before = snapshot(root)
+    request = writes_of(line)[how]
+    if how == "whole-file":  # drop a line too, so it is not an add: it would become a proposal
+        request = {**request, "content": request["content"].replace("- last\n", "")}
+    result = run.call(request)
+    assert result["ok"] is False and result["error"]["code"] == "SENSITIVE", result
+    assert core not in json.dumps(result, ensure_ascii=False)
+    assert snapshot(root) == before, diff(before, snapshot(root))  # .fsmem/proposals/ included
+
+
 @pytest.mark.parametrize("how", list(writes_of("x")))
 @pytest.mark.parametrize("text", list(HARMLESS.values()), ids=list(HARMLESS))
 def test_things_that_only_resemble_secrets_are_kept(root: Path, text: str, how: str) -> None:
