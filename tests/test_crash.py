@@ -109,6 +109,54 @@ def test_sigkill_in_the_middle_of_writes_leaves_every_file_whole(root: Path) -> 
     assert json.loads(log.splitlines()[-1])["path"] == "crash/after.md"
 
 
+@pytest.mark.slow
+def test_sigkill_inside_folder_renames_and_deletes_loses_nothing(root: Path) -> None:
+    """A kill inside a folder rename or delete leaves whole files, and every content stays reachable."""
+    rng = random.Random(7)
+    n_files = 12
+    for round_no in range(4):
+        first_gen = round_no * 1_000_000
+        proc = spawn("crash_writer.py", root, n_files, first_gen, "folders")
+        try:
+            assert read_json_line(proc) == {"started": True}
+            time.sleep(rng.uniform(0.1, 0.8))
+            assert proc.poll() is None, proc.stderr.read()
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+
+        memory = fsmem.open(root)
+        for folder in ("batch", "moved"):
+            for i in range(n_files):
+                full = root / folder / f"f{i}.md"
+                if not full.exists():
+                    continue
+                text = full.read_text(encoding="utf-8")
+                header = parse_crash_header(text)
+                assert header is not None and header[0] == i, f"{full} starts with {text[:60]!r}"
+                assert text == crash_content(i, header[1], size=6_000), f"{full} is torn"
+        assert_versions_whole(root)
+        # Nothing is lost: the newest logged content of each file is on disk (in either folder) or kept.
+        entries = [json.loads(line) for line in
+                   (root / ".fsmem" / "log.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+        for i in range(n_files):
+            written = [e["after"] for e in entries if e["command"] == "write" and e["path"] == f"batch/f{i}.md"]
+            if not written:
+                continue
+            reachable = {version_of((root / folder / f"f{i}.md").read_bytes())
+                         for folder in ("batch", "moved") if (root / folder / f"f{i}.md").exists()}
+            for folder in ("batch", "moved"):
+                reachable |= {v.version for v in memory.versions(f"{folder}/f{i}.md")}
+            assert written[-1] in reachable, f"the last content of f{i} is neither on disk nor kept"
+        # The tool can clean up whatever the kill left half done.
+        run = memory.run(fsmem.Scope.chat(), thread_id="cleanup")
+        for folder in ("batch", "moved"):
+            if (root / folder).exists():
+                for i in range(n_files):
+                    run.call({"command": "read", "path": f"{folder}/f{i}.md"})
+                assert run.call({"command": "delete", "path": folder})["ok"]
+
+
 # --- failures inside the write path, in-process ----------------------------------------------
 
 
