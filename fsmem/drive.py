@@ -95,6 +95,7 @@ class Drive:
         self.root = Path(os.path.realpath(root))
         self.settings = settings
         self.state = self.root / STATE_DIR
+        self._root_str, self._state_str = str(self.root), str(self.state)
         self.on_commit: list[Callable[[set[str]], None]] = []
         self._lock = FileLock(str(self.state / LOCK_FILE), timeout=settings.lock_timeout)
 
@@ -106,13 +107,33 @@ class Drive:
         A symlink anywhere on the way may point inside the root, never out of it, and never into
         ``.fsmem/``.
         """
-        candidate = self.root / path if path else self.root
-        real = Path(os.path.realpath(candidate))
-        if real != self.root and self.root not in real.parents:
+        real = self._real(path)
+        where = str(real)  # real paths are normalized: a prefix test is the parents test, faster
+        if where != self._root_str and not where.startswith(self._root_str + "/"):
             raise BadPath(f"{path!r} leads outside the memory folder (through a link); use a path inside it")
-        if real == self.state or self.state in real.parents:
+        if where == self._state_str or where.startswith(self._state_str + "/"):
             raise BadPath(f"{path!r} leads into fsmem's own state, which is not memory; use another path")
         return real
+
+    def _real(self, path: str) -> Path:
+        """``os.path.realpath`` of ``root/path``, cheaply: the root is real already, so only the parts
+        under it can be links; with none among them (the usual case) the path is its own real path."""
+        candidate = self.root / path if path else self.root
+        parts = path.split("/") if path else []
+        if any(part in ("", ".", "..") for part in parts):  # not normalized: let realpath settle it
+            return Path(os.path.realpath(candidate))
+        current = str(self.root)
+        for part in parts:
+            current = f"{current}/{part}"
+            try:
+                mode = os.lstat(current).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return candidate  # nothing exists below here, so nothing below is a link
+            except OSError:
+                return Path(os.path.realpath(candidate))
+            if stat_module.S_ISLNK(mode):
+                return Path(os.path.realpath(candidate))
+        return candidate
 
     def canonical(self, path: str) -> str:
         """The root-relative path of where ``path`` really is (links inside the root resolved)."""
@@ -129,7 +150,10 @@ class Drive:
 
     def read(self, path: str) -> bytes | None:
         """The bytes of a file, or None when there is no file there."""
-        real = self.resolve(path)
+        return self._read_real(self.resolve(path), path)
+
+    def _read_real(self, real: Path, path: str) -> bytes | None:
+        """``read`` of a path already resolved (and so guarded) by ``resolve``."""
         try:
             fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
@@ -258,10 +282,11 @@ class Transaction:
     def write(self, path: str, data: bytes) -> str:
         """Write a whole file atomically, keeping what it held before. Returns the new version."""
         target = self.drive.resolve(path)
-        before = self.drive.read(path)
+        before = self.drive._read_real(target, path)  # resolved once: realpath is a good part of a write's cost
         if before is not None:
             self._keep(path, target, before)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.parent.is_dir():  # a stat; mkdir of an existing folder costs a journal round on ext4
+            target.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(target, data, durable=self.drive.settings.durable)
         after = version_of(data)
         self._log(path, _version(before), after)
@@ -323,15 +348,19 @@ class Transaction:
 
     def _keep(self, path: str, real: Path, data: bytes) -> None:
         folder = self.drive.state / VERSIONS_DIR / path
-        folder.mkdir(parents=True, exist_ok=True)
         kept = folder / f"{_stamp()}-{version_of(data)}-{self.command}.md"
         try:
-            os.link(real, kept)  # the old inode lives on under versions/ once os.replace swaps it out
+            try:
+                os.link(real, kept)  # the old inode lives on under versions/ once os.replace swaps it out
+            except FileNotFoundError:  # the file's first kept version: make its folder (only then)
+                folder.mkdir(parents=True, exist_ok=True)
+                os.link(real, kept)
         except OSError:
+            folder.mkdir(parents=True, exist_ok=True)
             _atomic_write(kept, data, durable=False)
-        old = sorted(folder.iterdir())
-        for extra in old[: max(0, len(old) - self.drive.settings.versions_kept)]:
-            extra.unlink()
+        names = sorted(os.listdir(folder))
+        for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
+            os.unlink(folder / extra)
 
     def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None) -> None:
         entry = {"time": now_iso(), "command": self.command, "path": path,
