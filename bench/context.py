@@ -1,6 +1,6 @@
 """Benchmark: ``run.context`` on a 200-turn thread of a routine's run (three top files).
 
-    python -m bench.context [--turns 200] [--repeat 300]
+    bin/bench context [--quick] [--turns 200] [--repeat 300]      (or: python -m bench.context)
 
 Prints median and p95 per case, and ratios against two baselines measured in the same run: reading the
 three top files from disk (the I/O floor of any injection) and ``json.dumps`` of the thread (what a
@@ -73,8 +73,10 @@ def build(root: Path, turns: int):
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.context", description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls a row (default 300)")
+    parser.add_argument("--quick", action="store_true", help="30 timed calls a row unless --repeat")
     args = parser.parse_args(argv)
+    args.repeat = args.repeat or (30 if args.quick else 300)
 
     from fsmem.context import documents
     from fsmem.core.context import plan_context
