@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "log": "fsmem.cli.files:log",
     "agents": "fsmem.cli.levels:agents",
     "routines": "fsmem.cli.levels:routines",
+    "proposals": "fsmem.cli.proposals:proposals",
 }
 
 # Exit codes by error family; one place, so scripts can rely on them.
