@@ -98,6 +98,13 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
     def memory(self) -> Memory:
         return self.run.memory
 
+    def execute(self, command: Any) -> str:  # type: ignore[override]
+        """The SDK's dispatch, plus one outcome it has no text for: a change held for a person."""
+        try:
+            return super().execute(command)  # type: ignore[return-value]
+        except _Proposed as proposed:
+            return proposed.text
+
     # ---- the six commands -------------------------------------------------------------------
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
@@ -231,8 +238,8 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
     def _call(self, request: Request, shown: str, command: str, **details: str) -> dict[str, Any]:
         result = _execute(self.run, request)
         if result.get("ok"):
-            if "proposal" in result:  # a review-mode run: nothing changed yet
-                raise ToolError(result["text"])
+            if "proposal" in result:  # a review-mode run held the change for a person: nothing changed yet
+                raise _Proposed(result["text"])
             return result
         code, message = result["error"]["code"], result["error"]["message"]
         raise ToolError(self._error_text(code, message, request, shown, command, **details))
@@ -296,6 +303,12 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
 
 
 # ---- helpers (pure, mirroring the SDK's local-filesystem tool) --------------------------------
+
+
+class _Proposed(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
 
 
 def _execute(run: Run, request: Request) -> dict[str, Any]:

@@ -14,8 +14,8 @@ fail with it. So the provider forms keep the properties, ``required`` and ``addi
 drop the top-level combinators and conditionals; the per-command rules they held are still enforced,
 because every call is checked against ``memory.json`` itself when it runs.
 
-The description is the tool description prompt (``prompts/tool_description.md``) when it exists, else
-the schema's own ``description``.
+The description is the tool description prompt (``prompts/tool.md``) when it exists, else the schema's
+own ``description``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ __all__ = [
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO / "tool_schema"
 PROMPTS_DIR = REPO / "prompts"
-DESCRIPTION_PROMPT = "tool_description.md"
+DESCRIPTION_PROMPT = "tool.md"  # the same text fsmem.prompts.tool_description() renders
 TOOL_NAME = "memory"
 
 # Top-level keywords a provider's tool schema does not take: identity, and the combinators and
@@ -62,7 +62,7 @@ def tool_description(source: dict[str, Any], prompts_dir: Path = PROMPTS_DIR) ->
     """The text a model reads about the tool: the prompt file when there is one, else the schema's."""
     prompt = prompts_dir / DESCRIPTION_PROMPT
     if prompt.is_file():
-        text = prompt.read_text(encoding="utf-8").strip()
+        text = prompt.read_text(encoding="utf-8").replace("\r\n", "\n").strip()
         if text:
             return text
     description = source.get("description")

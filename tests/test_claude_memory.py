@@ -455,3 +455,17 @@ def _sdk_size(size: int) -> str:
     from anthropic.lib.tools._beta_builtin_memory_tool import _format_file_size
 
     return _format_file_size(size)
+
+
+def test_a_review_run_holds_a_replacement_for_a_person(memory):
+    (memory.root / "MEMORY.md").write_text("- a\n")
+    tool = FsmemMemoryTool(run=memory.run(Scope.chat(), thread_id="reviewer", review=True))
+    call(tool, command="view", path="/memories/MEMORY.md")
+    added = call(tool, command="insert", path="/memories/MEMORY.md", insert_line=1, insert_text="- b")
+    assert added == "The file /memories/MEMORY.md has been edited."
+    held = call(tool, command="str_replace", path="/memories/MEMORY.md", old_str="- a", new_str="- z")
+    assert held.startswith("Proposed ") and "nothing changed yet" in held
+    assert (memory.root / "MEMORY.md").read_text() == "- a\n- b\n"
+    [proposal] = memory.proposals()
+    memory.approve(proposal.id)
+    assert (memory.root / "MEMORY.md").read_text() == "- z\n- b\n"

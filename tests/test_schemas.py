@@ -147,3 +147,8 @@ def test_a_schema_that_is_not_an_object_is_refused():
 
 def test_main_usage():
     assert tool_forms.main(["--bogus"]) == 2
+
+
+def test_the_description_is_the_one_the_harness_gives_the_model():
+    prompts = pytest.importorskip("fsmem.prompts")
+    assert tool_description(load_source()) == prompts.tool_description()
