@@ -25,7 +25,7 @@ from urllib.parse import quote, unquote
 
 import anyio
 import anyio.to_thread
-import mcp_types as types
+from mcp import types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
