@@ -442,6 +442,20 @@ def test_texts_match_the_sdk_local_filesystem_tool(tmp_path):
     ]
     for tool_input in calls:
         assert _outcome(ours, tool_input) == _outcome(sdk, tool_input), tool_input
+    for tool in (sdk, ours):
+        tool.call({"command": "create", "path": "/memories/a/b/c/deep.md", "file_text": "deep\n"})
+        tool.call({"command": "create", "path": "/memories/a/top.md", "file_text": "x" * 2000})
+    listings = [_without_folder_sizes(tool.call({"command": "view", "path": "/memories/a"})) for tool in (sdk, ours)]
+    assert listings[0] == listings[1]
+    assert listings[1].splitlines()[1:] == ["-\t/memories/a", "-\t/memories/a/b/", "-\t/memories/a/b/c/",
+                                            "2.0K\t/memories/a/top.md"]
+
+
+def _without_folder_sizes(listing: str) -> str:
+    """Folder sizes are the file system's (and ours holds .fsmem/), so only file sizes are compared."""
+    lines = listing.splitlines()
+    return "\n".join(lines[:1] + [("-\t" + line.split("\t")[1]) if line.endswith("/") or line.endswith("/a")
+                                   else line for line in lines[1:]])
 
 
 def _outcome(tool, tool_input):
@@ -469,3 +483,28 @@ def test_a_review_run_holds_a_replacement_for_a_person(memory):
     [proposal] = memory.proposals()
     memory.approve(proposal.id)
     assert (memory.root / "MEMORY.md").read_text() == "- z\n- b\n"
+
+
+def test_concurrent_conversations_lose_no_insert(memory):
+    """Eight conversations add lines at once; each retries after a conflict; every line lands."""
+    import threading
+
+    def conversation(number: int) -> None:
+        tool = FsmemMemoryTool(memory, thread_id=f"c{number}")
+        for item in range(5):
+            while True:
+                tool.call({"command": "view", "path": "/memories/MEMORY.md"})
+                try:
+                    tool.call({"command": "insert", "path": "/memories/MEMORY.md", "insert_line": 0,
+                               "insert_text": f"- c{number} item {item}"})
+                    break
+                except ToolError as refused:
+                    assert "changed since you viewed it" in refused.content, refused.content
+
+    threads = [threading.Thread(target=conversation, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = (memory.root / "MEMORY.md").read_text().splitlines()
+    assert sorted(lines) == sorted(f"- c{n} item {i}" for n in range(8) for i in range(5))

@@ -259,3 +259,20 @@ def test_cli_help_and_setup_errors(tmp_path, memory):
     assert missing.exit_code == 2 and missing.output.startswith("Error: [NO_ROOT] ")
     bad_scope = runner.invoke(main, ["mcp", "--root", str(memory.root), "--scope", "agent:no-such-agent"])
     assert bad_scope.exit_code == 2 and bad_scope.output.startswith("Error: [BAD_SCOPE] ")
+
+
+def test_a_write_over_mcp_is_what_every_other_face_sees(memory):
+    claude_memory = pytest.importorskip("fsmem.claude_memory")
+
+    async def script(client, _):
+        return await client.call_tool("memory", {"command": "write", "path": "seo/titles.md",
+                                                 "content": "# Titles\n- /stories on hold\n"})
+
+    assert not drive(serve(memory), script).is_error
+    claude = claude_memory.FsmemMemoryTool(memory)
+    assert claude.call({"command": "view", "path": "/memories/seo/titles.md"}).splitlines()[1:] == [
+        "     1\t# Titles", "     2\t- /stories on hold", "     3\t"]
+    assert memory.run().call({"command": "search", "query": "on hold"})["hits"] == [
+        {"path": "seo/titles.md", "line": 2, "text": "- /stories on hold"}]
+    assert [(entry.command, entry.path, entry.thread[:4]) for entry in memory.log()] == [
+        ("write", "seo/titles.md", "mcp-")]
