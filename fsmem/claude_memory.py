@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,9 @@ _PATH_EXAMPLES = getattr(_paths, "_EXAMPLES", "\0")  # the path hint of fsmem's 
 class FsmemMemoryTool(BetaAbstractMemoryTool):
     """Claude's memory tool on an fsmem root; one instance per conversation (it keeps read versions).
 
-    ``memory`` is a :class:`fsmem.Memory` or a folder (made into a root when ``create``). Pass ``run``
-    to share one :class:`fsmem.tool.Run` with the harness (so context injection counts as a view).
+    ``memory`` is a :class:`fsmem.Memory` or a folder (made into a root when ``create``). Changes are
+    logged as ``thread_id`` (default ``claude-<8 hex digits>``). Pass ``run`` to share one
+    :class:`fsmem.tool.Run` with the harness (so context injection counts as a view).
     """
 
     def __init__(
@@ -91,7 +93,7 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
                 raise TypeError("FsmemMemoryTool needs a memory (a fsmem.Memory or a folder) or a run")
             if not isinstance(memory, Memory):
                 memory = fsmem.open(Path(memory), create=create)
-            run = memory.run(scope or Scope.chat(), thread_id=thread_id)
+            run = memory.run(scope or Scope.chat(), thread_id=thread_id or f"claude-{uuid.uuid4().hex[:8]}")
         self.run = run
 
     @property

@@ -401,6 +401,8 @@ def test_a_folder_becomes_a_root(tmp_path):
     tool = FsmemMemoryTool(tmp_path / "fresh")
     assert (tmp_path / "fresh" / ".fsmem").is_dir()
     assert call(tool, command="create", path="/memories/a.md", file_text="x\n").startswith("File created")
+    [entry] = fsmem.open(tmp_path / "fresh").log()
+    assert entry.thread.startswith("claude-") and len(entry.thread) == len("claude-") + 8
     with pytest.raises(fsmem.errors.RootNotFound):
         FsmemMemoryTool(tmp_path / "other", create=False)
 
