@@ -119,14 +119,26 @@ def test_expected_version_serves_callers_without_a_session(memory):
 
 
 def test_search_finds_lines(memory):
+    (memory.root / "brand.md").write_text("# Brand\n- Voice: warm\n")
+
     async def script(client, _):
-        return await client.call_tool("memory", {"command": "search", "query": "Field Notes"})
+        ranked = await client.call_tool("memory", {"command": "search", "query": "Field Notes"})
+        lines = await client.call_tool("memory", {"command": "search", "query": r"Field\s+Notes$", "regex": True})
+        return ranked, lines
+
+    ranked, lines = drive(serve(memory), script)
+    assert not ranked.is_error and "MEMORY.md" in text(ranked) and "brand.md" not in text(ranked)
+    assert [hit["path"] for hit in ranked.structured_content["hits"]] == ["MEMORY.md"]
+    assert not lines.is_error
+    assert text(lines) == "MEMORY.md:2: - Titles end with | Field Notes"
+
+
+def test_a_pattern_that_does_not_compile_is_bad_pattern(memory):
+    async def script(client, _):
+        return await client.call_tool("memory", {"command": "search", "query": "(unclosed", "regex": True})
 
     result = drive(serve(memory), script)
-    assert not result.is_error
-    assert text(result) == "MEMORY.md:2: - Titles end with | Field Notes"
-    assert result.structured_content["hits"] == [{"path": "MEMORY.md", "line": 2,
-                                                 "text": "- Titles end with | Field Notes"}]
+    assert result.is_error and result.structured_content["error"]["code"] == "BAD_PATTERN"
 
 
 @pytest.mark.parametrize(("arguments", "code"), [
@@ -272,7 +284,7 @@ def test_a_write_over_mcp_is_what_every_other_face_sees(memory):
     claude = claude_memory.FsmemMemoryTool(memory)
     assert claude.call({"command": "view", "path": "/memories/seo/titles.md"}).splitlines()[1:] == [
         "     1\t# Titles", "     2\t- /stories on hold", "     3\t"]
-    assert memory.run().call({"command": "search", "query": "on hold"})["hits"] == [
-        {"path": "seo/titles.md", "line": 2, "text": "- /stories on hold"}]
+    assert memory.run().call({"command": "search", "query": "on hold", "regex": True})["text"] == (
+        "seo/titles.md:2: - /stories on hold")
     assert [(entry.command, entry.path, entry.thread[:4]) for entry in memory.log()] == [
         ("write", "seo/titles.md", "mcp-")]

@@ -58,7 +58,7 @@ def test_two_sessions_over_stdio(memory, tmp_path):
                 "command": "write", "path": "seo/titles.md", "content": "# Titles\n"})
             calls["unread"] = await second.call_tool("memory", {
                 "command": "write", "path": "MEMORY.md", "content": "# Project\n"})
-            calls["search"] = await second.call_tool("memory", {"command": "search", "query": "Dec 16"})
+            calls["search"] = await second.call_tool("memory", {"command": "search", "query": "Dec 1[0-9]", "regex": True})
             calls["bad_path"] = await second.call_tool("memory", {"command": "read", "path": "../outside.md"})
 
     anyio.run(script)
