@@ -115,7 +115,7 @@ def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Se
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         state: Session = ctx.lifespan_context
-        files = await anyio.to_thread.run_sync(state.run.top_files)
+        files = await anyio.to_thread.run_sync(memory.scope_files, state.run.scope)
         resources = []
         for path in files:
             info = await anyio.to_thread.run_sync(memory.drive.stat, path)
