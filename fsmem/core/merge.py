@@ -115,11 +115,14 @@ def _parse(content: str) -> list[_Run] | None:
 def _place(run: _Run, keys: list[str], position: int) -> tuple[int, int]:
     """The range of original lines (first, last; inclusive) that ``run`` replaces."""
     rest = Counter(keys[position:])
+    where: dict[str, int] = {}
+    for index in range(len(keys) - 1, position - 1, -1):
+        where[keys[index]] = index
     anchors: list[tuple[int, int]] = []  # (index in the original, index in the run)
     for at, line in enumerate(run.lines):
         key = _key(line)
         if key and rest[key] == 1:
-            anchors.append((keys.index(key, position), at))
+            anchors.append((where[key], at))
     if not anchors:
         raise _unplaced(run, keys, position, rest)
     for (before, _), (after, at) in zip(anchors, anchors[1:]):

@@ -92,6 +92,7 @@ def test_no_patterns_keep_everything() -> None:
 @pytest.mark.parametrize(("include", "expected"), [
     ("MEMORY.md", ["MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"]),      # no "/": any depth
     ("/MEMORY.md", ["MEMORY.md"]),                                        # leading "/": the root
+    ("./MEMORY.md", ["MEMORY.md"]),                                       # so is "./"
     ("seo/*.md", ["seo/titles.md"]),                                      # "*" stays in its folder
     ("seo/**", ["seo/titles.md", "seo/deep/keywords.md"]),
     ("seo/**/*.md", ["seo/titles.md", "seo/deep/keywords.md"]),           # "**" may be no folder
