@@ -57,6 +57,8 @@ def is_marker(line: str) -> bool:
 
 def has_markers(content: str) -> bool:
     """Whether ``content`` holds at least one marker line, i.e. is a partial edit."""
+    if "<!--" not in content:  # the common case, without splitting the content into lines
+        return False
     return any(is_marker(line) for line in _split_lines(content))
 
 
