@@ -250,6 +250,8 @@ class Drive:
             return []
         kept = []
         for item in sorted(folder.iterdir(), reverse=True):
+            if not item.is_file() or item.name.startswith("."):
+                continue  # a folder's files keep their own versions; a dot-name is a crash's temp file
             stamp, _, rest = item.name.partition("-")
             version, _, command = rest.partition("-")
             kept.append(
@@ -264,8 +266,12 @@ class Drive:
             return
         with open(log_file, encoding="utf-8") as handle:
             for line in handle:
-                if line.strip():
+                if not line.strip():
+                    continue
+                try:
                     yield LogEntry.from_json(line)
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line torn by a crash in the middle of its append
 
     def last_change(self, path: str) -> LogEntry | None:
         """The newest log entry that changed ``path``."""
@@ -354,11 +360,14 @@ class Transaction:
         """Remove a file or a folder, keeping every file's content in versions/."""
         target = self.drive.resolve(path)
         if target.is_dir():
-            for entry in list(self.drive.walk_files(path)) + self._other_files(path):
-                data = self.drive.read(entry.path)
+            # Read everything first: a file that cannot be kept (a link leading out) refuses the
+            # delete before anything is kept, logged or removed.
+            held = [(entry.path, self.drive.read(entry.path))
+                    for entry in list(self.drive.walk_files(path)) + self._other_files(path)]
+            for entry_path, data in held:
                 if data is not None:
-                    self._keep(entry.path, self.drive.resolve(entry.path), data)
-                    self._log(entry.path, version_of(data), None)
+                    self._keep(entry_path, self.drive.resolve(entry_path), data)
+                    self._log(entry_path, version_of(data), None)
             shutil.rmtree(target)
         else:
             data = self.drive.read(path)
@@ -425,9 +434,21 @@ class Transaction:
                  "before": before, "after": after, "thread": self.thread}
         if new_path is not None:
             entry["new_path"] = new_path
-        with open(self.drive.state / LOG_FILE, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        _append_line(self.drive.state / LOG_FILE, json.dumps(entry, ensure_ascii=False))
         self.changed.append(path)
+
+
+def _append_line(log_file: Path, line: str) -> None:
+    """Append one line; if a crash left the last line torn (no newline), start on a fresh one."""
+    with open(log_file, "ab") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        prefix = b""
+        if size:
+            with open(log_file, "rb") as tail:
+                tail.seek(size - 1)
+                if tail.read(1) != b"\n":
+                    prefix = b"\n"
+        handle.write(prefix + line.encode("utf-8") + b"\n")
 
 
 def _version(data: bytes | None) -> str | None:
