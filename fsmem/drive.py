@@ -304,7 +304,12 @@ class RootLock:
         if depth:
             self._held.depth = depth + 1
             return self
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.lock_file, flags, 0o644)
+        except FileNotFoundError:  # .fsmem/ was removed by hand: make it again, as filelock would
+            os.makedirs(os.path.dirname(self.lock_file), exist_ok=True)
+            fd = os.open(self.lock_file, flags, 0o644)
         deadline = time.monotonic() + self.timeout
         pause = 0.001
         while True:
