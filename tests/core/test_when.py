@@ -141,7 +141,7 @@ def test_globs_must_be_strings(value: object) -> None:
         compile_globs(None, value)  # type: ignore[arg-type]
 
 
-NAME = st.text("abcxyz-_. ", min_size=1, max_size=8).filter(lambda s: s.strip() == s and s != "**")
+NAME = st.text("abcxyz-_. ", min_size=1, max_size=8).filter(lambda s: s.strip() == s and not s.startswith("."))  # valid names
 FOLDERS = st.lists(NAME, max_size=4)
 
 
