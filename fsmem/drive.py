@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat as stat_module
 import tempfile
@@ -43,6 +44,7 @@ from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Busy, Exists, NotFound
 
 VERSIONS_DIR = "versions"
+_VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
 LOG_FILE = "log.jsonl"
 LOCK_FILE = "lock"
 
@@ -303,7 +305,12 @@ class RootLock:
         if depth:
             self._held.depth = depth + 1
             return self
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.lock_file, flags, 0o644)
+        except FileNotFoundError:  # .fsmem/ was removed by hand: make it again, as filelock would
+            os.makedirs(os.path.dirname(self.lock_file), exist_ok=True)
+            fd = os.open(self.lock_file, flags, 0o644)
         deadline = time.monotonic() + self.timeout
         pause = 0.001
         while True:
@@ -426,7 +433,9 @@ class Transaction:
         except OSError:
             folder.mkdir(parents=True, exist_ok=True)
             _atomic_write(kept, data, durable=False)
-        names = sorted(os.listdir(folder))
+        # Only kept versions count: the folder may also hold the version folders of files that
+        # lived under a folder of this name once, or a crash's temp file.
+        names = sorted(name for name in os.listdir(folder) if _VERSION_NAME.match(name))
         for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
             os.unlink(folder / extra)
 
