@@ -278,7 +278,7 @@ _PIECES = st.sampled_from(["..", ".", "", "a", "b.md", "%2e", "\\", "\x00", "\u2
                            ".fsmem", "link_dir", "chain_a", "state", "docs", "up2", "x.md", " ", "C:"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pieces=st.lists(_PIECES, min_size=1, max_size=6), lead=st.sampled_from(["", "/"]))
 def test_any_spelling_writes_inside_the_root_or_nowhere(world, pieces: list[str], lead: str) -> None:
     root, outside = world
@@ -286,7 +286,6 @@ def test_any_spelling_writes_inside_the_root_or_nowhere(world, pieces: list[str]
     if not path.endswith(".md"):
         path += "/x.md"
     before_outside = snapshot(outside)
-    before_state = {k: v for k, v in snapshot(root).items() if k.startswith("0:.fsmem/lock")}
     run = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="fuzz")
     result = run.call({"command": "write", "path": path, "content": "# fuzz\n"})
     assert snapshot(outside) == before_outside, path
@@ -298,7 +297,6 @@ def test_any_spelling_writes_inside_the_root_or_nowhere(world, pieces: list[str]
         assert run.call({"command": "delete", "path": result["path"]})["ok"]
     else:
         assert result["error"]["code"] in {"BAD_PATH", "EXISTS", "NOT_READ", "PROTECTED"}, (path, result)
-    assert {k: v for k, v in snapshot(root).items() if k.startswith("0:.fsmem/lock")} == before_state
 
 
 @pytest.mark.parametrize("link_name", ["out.txt", "out.md", "deeper/out.txt"])
