@@ -384,6 +384,10 @@ def test_a_held_lock_ends_in_busy_and_changes_nothing(
         assert run.call({"command": "read", "path": "brand.md"})["ok"]  # reads take no lock
         result = run.call({"command": "write", "path": "brand.md", "content": "# Brand v2\n"})
         assert code(result) == "BUSY", result
+        assert "try again" in result["error"]["message"]
+        cli = run_fsmem("write", "brand.md", "--root", str(root), "--expect", version_of(b"# Brand\n"),
+                        input="# Brand v2\n", env={"FSMEM_LOCK_TIMEOUT": "0.3"})
+        assert cli.returncode == 1 and cli.stderr.startswith("Error: [BUSY]"), cli
         assert snapshot(root) == before, diff(before, snapshot(root))
     finally:
         release.touch()
