@@ -171,9 +171,10 @@ class Drive:
             return None
         except OSError as error:
             raise BadPath(f"{path!r} cannot be read ({error.strerror}); use a plain file path") from error
+        if stat_module.S_ISDIR(os.fstat(fd).st_mode):  # os.fdopen would raise on a folder
+            os.close(fd)
+            return None
         with os.fdopen(fd, "rb") as handle:
-            if stat_module.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-                return None
             return handle.read()
 
     def stat(self, path: str) -> os.stat_result | None:
