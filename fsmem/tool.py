@@ -228,11 +228,13 @@ class Run:
             raise Exists(f"{path} is a folder; write to a file inside it")
         with self.drive.change("write", self.thread_id) as tx:
             before = tx.read(path)
+            if before is not None and request.create:
+                raise Exists(f"{path} already exists; nothing was written. Choose another path, or change it")
             if before is not None:
                 self._check_version(path, before, request.expected_version, "write")
             elif request.expected_version or path in self.seen:
                 raise Conflict(self._changed_since(path, request.expected_version or self.seen[path], None))
-            whole = request.content is not None and not has_markers(request.content)
+            whole = request.content is not None and (request.literal or not has_markers(request.content))
             before_text = None if before is None else _decode(before, path, lenient=whole)
             # What the call brings in is checked before the merge: a merge refusal names lines.
             self._refuse_secret(path, before_text or "", request.content if request.content is not None
@@ -257,7 +259,7 @@ class Run:
 
     def _new_text(self, path: str, before: str | None, request: Write) -> str:
         if request.content is not None:
-            if not has_markers(request.content):
+            if request.literal or not has_markers(request.content):
                 return request.content
             if before is None:
                 raise EditUnplaced(

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "log": "fsmem.cli.files:log",
     "agents": "fsmem.cli.levels:agents",
     "routines": "fsmem.cli.levels:routines",
+    "mcp": "fsmem.cli.mcp:mcp",
     "proposals": "fsmem.cli.proposals:proposals",
     "chat": "fsmem.cli.chat:chat",
     "demo": "fsmem.cli.chat:demo",
