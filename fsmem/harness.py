@@ -31,25 +31,12 @@ _SUMMARIZE = (
 )
 
 
-# Keys of the schema that describe the document rather than the arguments, and the conditional
-# rules many chat APIs refuse in a function's parameters; fsmem checks those itself on every call.
-_NOT_FOR_MODELS = ("$schema", "$id", "title", "description", "allOf", "anyOf", "oneOf", "if", "then", "else")
-# A run keeps the versions it has seen, so a model never needs to pass one.
-_STATELESS_ONLY = ("expected_version",)
-
-
 def memory_tool_spec() -> dict[str, Any]:
-    """The memory tool as an OpenAI function: ``tool_schema/memory.json``, described by ``prompts/tool.md``."""
-    from fsmem.schema import memory_schema
+    """The memory tool as an OpenAI function: ``tool_schema/memory.json`` in the form every provider
+    accepts (``fsmem.tool_forms``), described by ``prompts/tool.md``."""
+    from fsmem.tool_forms import load_source, openai_function
 
-    schema = json.loads(json.dumps(memory_schema()))  # a private copy of the shared one
-    parameters = {k: v for k, v in schema.items() if k not in _NOT_FOR_MODELS}
-    parameters["properties"] = {
-        k: v for k, v in parameters.get("properties", {}).items() if k not in _STATELESS_ONLY
-    }
-    return {"type": "function",
-            "function": {"name": TOOL_NAME, "description": prompts.tool_description(),
-                         "parameters": parameters}}
+    return openai_function(load_source(), prompts.tool_description())
 
 
 @dataclass

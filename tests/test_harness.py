@@ -12,6 +12,7 @@ from fsmem.core.context import message_text, parse_header
 from fsmem.harness import SUMMARY_PREFIX, Session, memory_tool_spec
 from fsmem.llm import ScriptedModel
 from fsmem.sample import RANK_CHECK, SEO, TITLE_TUNING, copy_sample
+from tests.conftest import REPO
 
 AGENT_FILE = "agents/seo-5c81d0e4/MEMORY.md"
 TITLE_NOTES = "agents/seo-5c81d0e4/routines/title-tuning-a27f3b90/NOTES.md"
@@ -210,11 +211,9 @@ def test_recall_is_the_last_message_of_the_turn(memory, monkeypatch):
     assert "Saturdays 14:00–17:00" in last["content"]
 
 
-def test_the_tool_given_to_the_model_is_the_schema_with_our_description():
+def test_the_tool_given_to_the_model_is_the_checked_in_openai_form():
     spec = memory_tool_spec()
-    assert spec["function"]["name"] == "memory"
+    assert spec == json.loads((REPO / "tool_schema" / "openai_function.json").read_text())
     assert spec["function"]["description"].startswith("Read and change the project's shared memory")
     parameters = spec["function"]["parameters"]
-    assert parameters["required"] == ["command"]
-    assert "allOf" not in parameters and "expected_version" not in parameters["properties"]
-    assert set(parameters["properties"]) >= {"command", "path", "content", "old_text", "new_text", "query"}
+    assert parameters["required"] == ["command"] and "allOf" not in parameters
