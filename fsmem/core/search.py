@@ -165,8 +165,8 @@ def glob_to_regex(pattern: str) -> str:
     >>> glob_to_regex("seo/*.md")
     'seo/[^/]*\\\\.md(/.*)?'
     """
-    text = pattern.strip().lstrip("/")
-    if not text:
+    text = pattern.lstrip("/")
+    if not text.strip(" /"):
         raise BadRequest("an include or exclude pattern is empty: give a glob such as 'seo/**' or '*.md'")
     anywhere = "/" not in text.rstrip("/")
     text = text.rstrip("/")
