@@ -251,8 +251,16 @@ class Index:
     # --- writing ---------------------------------------------------------------------------------
 
     def _writer(self, heap: int = REFRESH_HEAP, threads: int = 1, tv: tantivy.Index | None = None):
-        tv = tv or self._tv
-        assert tv is not None
+        """A writer for one batch, on a freshly opened index.
+
+        tantivy keeps the list of files it manages (``.managed.json``) in memory per opened index and
+        rewrites it whole; an index object kept open across other processes' commits would drop their
+        files from the list, and their orphans would never be collected. So each batch reopens.
+        """
+        if tv is None:
+            assert self._generation is not None
+            tv = tantivy.Index.open(str(index_dir(self.root) / self._generation))
+            tv.register_tokenizer("fsmem", self.analyzer)
         deadline = time.monotonic() + self._setting("lock_timeout", LOCK_TIMEOUT)
         while True:
             try:
@@ -540,10 +548,14 @@ class Index:
         snippet = snippets.snippet_from_doc(doc)
         fragment = snippet.fragment()
         line = int(doc.get_first("body_line") or 1)
-        if fragment.strip():
+        limit = self._setting("snippet_chars", SNIPPET_CHARS)
+        if len(body) <= limit:  # short files (facts): the whole text reads better than a cut
+            fragment = body
+            line += body.count("\n", 0, len(body) - len(body.lstrip()))
+        elif fragment.strip():
             line += body.encode("utf-8")[: snippet.fragment_range().start].count(b"\n")
         else:  # matched in the title or the metadata only: show the beginning
-            fragment = body.lstrip()[: self._setting("snippet_chars", SNIPPET_CHARS)]
+            fragment = body.lstrip()[:limit]
             line += body.count("\n", 0, len(body) - len(body.lstrip()))
         kind = doc.get_first("kind") or ""
         text = " ".join(fragment.split()) + fact_note(kind, doc.get_first("said"), doc.get_first("until"))

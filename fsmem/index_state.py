@@ -172,7 +172,9 @@ class Manifest:
             return
         lines = [f"-\t{path}\n" for path in removed]
         lines.extend(_record(path, entry) for path, entry in added.items())
-        with open(self.file, "ab") as handle:
+        with open(self.file, "ab+") as handle:
+            if handle.seek(0, os.SEEK_END) and os.pread(handle.fileno(), 1, handle.tell() - 1) != b"\n":
+                lines.insert(0, "\n")  # end a line torn by a crash, so this record stands alone
             handle.write("".join(lines).encode("utf-8", "surrogateescape"))
 
     def rewrite(self, entries: dict[str, Indexed]) -> None:
