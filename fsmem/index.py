@@ -61,6 +61,7 @@ MAX_INDEXED_BYTES = 1 << 20  # hand-made giants are indexed by their first MiB
 REFRESH_HEAP = 20_000_000
 REBUILD_HEAP = 128_000_000
 LOCK_TIMEOUT = 10.0
+BUILT_MARKER = "index.built"
 
 
 class IndexWarning(UserWarning):
@@ -124,7 +125,9 @@ class Index:
         self.root = Path(drive_or_root if is_path else drive_or_root.root).resolve()
         self.drive = None if is_path else drive_or_root
         self.settings = settings
-        self._lock_factory = lock or (None if is_path else getattr(drive_or_root, "lock", None))
+        # A drive brings its lock (``drive.locked()``): two lock objects on one file in one process
+        # would wait for each other forever.
+        self._lock_factory = lock or (None if is_path else drive_or_root.locked)
         self._lock: Any = None
         self._lock_depth = 0
         self.schema = _schema()
@@ -187,8 +190,8 @@ class Index:
         return "kept changing while being opened"
 
     def _had_index(self) -> bool:
-        # A root that has been written through fsmem has a log; an index missing there was deleted.
-        return (self.root / ".fsmem" / "log.jsonl").exists() or (self.root / ".fsmem" / "watch.json").exists()
+        # A first build leaves a marker beside the index: an index missing where it exists was deleted.
+        return (self.root / ".fsmem" / BUILT_MARKER).exists()
 
     # --- the lock --------------------------------------------------------------------------------
 
@@ -207,7 +210,7 @@ class Index:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        """The root's write lock (reentrant within this Index)."""
+        """The root's write lock (reentrant within this Index); ``Busy`` after the timeout."""
         if self._lock_depth:
             self._lock_depth += 1
             try:
@@ -215,37 +218,36 @@ class Index:
             finally:
                 self._lock_depth -= 1
             return
-        if self._lock is None:
-            if self._lock_factory is not None:
-                self._lock = self._lock_factory()
-            else:
-                import filelock  # costly import: only when the index must change
+        with self._acquire_root_lock():
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
 
-                (self.root / ".fsmem").mkdir(exist_ok=True)
-                self._lock = filelock.FileLock(str(self.root / ".fsmem" / "lock"))
+    def _acquire_root_lock(self) -> Any:
+        if self._lock_factory is not None:  # the drive's own lock: one lock object per root and process
+            return self._lock_factory()
+        if self._lock is None:
+            import filelock  # costly import: only when the index must change
+
+            (self.root / ".fsmem").mkdir(exist_ok=True)
+            self._lock = filelock.FileLock(str(self.root / ".fsmem" / "lock"))
+        return self._filelock()
+
+    @contextmanager
+    def _filelock(self) -> Iterator[None]:
         timeout = self._setting("lock_timeout", LOCK_TIMEOUT)
         try:
-            acquire = self._lock.acquire
-        except AttributeError:  # a context manager from the drive
-            with self._lock:
-                self._lock_depth = 1
-                try:
-                    yield
-                finally:
-                    self._lock_depth = 0
-            return
-        try:
-            acquire(timeout=timeout)
+            self._lock.acquire(timeout=timeout)
         except Exception as error:
             if type(error).__name__ == "Timeout":
-                raise Busy(f"the memory root is locked by another writer for over {timeout:g}s; "
+                raise Busy(f"the memory is busy: another change has held its lock for over {timeout:g}s; "
                            "try again in a moment") from error
             raise
-        self._lock_depth = 1
         try:
             yield
         finally:
-            self._lock_depth = 0
             self._lock.release()
 
     # --- writing ---------------------------------------------------------------------------------
@@ -362,6 +364,19 @@ class Index:
                     removed |= {p for p in indexed if p == path or p.startswith(path + "/")}
             return self._apply(sorted(changed), sorted(removed - changed))
 
+    def after_commit(self, paths: set[str]) -> None:
+        """The drive's ``on_commit`` hook: refresh what a change touched, under the drive's lock.
+
+        The files are the record and the change has happened: a failure here must not turn it into
+        an error, so it becomes a warning, and the next search's comparison repairs the index.
+        """
+        try:
+            self.refresh(paths)
+        except Exception as error:  # noqa: BLE001
+            warnings.warn(IndexWarning(
+                f"the search index could not be updated after a change ({error}); the next search "
+                "will bring it up to date"), stacklevel=3)
+
     def compare(self) -> Plan:
         """What differs between the files and the index (no lock, no writes)."""
         self._ensure_open()
@@ -438,6 +453,9 @@ class Index:
         self._apply(plan.changed, plan.removed)
         write_current(self.root, generation)
         (index_dir(self.root) / generation / BUILDING).unlink(missing_ok=True)
+        marker = self.root / ".fsmem" / BUILT_MARKER
+        if not marker.exists():
+            marker.write_text("an index of this root was built; if index/ goes missing, say so\n")
         self._collect_generations()
 
     def compare_open(self) -> Plan:
@@ -628,6 +646,17 @@ class Index:
         except ValueError as error:
             raise BadRequest(f"the pattern {pattern!r} is not a usable glob ({error}); "
                              "use *, ** and ? as in 'seo/**' or '*.md'") from error
+
+
+def render_hits(hits: list[SearchHit], query: str) -> str:
+    """What a person or a model reads for text-mode results."""
+    if not hits:
+        return f"No matches for {query!r}."
+    lines = []
+    for hit in hits:
+        where = f"{hit.path}:{hit.line}" if hit.line else hit.path
+        lines.append(f"{where}  {hit.title}  [{hit.kind}]\n    {hit.snippet}")
+    return "\n".join(lines)
 
 
 def _aware(value: Any) -> datetime | None:

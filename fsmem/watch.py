@@ -102,7 +102,7 @@ class Watcher(FileSystemEventHandler):
             pass
 
     def __enter__(self) -> Watcher:
-        return self.start()
+        return self if self._thread is not None else self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given
@@ -14,59 +13,11 @@ from fsmem.core.search import (
     Indexed,
     Stamp,
     file_doc,
-    glob_to_regex,
     is_indexable_name,
-    parse_since,
     plan_reconcile,
     split_front_matter,
     split_query,
 )
-from fsmem.errors import BadRequest
-
-NOW = datetime(2026, 8, 10, 12, 0, tzinfo=timezone.utc)
-
-
-def matches(pattern: str, path: str) -> bool:
-    return re.fullmatch(glob_to_regex(pattern), path) is not None
-
-
-@pytest.mark.parametrize(
-    ("pattern", "path", "expected"),
-    [
-        ("*.md", "MEMORY.md", True),
-        ("*.md", "seo/titles.md", True),  # no slash: a name in any folder
-        ("seo/*.md", "seo/titles.md", True),
-        ("seo/*.md", "seo/deep/titles.md", False),
-        ("seo/**", "seo/deep/titles.md", True),
-        ("seo", "seo/titles.md", True),  # a folder names everything under it
-        ("seo/", "seo/titles.md", True),
-        ("seo", "seoul/titles.md", False),
-        ("agents/*/MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md", True),
-        ("agents/*/MEMORY.md", "agents/seo-3f9a1c2e/routines/x-1/MEMORY.md", False),
-        ("**/NOTES.md", "agents/a-1/routines/b-2/NOTES.md", True),
-        ("notes/memory/history", "notes/memory/history/f1.md", True),
-        ("notes/memory/*.md", "notes/memory/history/f1.md", False),
-        ("titl?s.md", "seo/titles.md", True),
-        ("[st]eo/*.md", "seo/titles.md", True),
-        ("[!s]eo/*.md", "seo/titles.md", False),
-        ("a+b (1).md", "a+b (1).md", True),
-        ("/MEMORY.md", "MEMORY.md", True),
-    ],
-)
-def test_glob_to_regex(pattern: str, path: str, expected: bool) -> None:
-    assert matches(pattern, path) is expected
-
-
-def test_empty_glob_is_refused() -> None:
-    with pytest.raises(BadRequest, match="pattern is empty"):
-        glob_to_regex("  ")
-
-
-@given(st.text(alphabet="abc/.-_ ()+", min_size=1, max_size=20).filter(lambda s: s.strip("/ ")))
-def test_a_literal_path_matches_itself(path: str) -> None:
-    clean = "/".join(part for part in path.strip().strip("/").split("/") if part)
-    if clean:
-        assert matches(clean, clean)
 
 
 @pytest.mark.parametrize(
@@ -91,19 +42,6 @@ def test_split_query_never_raises_and_keeps_every_word(query: str) -> None:
     parts = split_query(query)
     for word in parts.words:
         assert word in query and '"' not in word
-
-
-def test_since_ages_and_dates() -> None:
-    assert parse_since("8w", NOW) == NOW - timedelta(weeks=8)
-    assert parse_since("30d", NOW) == NOW - timedelta(days=30)
-    assert parse_since("12h", NOW) == NOW - timedelta(hours=12)
-    assert parse_since("2026-08-01", NOW) == datetime(2026, 8, 1, tzinfo=timezone.utc)
-    assert parse_since("2026-08-01T10:00:00+02:00", NOW) == datetime(2026, 8, 1, 8, tzinfo=timezone.utc)
-
-
-def test_since_refuses_what_is_not_a_time() -> None:
-    with pytest.raises(BadRequest, match="use an age such as 8w"):
-        parse_since("last week", NOW)
 
 
 FACT = """---

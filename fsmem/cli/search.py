@@ -34,11 +34,6 @@ def _open_index(root: str | None) -> Any:
     return Index(find_root(root))
 
 
-def _format_hit(hit: Any) -> str:
-    where = f"{hit.path}:{hit.line}" if hit.line else hit.path
-    return f"{where}  {hit.title}  [{hit.kind}]\n    {hit.snippet}"
-
-
 @click.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--regex", "use_regex", is_flag=True, help="Treat QUERY as a regular expression; print path:line: text.")
@@ -57,22 +52,26 @@ def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], ex
     """
     text = " ".join(query)
     with _warnings_to_stderr():
-        if use_regex:
-            from fsmem.grep import regex_search
+        if use_regex:  # not the fast path: the files themselves, through the drive
+            import fsmem
 
-            hits = regex_search(find_root(root), text, include=include, exclude=exclude, since=since,
-                                limit=limit)
+            hits = fsmem.open(find_root(root)).search(text, regex=True, include=include or None,
+                                                      exclude=exclude or None, since=since, limit=limit)
         else:
             hits = _open_index(root).search(text, include=include, exclude=exclude, since=since,
                                             limit=limit)
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
         return
-    if not hits:
-        click.echo(f"No matches for {text!r}.")
+    if use_regex:
+        for hit in hits:
+            click.echo(f"{hit.path}:{hit.line}: {hit.text}")
+        if not hits:
+            click.echo(f"No matches for {text!r}.")
         return
-    for hit in hits:
-        click.echo(f"{hit.path}:{hit.line}: {hit.text}" if use_regex else _format_hit(hit))
+    from fsmem.index import render_hits
+
+    click.echo(render_hits(hits, text))
 
 
 @click.group()

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 
 from fsmem.core.layout import role_of, title_of
-from fsmem.errors import BadRequest
+from fsmem.core.when import _translate, parse_since
+
+__all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp", "file_doc",
+           "fact_note", "glob_to_regex", "is_indexable_name", "parse_since", "plan_reconcile",
+           "split_front_matter", "split_query"]
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
@@ -155,82 +159,33 @@ def split_query(query: str) -> QueryParts:
     return QueryParts(tuple(words), tuple(phrases), last_is_prefix)
 
 
-def glob_to_regex(pattern: str) -> str:
-    """A path glob as an anchored regex over root-relative paths.
+def glob_to_regex(pattern: str, name: str = "include") -> str:
+    """A glob (the rules of ``core.when.compile_globs``) as a regex tantivy can run on the path field.
 
-    ``*`` and ``?`` stay inside one folder, ``**`` crosses folders, ``[abc]`` is a class. A pattern
-    with no ``/`` matches a file name in any folder (``*.md``, ``NOTES.md``); a pattern naming a
-    folder matches everything under it (``seo`` or ``seo/``).
+    The translation is ``core.when``'s, so regex mode and text mode filter alike; tantivy's regex
+    dialect (Rust's) has no look-ahead, so a class that must not match ``/`` becomes an intersection.
 
     >>> glob_to_regex("seo/*.md")
-    'seo/[^/]*\\\\.md(/.*)?'
+    'seo/[^/]*\\.md(?:/.+)?'
     """
-    text = pattern.lstrip("/")
-    if not text.strip(" /"):
-        raise BadRequest("an include or exclude pattern is empty: give a glob such as 'seo/**' or '*.md'")
-    anywhere = "/" not in text.rstrip("/")
-    text = text.rstrip("/")
+    return _without_lookahead(_translate(pattern, name))
+
+
+def _without_lookahead(source: str) -> str:
     out: list[str] = []
     i = 0
-    while i < len(text):
-        char = text[i]
-        if text.startswith("**/", i):
-            out.append("(.*/)?")
-            i += 3
-            continue
-        if text.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = text.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(char))
-            else:
-                inner = text[i + 1:end]
-                negate = inner.startswith("!") or inner.startswith("^")
-                if negate:
-                    inner = inner[1:]
-                inner = inner.replace("\\", "\\\\").replace("[", "\\[")
-                out.append(("[^/" if negate else "[") + inner + "]")
-                i = end
-        else:
-            out.append(_escape(char))
-        i += 1
-    body = "".join(out)
-    prefix = "(.*/)?" if anywhere else ""
-    return f"{prefix}{body}(/.*)?"
-
-
-def _escape(char: str) -> str:
-    # tantivy's regex dialect (the Rust regex crate) accepts these escapes; no others are needed.
-    return "\\" + char if char in ".^$|()[]{}*+?\\#&-~ " else char
-
-
-_SINCE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.I)
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_since(text: str, now: datetime) -> datetime:
-    """``8w``, ``30d``, ``12h``, ``45m`` before ``now``, or a date / datetime (UTC when no zone).
-
-    >>> parse_since("2d", datetime(2026, 8, 10, tzinfo=timezone.utc)).isoformat()
-    '2026-08-08T00:00:00+00:00'
-    """
-    match = _SINCE.match(text)
-    if match:
-        amount = int(match.group(1))
-        return now - timedelta(**{_UNITS[match.group(2).lower()]: amount})
-    moment = parse_when(text)
-    if moment is None:
-        raise BadRequest(
-            f"since {text!r} is not a time: use an age such as 8w, 30d, 12h, or a date such as 2026-08-01"
-        )
-    return moment
+    marker = "(?!/)["
+    while True:
+        found = source.find(marker, i)
+        if found == -1:
+            out.append(source[i:])
+            return "".join(out)
+        out.append(source[i:found])
+        j = found + len(marker)
+        while source[j] != "]":  # every literal "]" inside the class is escaped
+            j += 2 if source[j] == "\\" else 1
+        out.append("[" + source[found + len(marker): j] + "&&[^/]]")
+        i = j + 1
 
 
 # --- what is stale -------------------------------------------------------------------------------
