@@ -407,6 +407,7 @@ class Index:
 
     def ensure_fresh(self) -> None:
         """Skip the comparison while a healthy watcher keeps the index current; else reconcile."""
+        self._ensure_open()
         healthy, _ = watcher_health(self.root)
         if not healthy:
             self.reconcile()
