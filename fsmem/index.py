@@ -27,6 +27,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from fsmem.core.search import (
+    RACY_WINDOW_NS,
     SCHEMA_VERSION,
     FileDoc,
     Indexed,
@@ -42,6 +43,7 @@ from fsmem.core.versions import version_of
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.index_state import (
     BUILDING,
+    CURRENT,
     MANIFEST,
     Manifest,
     index_dir,
@@ -55,7 +57,7 @@ from fsmem.index_state import (
 
 TITLE_BOOST = 2.0
 META_BOOST = 0.5
-PREFIX_EXPANSIONS = 24
+PREFIX_EXPANSIONS = 16
 SNIPPET_CHARS = 180
 MAX_INDEXED_BYTES = 1 << 20  # hand-made giants are indexed by their first MiB
 REFRESH_HEAP = 20_000_000
@@ -99,6 +101,7 @@ def _schema() -> tantivy.Schema:
     builder.add_date_field("said", stored=True, indexed=True, fast=True)
     builder.add_date_field("until", stored=True)
     builder.add_integer_field("body_line", stored=True)
+    builder.add_integer_field("kind_rank", fast=True)  # 1 for a replaced fact: ranked after the rest
     return builder.build()
 
 
@@ -135,6 +138,8 @@ class Index:
         self._tv: tantivy.Index | None = None
         self._generation: str | None = None
         self._manifest: Manifest | None = None
+        self._current_key: tuple[int, int, int] | None = None
+        self._meta_key: tuple[int, int, int] | None = None
 
     # --- opening ---------------------------------------------------------------------------------
 
@@ -152,10 +157,26 @@ class Index:
         tv.register_tokenizer("fsmem", self.analyzer)
         self._tv, self._generation = tv, generation
         self._manifest = Manifest(folder / MANIFEST)
+        self._meta_key = None
+
+    def _reload(self) -> None:
+        """See the latest commit, from any process; skipped when meta.json has not been replaced."""
+        assert self._tv is not None
+        key = _file_key(index_dir(self.root) / str(self._generation) / "meta.json")
+        if key is None or key != self._meta_key:
+            self._tv.reload()
+            self._meta_key = key
 
     def _ensure_open(self) -> None:
         """Follow CURRENT to the live generation; build one (with a warning) when there is none usable."""
+        seen = _file_key(index_dir(self.root) / CURRENT)
+        if seen is not None and seen == self._current_key and self._tv is not None:
+            return  # CURRENT is replaced whole (new inode) on every swap: unchanged means same generation
         problem = self._try_follow_current()
+        if problem is None:
+            self._current_key = seen
+            return
+        self._current_key = None
         if problem is None:
             return
         with self._locked():
@@ -284,6 +305,7 @@ class Index:
         if doc.until:
             out.add_date("until", doc.until)
         out.add_integer("body_line", doc.body_line)
+        out.add_integer("kind_rank", 1 if doc.kind == "replaced_fact" else 0)
         return out
 
     def _read(self, path: str) -> tuple[tantivy.Document, Indexed] | None:
@@ -335,7 +357,7 @@ class Index:
         if self._manifest.needs_compaction():
             self._manifest.rewrite(self._manifest.load())
             self._manifest.load()
-        self._tv.reload()
+        self._reload()
         return len(docs) + len(gone)
 
     def refresh(self, paths: Iterable[str]) -> int:
@@ -378,16 +400,26 @@ class Index:
                 "will bring it up to date"), stacklevel=3)
 
     def compare(self) -> Plan:
-        """What differs between the files and the index (no lock, no writes)."""
+        """What differs between the files and the index (no lock, no writes).
+
+        ``racy`` in the answer lists entries whose content was hashed and found unchanged, and that
+        are now old enough to be settled (recorded as no longer racy) so later comparisons skip them.
+        """
         self._ensure_open()
         assert self._manifest is not None
         indexed = self._manifest.load()
         plan = plan_reconcile(walk_files(self.root), indexed)
-        if plan.racy:
-            stale = [path for path in plan.racy if self._hash_differs(path, indexed[path])]
-            if stale:
-                plan = Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, ())
-        return plan
+        if not plan.racy:
+            return plan
+        stale, settle = [], []
+        now = time.time_ns()
+        for path in plan.racy:
+            entry = indexed[path]
+            if self._hash_differs(path, entry):
+                stale.append(path)
+            elif max(entry.stamp[1], entry.stamp[2]) + RACY_WINDOW_NS < now:
+                settle.append(path)
+        return Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, tuple(settle))
 
     def _hash_differs(self, path: str, entry: Indexed) -> bool:
         try:
@@ -399,11 +431,22 @@ class Index:
     def reconcile(self) -> Plan:
         """Compare sizes and mtimes with what is indexed; re-index what differs. Returns what it found."""
         plan = self.compare()
-        if plan:
+        if plan or plan.racy:
             with self._locked():
                 plan = self.compare()  # another process may have caught up meanwhile
                 self._apply(plan.changed, plan.removed)
+                self._settle(plan.racy)
         return plan
+
+    def _settle(self, paths: tuple[str, ...]) -> None:
+        """Record verified racy entries as settled (same stamp, same hash, indexed "now")."""
+        if not paths:
+            return
+        assert self._manifest is not None
+        entries = self._manifest.load()
+        now = time.time_ns()
+        self._manifest.append({path: entries[path]._replace(indexed_ns=now) for path in paths
+                               if path in entries}, [])
 
     def ensure_fresh(self) -> None:
         """Skip the comparison while a healthy watcher keeps the index current; else reconcile."""
@@ -497,7 +540,7 @@ class Index:
         """Documents, files, how many are stale, whether a watcher keeps it current."""
         self._ensure_open()
         assert self._tv is not None
-        self._tv.reload()
+        self._reload()
         plan = self.compare()
         healthy, beat = watcher_health(self.root)
         folder = index_dir(self.root) / str(self._generation)
@@ -525,7 +568,7 @@ class Index:
         else:
             self._ensure_open()
         assert self._tv is not None
-        self._tv.reload()
+        self._reload()
         clauses = self._text_clauses(query, self._tv.searcher())
         filters = self._filters(include, exclude, since)
         try:
@@ -549,11 +592,14 @@ class Index:
         for occur in modes:
             text_query = Query.boolean_query([(occur, clause) for clause in clauses])
             base = [(Occur.Must, text_query), *filters]
-            found = list(searcher.search(Query.boolean_query(base + [(Occur.MustNot, replaced)]),
-                                         limit).hits)
-            if len(found) < limit:
-                found += searcher.search(Query.boolean_query(base + [(Occur.Must, replaced)]),
-                                         limit - len(found)).hits
+            found = list(searcher.search(Query.boolean_query(base), limit).hits)
+            kinds = searcher.fast_field_values("kind_rank", [address for _, address in found]) if found else []
+            if any(kinds):  # replaced facts among the best: they go after everything that holds
+                found = list(searcher.search(Query.boolean_query(base + [(Occur.MustNot, replaced)]),
+                                             limit).hits)
+                if len(found) < limit:
+                    found += searcher.search(Query.boolean_query(base + [(Occur.Must, replaced)]),
+                                             limit - len(found)).hits
             if found:
                 break
         if not found or text_query is None:
@@ -564,18 +610,18 @@ class Index:
 
     def _hit(self, doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator) -> SearchHit:
         body = doc.get_first("body") or ""
-        snippet = snippets.snippet_from_doc(doc)
-        fragment = snippet.fragment()
         line = int(doc.get_first("body_line") or 1)
         limit = self._setting("snippet_chars", SNIPPET_CHARS)
-        if len(body) <= limit:  # short files (facts): the whole text reads better than a cut
-            fragment = body
-            line += body.count("\n", 0, len(body) - len(body.lstrip()))
-        elif fragment.strip():
-            line += body.encode("utf-8")[: snippet.fragment_range().start].count(b"\n")
-        else:  # matched in the title or the metadata only: show the beginning
+        leading = body.count("\n", 0, len(body) - len(body.lstrip()))
+        fragment = ""
+        if len(body) > limit:  # short files (facts) read better whole than cut
+            snippet = snippets.snippet_from_doc(doc)
+            fragment = snippet.fragment()
+            if fragment.strip():
+                line += body.encode("utf-8")[: snippet.fragment_range().start].count(b"\n")
+        if not fragment.strip():  # short, or matched only in the title or metadata: the beginning
             fragment = body.lstrip()[:limit]
-            line += body.count("\n", 0, len(body) - len(body.lstrip()))
+            line += leading
         kind = doc.get_first("kind") or ""
         text = " ".join(fragment.split()) + fact_note(kind, doc.get_first("said"), doc.get_first("until"))
         return SearchHit(
@@ -613,7 +659,7 @@ class Index:
         subs = []
         for field, boost in _TEXT_FIELDS:
             subs.append(Query.boost_query(Query.term_query(self.schema, field, token), boost))
-            if prefix_from is not None:
+            if prefix_from is not None and field != "meta":
                 for term, _ in prefix_from.terms_with_prefix(field, token, limit=PREFIX_EXPANSIONS):
                     if term != token:
                         subs.append(Query.boost_query(Query.term_query(self.schema, field, term), boost * 0.7))
@@ -658,6 +704,14 @@ def render_hits(hits: list[SearchHit], query: str) -> str:
         where = f"{hit.path}:{hit.line}" if hit.line else hit.path
         lines.append(f"{where}  {hit.title}  [{hit.kind}]\n    {hit.snippet}")
     return "\n".join(lines)
+
+
+def _file_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _aware(value: Any) -> datetime | None:

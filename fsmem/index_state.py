@@ -37,13 +37,13 @@ def index_dir(root: Path) -> Path:
 # --- the files -----------------------------------------------------------------------------------
 
 
-def walk_files(root: Path) -> dict[str, Stamp]:
+def walk_files(root: Path) -> dict[str, tuple[int, int, int, int]]:
     """Every indexable markdown file under ``root`` with its stamp.
 
     Skips dot-folders (``.fsmem``, ``.git``) and dot-files. A symlinked file is indexed only when it
     leads to a file inside the root; symlinked folders are never entered (no cycles, nothing outside).
     """
-    found: dict[str, Stamp] = {}
+    found: dict[str, tuple[int, int, int, int]] = {}
     root_real = os.path.realpath(root)
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
@@ -73,7 +73,7 @@ def walk_files(root: Path) -> dict[str, Stamp]:
                     continue
                 if (info.st_mode & 0o170000) != 0o100000:  # regular files only
                     continue
-                found[prefix + name] = Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+                found[prefix + name] = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
     return found
 
 
@@ -158,7 +158,7 @@ class Manifest:
                 if len(parts) != 8:
                     continue
                 try:
-                    stamp = Stamp(int(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
+                    stamp = (int(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
                     entries[parts[7]] = Indexed(stamp, parts[1], int(parts[6]))
                 except ValueError:
                     continue
@@ -187,8 +187,8 @@ class Manifest:
 
 
 def _record(path: str, entry: Indexed) -> str:
-    s = entry.stamp
-    return f"+\t{entry.version}\t{s.size}\t{s.mtime_ns}\t{s.ctime_ns}\t{s.inode}\t{entry.indexed_ns}\t{path}\n"
+    size, mtime_ns, ctime_ns, inode = entry.stamp
+    return f"+\t{entry.version}\t{size}\t{mtime_ns}\t{ctime_ns}\t{inode}\t{entry.indexed_ns}\t{path}\n"
 
 
 # --- the live generation -------------------------------------------------------------------------

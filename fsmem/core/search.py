@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 from datetime import date, datetime, timezone
 
 from fsmem.core.layout import role_of, title_of
@@ -22,7 +23,7 @@ __all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp"
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
@@ -191,9 +192,11 @@ def _without_lookahead(source: str) -> str:
 # --- what is stale -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Stamp:
-    """What a cheap stat says about a file: any edit, save-by-rename or touch changes it."""
+class Stamp(NamedTuple):
+    """What a cheap stat says about a file: any edit, save-by-rename or touch changes it.
+
+    A plain tuple compares equal to it: the walk over thousands of files builds bare tuples.
+    """
 
     size: int
     mtime_ns: int
@@ -201,18 +204,16 @@ class Stamp:
     inode: int
 
 
-@dataclass(frozen=True)
-class Indexed:
+class Indexed(NamedTuple):
     """What the index holds for one path: the stamp it was read with, its hash, and when."""
 
-    stamp: Stamp
+    stamp: tuple[int, int, int, int]
     version: str
     indexed_ns: int
 
     def racy(self) -> bool:
         """Changed again within one timestamp tick of being read? Then the stamp alone cannot tell."""
-        newest = max(self.stamp.mtime_ns, self.stamp.ctime_ns)
-        return newest + RACY_WINDOW_NS > self.indexed_ns
+        return max(self.stamp[1], self.stamp[2]) + RACY_WINDOW_NS > self.indexed_ns
 
 
 @dataclass(frozen=True)
