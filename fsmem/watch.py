@@ -21,7 +21,18 @@ import threading
 import time
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from fsmem.core.layout import STATE_DIR
@@ -30,6 +41,11 @@ from fsmem.index import Index
 from fsmem.index_state import HEARTBEAT_INTERVAL, heartbeat_file, write_heartbeat
 
 log = logging.getLogger("fsmem.watch")
+
+# Changes only: opening or reading a file (our own comparisons read thousands) must not wake the
+# watcher, or a reconcile's reads could overflow the queue and trigger another reconcile.
+EVENTS = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+          DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 
 
 class _LostEvents(logging.Handler):
@@ -62,6 +78,7 @@ class Watcher(FileSystemEventHandler):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._observer: Any = None
+        self._tops: dict[str, Any] = {}
         self._log_handler = _LostEvents(self._events_lost)
         self._root_text = os.path.realpath(self.root)
         self.batches = 0
@@ -74,7 +91,11 @@ class Watcher(FileSystemEventHandler):
         logging.getLogger("watchdog").addHandler(self._log_handler)
         self._observer = Observer()
         try:
-            self._observer.schedule(self, self._root_text, recursive=True)
+            # The root itself without recursion, each visible top folder with it: .fsmem/ (our own
+            # index commits) and .git/ never reach the watcher.
+            self._observer.schedule(self, self._root_text, recursive=False, event_filter=EVENTS)
+            for name in sorted(os.listdir(self._root_text)):
+                self._watch_top(name)
             self._observer.start()
         except OSError as error:  # watch limit or instance limit: fall back to periodic reconciles
             self._events_lost(f"cannot watch the root ({error}); comparing periodically instead")
@@ -119,6 +140,25 @@ class Watcher(FileSystemEventHandler):
         finally:
             self.stop()
 
+    def _watch_top(self, name: str) -> None:
+        """Watch a top-level folder recursively (a no-op for files, dot-folders and links)."""
+        full = os.path.join(self._root_text, name)
+        if name.startswith(".") or os.path.islink(full) or not os.path.isdir(full):
+            return
+        with self._condition:
+            if name in self._tops:
+                return
+            self._tops[name] = self._observer.schedule(self, full, recursive=True, event_filter=EVENTS)
+
+    def _unwatch_top(self, name: str) -> None:
+        with self._condition:
+            watch = self._tops.pop(name, None)
+        if watch is not None:
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, OSError):
+                pass
+
     # --- events ----------------------------------------------------------------------------------
 
     def _relative(self, raw: str | bytes) -> str | None:
@@ -135,6 +175,8 @@ class Watcher(FileSystemEventHandler):
             return
         if event.is_directory and event.event_type == "modified":
             return  # a folder's mtime: its entries' own events say what changed
+        if event.is_directory and self._observer is not None:
+            self._follow_top_folders(event)
         paths = [event.src_path]
         if getattr(event, "dest_path", ""):
             paths.append(event.dest_path)
@@ -157,6 +199,23 @@ class Watcher(FileSystemEventHandler):
             self._condition.notify_all()
         if first:
             self._beat()  # tell searches there is work in flight: they compare for themselves meanwhile
+
+    def _follow_top_folders(self, event: FileSystemEvent) -> None:
+        """A top folder created, moved in, deleted or moved out: start or stop watching it.
+
+        A folder moved in is then refreshed whole (its path goes to the batch like any other), so
+        files written into it before its watch existed are not missed.
+        """
+        gone = os.fsdecode(event.src_path)
+        arrived = os.fsdecode(getattr(event, "dest_path", "") or "")
+        if event.event_type in ("deleted", "moved") and os.path.dirname(gone) == self._root_text:
+            self._unwatch_top(os.path.basename(gone))
+        target = arrived if event.event_type == "moved" else gone if event.event_type == "created" else ""
+        if target and os.path.dirname(target) == self._root_text:
+            try:
+                self._watch_top(os.path.basename(target))
+            except OSError as error:
+                self._events_lost(f"cannot watch {target} ({error}); comparing instead")
 
     def _events_lost(self, message: str) -> None:
         if "overflow" in message.lower() or "limit" in message.lower() or "unable" in message.lower():

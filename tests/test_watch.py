@@ -167,3 +167,19 @@ def test_fsmem_watch_process(root: Path) -> None:
     assert proc.returncode == 0, stderr
     assert stderr.startswith(f"Watching {root.resolve()} (Ctrl-C to stop).")
     assert not heartbeat_file(root).exists()
+
+
+@pytest.mark.slow
+def test_a_new_top_folder_is_watched_from_its_first_file(root: Path, watched) -> None:
+    index, watcher = watched
+    write(root, "fresh/deep/first.md", "# First\n\nearliest words\n")  # folder and file at once
+    wait_until(lambda: found(index, "earliest") == ["fresh/deep/first.md"])
+    write(root, "fresh/deep/second.md", "# Second\n\nlater words\n")  # through the new folder's watch
+    wait_until(lambda: found(index, "later") == ["fresh/deep/second.md"])
+    assert "fresh" in watcher._tops
+
+
+def test_the_watcher_ignores_its_own_state_folder(root: Path) -> None:
+    watcher = Watcher(Index(root))
+    watcher.on_any_event(FileCreatedEvent(str(root / ".fsmem/index/g-1/abc.md")))
+    assert watcher._pending == set()
