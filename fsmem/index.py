@@ -139,6 +139,7 @@ class Index:
         self._generation: str | None = None
         self._manifest: Manifest | None = None
         self._current_key: tuple[int, int, int] | None = None
+        self.files_seen = 0
         self._meta_key: tuple[int, int, int] | None = None
 
     # --- opening ---------------------------------------------------------------------------------
@@ -408,7 +409,9 @@ class Index:
         self._ensure_open()
         assert self._manifest is not None
         indexed = self._manifest.load()
-        plan = plan_reconcile(walk_files(self.root), indexed)
+        on_disk = walk_files(self.root)
+        self.files_seen = len(on_disk)
+        plan = plan_reconcile(on_disk, indexed)
         if not plan.racy:
             return plan
         stale, settle = [], []
@@ -545,10 +548,9 @@ class Index:
         healthy, beat = watcher_health(self.root)
         folder = index_dir(self.root) / str(self._generation)
         size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
-        files = len(self._manifest.entries) + len(plan.changed) - len(plan.removed) if self._manifest else 0
         return {
             "documents": self._tv.searcher().num_docs,
-            "files": max(files, 0),
+            "files": self.files_seen,
             "stale": len(plan.changed) + len(plan.removed),
             "watcher": bool(healthy),
             "watcher_pid": beat.get("pid") if beat else None,

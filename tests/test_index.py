@@ -330,3 +330,31 @@ def test_segment_files_orphaned_by_a_crashed_writer_are_collected(root: Path) ->
     assert paths(index.search("changed")) == ["MEMORY.md"]
     left = {p.name for p in generation.iterdir()} & orphans
     assert left == set()
+
+
+@pytest.fixture(scope="module")
+def shared_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hypothesis-root")
+    (root / ".fsmem").mkdir()
+    write(root, "MEMORY.md", "# Project\n\nWe deploy to staging every Friday. café crème, C++ & foo-bar.\n")
+    write(root, "notes/memory/f2.md", CURRENT_FACT)
+    index = Index(root)
+    index.search("warm")
+    return index
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(list('abcé "*:+-()[]{}^~!?\\/\'.,&|') + ["staging", "café", "AND", "OR",
+                                                                             "NOT", " ", "stag"]),
+                max_size=12).map("".join))
+def test_any_query_text_gives_hits_or_a_clear_refusal(shared_index, query: str) -> None:
+    try:
+        hits = shared_index.search(query, fresh=False)
+    except BadRequest as error:
+        assert "no words to search for" in error.message
+        return
+    assert all(hit.path in {"MEMORY.md", "notes/memory/f2.md"} for hit in hits)

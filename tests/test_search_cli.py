@@ -192,3 +192,22 @@ def test_the_cold_search_path_imports_only_what_it_needs(root: Path) -> None:
     for heavy in ("fsmem.drive", "fsmem.tool", "fsmem.memory", "jsonschema", "frontmatter", "watchdog",
                   "filelock", "regex", "fsmem.facts"):
         assert heavy not in imported
+
+
+@pytest.mark.slow
+def test_concurrent_searches_after_hand_edits_index_each_change_once(root: Path) -> None:
+    assert search_paths(root, "friday") == ["MEMORY.md"]
+    for i in range(20):
+        write(root, f"bulk/n{i}.md", f"# N{i}\n\nbulkword{i}\n")
+    write(root, "MEMORY.md", "# Project\n\nWe deploy on Sundays.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["PYTHONPATH"] = str(REPO)
+    procs = [subprocess.Popen([sys.executable, "-m", "fsmem", "search", "sundays", "--json", "--root", str(root)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outputs = [proc.communicate(timeout=60) for proc in procs]
+    for (stdout, stderr), proc in zip(outputs, procs):
+        assert proc.returncode == 0, stderr
+        assert [hit["path"] for hit in json.loads(stdout)] == ["MEMORY.md"]
+    status = json.loads(run_fsmem("index", "status", "--json", "--root", str(root)).stdout)
+    assert (status["documents"], status["files"], status["stale"]) == (22, 22, 0)
