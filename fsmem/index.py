@@ -140,6 +140,8 @@ class Index:
         self._manifest: Manifest | None = None
         self._current_key: tuple[int, int, int] | None = None
         self.files_seen = 0
+        self._current_file = str(index_dir(self.root) / CURRENT)
+        self._meta_file = ""
         self._meta_key: tuple[int, int, int] | None = None
 
     # --- opening ---------------------------------------------------------------------------------
@@ -159,19 +161,21 @@ class Index:
         self._tv, self._generation = tv, generation
         self._manifest = Manifest(folder / MANIFEST)
         self._meta_key = None
+        self._meta_file = str(folder / "meta.json")
 
     def _reload(self) -> None:
         """See the latest commit, from any process; skipped when meta.json has not been replaced."""
         assert self._tv is not None
-        key = _file_key(index_dir(self.root) / str(self._generation) / "meta.json")
+        key = _file_key(self._meta_file)
         if key is None or key != self._meta_key:
             self._tv.reload()
             self._meta_key = key
 
     def _ensure_open(self) -> None:
         """Follow CURRENT to the live generation; build one (with a warning) when there is none usable."""
-        seen = _file_key(index_dir(self.root) / CURRENT)
-        if seen is not None and seen == self._current_key and self._tv is not None:
+        seen = _file_key(self._current_file)
+        if seen is not None and seen == self._current_key and self._tv is not None \
+                and os.path.exists(self._meta_file):
             return  # CURRENT is replaced whole (new inode) on every swap: unchanged means same generation
         problem = self._try_follow_current()
         if problem is None:
@@ -201,7 +205,7 @@ class Index:
             if current.get("schema") != SCHEMA_VERSION:
                 return f"was built by another version of fsmem (schema {current.get('schema')})"
             generation = current["generation"]
-            if generation == self._generation and self._tv is not None:
+            if generation == self._generation and self._tv is not None and os.path.exists(self._meta_file):
                 return None
             try:
                 self._open_generation(generation)
@@ -283,7 +287,11 @@ class Index:
         """
         if tv is None:
             assert self._generation is not None
-            tv = tantivy.Index.open(str(index_dir(self.root) / self._generation))
+            try:
+                tv = tantivy.Index.open(str(index_dir(self.root) / self._generation))
+            except ValueError as error:
+                raise IndexError_(f"the index could not be opened for writing ({error}); "
+                                  "`fsmem index rebuild` makes a new one from the files") from error
             tv.register_tokenizer("fsmem", self.analyzer)
         deadline = time.monotonic() + self._setting("lock_timeout", LOCK_TIMEOUT)
         while True:
@@ -708,7 +716,7 @@ def render_hits(hits: list[SearchHit], query: str) -> str:
     return "\n".join(lines)
 
 
-def _file_key(path: Path) -> tuple[int, int, int] | None:
+def _file_key(path: str) -> tuple[int, int, int] | None:
     try:
         info = os.stat(path)
     except OSError:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from pathlib import Path
 
@@ -265,6 +264,8 @@ def watcher_health(root: Path, now: float | None = None) -> tuple[bool, dict | N
     if beat is None:
         return False, None
     now = time.time() if now is None else now
+    import socket
+
     try:
         fresh = now - float(beat.get("beat", 0)) < 3 * float(beat.get("interval", HEARTBEAT_INTERVAL))
         alive = beat.get("host") == socket.gethostname() and _pid_alive(int(beat.get("pid", -1)))

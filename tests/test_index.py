@@ -241,7 +241,7 @@ def test_a_first_build_is_silent(root: Path) -> None:
         assert paths(Index(root).search("friday")) == ["MEMORY.md"]
 
 
-@pytest.mark.parametrize("damage", ["meta", "current", "schema", "segments"])
+@pytest.mark.parametrize("damage", ["meta", "current", "schema", "segments", "generation"])
 def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> None:
     Index(root).search("ana")
     generation = index_dir(root) / read_current(root)["generation"]
@@ -249,6 +249,8 @@ def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> N
         (generation / "meta.json").write_text("{not json")
     elif damage == "current":
         (index_dir(root) / "CURRENT").write_text("garbage")
+    elif damage == "generation":
+        shutil.rmtree(generation)
     elif damage == "schema":
         (index_dir(root) / "CURRENT").write_text('{"schema": 999, "generation": "%s"}' % generation.name)
     else:
@@ -258,6 +260,15 @@ def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> N
     with pytest.warns(IndexWarning, match="rebuilt it"):
         assert paths(Index(root).search("friday")) == ["MEMORY.md"]
     assert paths(Index(root).search("british")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
+
+
+def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) -> None:
+    index = Index(root)
+    assert paths(index.search("friday")) == ["MEMORY.md"]
+    shutil.rmtree(index_dir(root) / read_current(root)["generation"])
+    write(root, "MEMORY.md", "# Project\n\nnow on Tuesdays\n")
+    with pytest.warns(IndexWarning, match="rebuilt it"):
+        assert paths(index.search("tuesdays")) == ["MEMORY.md"]
 
 
 def test_a_torn_manifest_line_only_costs_a_reread(root: Path) -> None:
