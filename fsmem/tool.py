@@ -15,7 +15,8 @@ from fsmem import render
 from fsmem.core import layout
 from fsmem.core.merge import has_markers, merge_markers, replace_exact
 from fsmem.core.paths import ensure_markdown_file, normalize_path
-from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, parse_request
+from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, parse_request, request_to_dict
+from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
 from fsmem.core.versions import version_of
 from fsmem.core.when import compile_globs, parse_since
@@ -32,6 +33,7 @@ from fsmem.errors import (
     Sensitive,
     TooLarge,
 )
+from fsmem.drive import now_iso
 from fsmem.grep import compile_pattern, grep, utc_now
 from fsmem.levels import Scope, scope_folders
 from fsmem.schema import check_request
@@ -41,6 +43,14 @@ if TYPE_CHECKING:
     from fsmem.memory import Memory
 
 
+class _Deferred(Exception):
+    """Raised by a review-mode run just before it would change what someone wrote: becomes a proposal."""
+
+    def __init__(self, summary: str, base: dict[str, str | None], diff: str = "", folder: str | None = None):
+        super().__init__(summary)
+        self.summary, self.base, self.diff, self.folder = summary, base, diff, folder
+
+
 def error_result(error: RequestError) -> dict[str, Any]:
     return {"ok": False, "error": error.to_dict(), "text": f"Error [{error.code}]: {error.message}"}
 
@@ -48,8 +58,9 @@ def error_result(error: RequestError) -> dict[str, Any]:
 class Run:
     """One thread's use of the memory tool, with the versions it has seen."""
 
-    def __init__(self, memory: "Memory", scope: Scope, thread_id: str | None = None) -> None:
+    def __init__(self, memory: "Memory", scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
         self.memory = memory
+        self.review = review  # a background reviewer: adds apply at once, the rest become proposals
         self.scope = scope
         self.thread_id = thread_id
         self.seen: dict[str, str] = {}
@@ -79,6 +90,12 @@ class Run:
             return error_result(error)
 
     def execute(self, request: Request) -> dict[str, Any]:
+        try:
+            return self._dispatch(request)
+        except _Deferred as deferred:
+            return self._propose(request, deferred)
+
+    def _dispatch(self, request: Request) -> dict[str, Any]:
         match request:
             case Read():
                 return self._read(request)
@@ -118,12 +135,12 @@ class Run:
 
     def _changed_since(self, path: str, expected: str, current_version: str | None) -> str:
         last = self.drive.last_change(path)
-        who = ""
-        if last is not None:
+        landed = last is not None and (last.after if last.new_path is None or last.new_path == path else None)
+        if last is not None and landed == current_version:
             thread = f"thread {last.thread}" if last.thread else "a caller without a thread"
             who = f" by {thread} ({last.command}, {last.time})"
         else:
-            who = " by hand (outside fsmem)"
+            who = " outside fsmem (edited by hand or by another program)"
         now = f"it is now version {current_version}" if current_version else "it no longer exists"
         return (
             f"{path} changed since you read it (you saw version {expected}; {now}){who}. "
@@ -169,13 +186,19 @@ class Run:
             return {"ok": True, "path": path, "text": self._tree(path)}
         data = self.drive.read(path)
         if data is None:
+            # The run has now seen that the file is gone: it may make it anew without a conflict.
+            self.seen.pop(path, None)
             raise NotFound(f"there is no file {path!r}; read the folder \"/\" to see what exists")
+        version = version_of(data)
+        # Seen even when it cannot be shown: the refusal below says to write it whole, which needs it.
+        self.mark_seen(path, version)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise BadRequest(f"{path} is not UTF-8 text; fsmem reads only UTF-8 markdown") from error
-        version = version_of(data)
-        self.mark_seen(path, version)
+            raise BadRequest(
+                f"{path} is not UTF-8 text (edited outside fsmem?), so it cannot be shown; write it whole "
+                "with content to replace it (its bytes stay in the versions kept)"
+            ) from error
         info = self.drive.stat(path)
         view = render.file_view(path, text, version, info.st_mtime if info else 0.0,
                                 request.start_line, request.end_line)
@@ -192,18 +215,24 @@ class Run:
 
     def _write(self, request: Write) -> dict[str, Any]:
         path = self._path(request.path)
+        self._refuse_secret_path(path)
         ensure_markdown_file(path)
         self._check_writable(path, "writing")
         if self.drive.is_dir(path):
             raise Exists(f"{path} is a folder; write to a file inside it")
         with self.drive.change("write", self.thread_id) as tx:
             before = tx.read(path)
+            if before is not None and request.create:
+                raise Exists(f"{path} already exists; nothing was written. Choose another path, or change it")
             if before is not None:
                 self._check_version(path, before, request.expected_version, "write")
             elif request.expected_version or path in self.seen:
                 raise Conflict(self._changed_since(path, request.expected_version or self.seen[path], None))
-            whole = request.content is not None and not has_markers(request.content)
+            whole = request.content is not None and (request.literal or not has_markers(request.content))
             before_text = None if before is None else _decode(before, path, lenient=whole)
+            # What the call brings in is checked before the merge: a merge refusal names lines.
+            self._refuse_secret(path, before_text or "", request.content if request.content is not None
+                                else request.new_text)
             after_text = self._new_text(path, before_text, request)
             after = self._checked_bytes(path, before_text or "", after_text)
             if before is not None and after == before:
@@ -211,6 +240,9 @@ class Run:
                 self.mark_seen(path, version)
                 return {"ok": True, "path": path, "version": version,
                         "text": f"{path} already holds exactly this (version {version}); nothing changed."}
+            if self.review and before_text is not None and not only_adds(before_text, after_text):
+                raise _Deferred(f"change {path}", {path: version_of(before)},
+                                unified_diff(path, before_text, after_text))
             version = tx.write(path, after)
         self.mark_seen(path, version)
         line = render.first_difference(before_text or "", after_text)
@@ -221,7 +253,7 @@ class Run:
 
     def _new_text(self, path: str, before: str | None, request: Write) -> str:
         if request.content is not None:
-            if not has_markers(request.content):
+            if request.literal or not has_markers(request.content):
                 return request.content
             if before is None:
                 raise EditUnplaced(
@@ -244,19 +276,34 @@ class Run:
                 f"{path} would be {len(data):,} bytes; the limit is {limit:,}. Keep the file short: move "
                 "details into topic files and leave a pointer here"
             )
+        self._refuse_secret(path, before, after)
+        return data
+
+    @staticmethod
+    def _refuse_secret(path: str, before: str, after: str) -> None:
         kind = find_secret(_added_lines(before, after))
         if kind is not None:
             raise Sensitive(
                 f"the change to {path} looks like it holds {kind}; secrets never go into memory. "
                 "Nothing was written: remove it (say where the secret is kept instead) and write again"
             )
-        return data
+
+    @staticmethod
+    def _refuse_secret_path(path: str) -> None:
+        """A path is stored too (file name, log, versions/); it is never repeated back."""
+        kind = find_secret(path.replace("/", " ").replace(".", " "))
+        if kind is not None:
+            raise Sensitive(
+                f"the path looks like it holds {kind}; secrets never go into memory, not even in a "
+                "file name. Nothing was written: choose a plain descriptive name"
+            )
 
     # ---- rename -----------------------------------------------------------------------------
 
     def _rename(self, request: Rename) -> dict[str, Any]:
         source = self._path(request.path)
         destination = self._path(request.new_path)
+        self._refuse_secret_path(destination)
         if source == destination:
             raise BadRequest("path and new_path are the same; give a different new_path")
         for end, label in ((source, "path"), (destination, "new_path")):
@@ -284,6 +331,11 @@ class Run:
                 self._check_version(source, data, request.expected_version, "rename")
             if self.drive.exists(destination):
                 raise Exists(f"{destination} already exists; choose another new_path or delete it first")
+            if self.review:
+                base = {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)} \
+                    if source_is_dir else {source: version_of(data)}
+                raise _Deferred(f"rename {source} to {destination}", base,
+                                folder=source if source_is_dir else None)
             tx.move(source, destination)
         for old in [p for p in self.seen if p == source or p.startswith(source + "/")]:
             self.seen[destination + old[len(source):]] = self.seen.pop(old)
@@ -320,6 +372,9 @@ class Run:
                 raise NotFound(f"there is no file or folder {path!r}; read \"/\" to see what exists")
             self._check_version(path, data, request.expected_version, "delete")
             held = {path: data.decode("utf-8", errors="replace")}
+            if self.review:
+                raise _Deferred(f"{'empty' if role.is_top_file else 'delete'} {path}", {path: version_of(data)},
+                                unified_diff(path, held[path], ""))
             if role.is_top_file:
                 version = tx.write(path, b"")
             else:
@@ -341,6 +396,9 @@ class Run:
                 data = tx.read(entry.path)
                 if data is not None:
                     held[entry.path] = data.decode("utf-8", errors="replace")
+            if self.review:
+                raise _Deferred(f"delete the folder {folder} ({len(held)} files)",
+                                {p: version_of(c.encode("utf-8")) for p, c in held.items()}, folder=folder)
             tx.delete(folder)
         for path in [p for p in self.seen if p.startswith(folder + "/")]:
             del self.seen[path]
@@ -348,11 +406,27 @@ class Run:
         return {"ok": True, "path": folder, "held": held,
                 "text": f"Deleted the folder {folder} and its {len(held)} files. They held:\n{listing}"}
 
+    def _propose(self, request: Request, deferred: _Deferred) -> dict[str, Any]:
+        from fsmem import proposals
+
+        proposal = proposals.Proposal(
+            id=proposals.new_id(), made_at=now_iso(), thread=self.thread_id, scope=self.scope.to_text(),
+            request=request_to_dict(request), base=deferred.base, summary=deferred.summary,
+            diff=deferred.diff, extra={"folder": deferred.folder} if deferred.folder else {},
+        )
+        proposals.save(self.memory, proposal)
+        return {"ok": True, "proposal": proposal.id,
+                "text": (f"Proposed {proposal.id}: {deferred.summary}. It replaces or removes what is written, "
+                         "so it waits for a person to approve it; nothing changed yet. Additions apply at once.")}
+
     # ---- search -----------------------------------------------------------------------------
 
     def _search(self, request: Search) -> dict[str, Any]:
         settings = self.memory.settings
         limit = min(request.limit or settings.search_limit, settings.max_search_limit)
+        for name, globs in (("include", request.include), ("exclude", request.exclude)):
+            for glob in globs:
+                _check_glob(name, glob)
         if not request.regex:  # ranked full-text search over the index
             from fsmem.index import render_hits
 
@@ -370,6 +444,15 @@ class Run:
             text = "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in hits)
         return {"ok": True, "text": text,
                 "hits": [{"path": h.path, "line": h.line, "text": h.text} for h in hits]}
+
+
+def _check_glob(name: str, glob: str) -> None:
+    """A glob names paths, so it obeys the path rules: no "..", no hidden or state folders, no
+    invisible characters. Nothing outside them could match anyway; saying so beats "No match"."""
+    try:
+        normalize_path(glob)
+    except BadPath as error:
+        raise BadPath(f"The {name} glob is not a memory path: {error.message}") from error
 
 
 def _decode(data: bytes, path: str, lenient: bool = False) -> str:

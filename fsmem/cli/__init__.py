@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "search": "fsmem.cli.search:search",
     "index": "fsmem.cli.search:index",
     "watch": "fsmem.cli.search:watch",
+    "mcp": "fsmem.cli.mcp:mcp",
+    "proposals": "fsmem.cli.proposals:proposals",
 }
 
 # Exit codes by error family; one place, so scripts can rely on them.
