@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 import warnings
 from contextlib import contextmanager
@@ -132,7 +133,11 @@ class Index:
         # would wait for each other forever.
         self._lock_factory = lock or (None if is_path else drive_or_root.locked)
         self._lock: Any = None
-        self._lock_depth = 0
+        # Threads of one process share this object: the root lock keeps other processes out, the
+        # mutex other threads (always taken after the root lock, never before it); how deep this
+        # thread is inside the root lock is per thread.
+        self._mutex = threading.RLock()
+        self._local = threading.local()
         self.schema = _schema()
         self.analyzer = _analyzer()
         self._tv: tantivy.Index | None = None
@@ -177,11 +182,9 @@ class Index:
         if seen is not None and seen == self._current_key and self._tv is not None \
                 and os.path.exists(self._meta_file):
             return  # CURRENT is replaced whole (new inode) on every swap: unchanged means same generation
-        problem = self._try_follow_current()
-        if problem is None:
-            self._current_key = seen
-            return
-        self._current_key = None
+        with self._mutex:
+            problem = self._try_follow_current()
+            self._current_key = seen if problem is None else None
         if problem is None:
             return
         with self._locked():
@@ -221,14 +224,18 @@ class Index:
 
     # --- the lock --------------------------------------------------------------------------------
 
+    def _depth(self) -> int:
+        return getattr(self._local, "depth", 0)
+
     @contextmanager
     def _assume_locked(self) -> Iterator[None]:
         """The caller holds the root lock (a drive transaction): nested work must not take it again."""
-        self._lock_depth += 1
-        try:
-            yield
-        finally:
-            self._lock_depth -= 1
+        with self._mutex:
+            self._local.depth = self._depth() + 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
 
     def locked(self):
         """``with index.locked():`` holds the root's write lock (``Busy`` after the timeout)."""
@@ -236,20 +243,17 @@ class Index:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        """The root's write lock (reentrant within this Index); ``Busy`` after the timeout."""
-        if self._lock_depth:
-            self._lock_depth += 1
-            try:
+        """The root's write lock, then this object's mutex (reentrant per thread)."""
+        if self._depth():
+            with self._assume_locked():
                 yield
-            finally:
-                self._lock_depth -= 1
             return
-        with self._acquire_root_lock():
-            self._lock_depth = 1
+        with self._acquire_root_lock(), self._mutex:
+            self._local.depth = 1
             try:
                 yield
             finally:
-                self._lock_depth = 0
+                self._local.depth = 0
 
     def _acquire_root_lock(self) -> Any:
         if self._lock_factory is not None:  # the drive's own lock: one lock object per root and process
@@ -414,7 +418,12 @@ class Index:
         ``racy`` in the answer lists entries whose content was hashed and found unchanged, and that
         are now old enough to be settled (recorded as no longer racy) so later comparisons skip them.
         """
-        self._ensure_open()
+        self._ensure_open()  # before the mutex: it may need the root lock, which comes first
+        with self._mutex:
+            return self._compare_open()
+
+    def _compare_open(self) -> Plan:
+        """``compare`` on the generation open now (a rebuild catches up on its new one with it)."""
         assert self._manifest is not None
         indexed = self._manifest.load()
         on_disk = walk_files(self.root)
@@ -504,7 +513,7 @@ class Index:
     def _finish_build(self, generation: str) -> None:
         """Under the lock: catch up with changes made while building, then swap CURRENT to it."""
         self._open_generation(generation)
-        plan = self.compare_open()
+        plan = self._compare_open()
         self._apply(plan.changed, plan.removed)
         write_current(self.root, generation)
         (index_dir(self.root) / generation / BUILDING).unlink(missing_ok=True)
@@ -512,10 +521,6 @@ class Index:
         if not marker.exists():
             marker.write_text("an index of this root was built; if index/ goes missing, say so\n")
         self._collect_generations()
-
-    def compare_open(self) -> Plan:
-        assert self._manifest is not None
-        return plan_reconcile(walk_files(self.root), self._manifest.load())
 
     def _collect_generations(self) -> None:
         """Delete generations that are neither live nor being built by a live process."""

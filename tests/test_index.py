@@ -369,3 +369,50 @@ def test_any_query_text_gives_hits_or_a_clear_refusal(shared_index, query: str) 
         assert "no words to search for" in error.message
         return
     assert all(hit.path in {"MEMORY.md", "notes/memory/f2.md"} for hit in hits)
+
+
+@pytest.mark.slow
+def test_threads_writing_editing_and_searching_share_one_memory(tmp_path: Path) -> None:
+    import threading
+
+    import fsmem
+
+    memory = fsmem.open(tmp_path, create=True)
+    memory.search("warm")
+    errors: list[BaseException] = []
+
+    def guarded(work):
+        def run() -> None:
+            try:
+                work()
+            except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+                errors.append(error)
+        return run
+
+    def tool_writer(name: str):
+        def work() -> None:
+            run = memory.run(thread_id=name)
+            for i in range(10):
+                result = run.call({"command": "write", "path": f"{name}/n{i}.md", "content": f"# {name}\n\ntw{name}{i}\n"})
+                assert result["ok"], result
+        return work
+
+    def hand_editor() -> None:
+        for i in range(10):
+            write(tmp_path, f"hand/h{i}.md", f"# Hand\n\nhandword{i}\n")
+
+    def searcher() -> None:
+        for _ in range(15):
+            memory.search("handword0 twa0 twb0")
+
+    threads = [threading.Thread(target=guarded(work)) for work in
+               (tool_writer("a"), tool_writer("b"), hand_editor, searcher, searcher)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    status = memory.index.status()
+    assert (status["documents"], status["files"], status["stale"]) == (31, 31, 0)
+    for word, path in (("twa9", "a/n9.md"), ("twb9", "b/n9.md"), ("handword9", "hand/h9.md")):
+        assert [hit.path for hit in memory.search(word)] == [path]
