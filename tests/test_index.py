@@ -416,3 +416,30 @@ def test_threads_writing_editing_and_searching_share_one_memory(tmp_path: Path) 
     assert (status["documents"], status["files"], status["stale"]) == (31, 31, 0)
     for word, path in (("twa9", "a/n9.md"), ("twb9", "b/n9.md"), ("handword9", "hand/h9.md")):
         assert [hit.path for hit in memory.search(word)] == [path]
+
+
+@pytest.mark.slow
+def test_searches_keep_working_while_a_rebuild_runs(root: Path) -> None:
+    import threading
+
+    for i in range(300):
+        write(root, f"bulk/{i // 50}/n{i}.md", f"# N{i}\n\nbulk words {i}\n")
+    index = Index(root)
+    assert len(index.search("bulk", limit=100)) == 100
+    done = threading.Event()
+    answers: list[int] = []
+
+    def keep_searching() -> None:
+        reader = Index(root)
+        while not done.is_set():
+            answers.append(len(reader.search("bulk", limit=100, fresh=False)))
+
+    thread = threading.Thread(target=keep_searching)
+    thread.start()
+    try:
+        for _ in range(3):
+            assert Index(root).rebuild() == 305
+    finally:
+        done.set()
+        thread.join(timeout=60)
+    assert answers and set(answers) == {100}

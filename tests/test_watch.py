@@ -183,3 +183,21 @@ def test_the_watcher_ignores_its_own_state_folder(root: Path) -> None:
     watcher = Watcher(Index(root))
     watcher.on_any_event(FileCreatedEvent(str(root / ".fsmem/index/g-1/abc.md")))
     assert watcher._pending == set()
+
+
+def test_a_watch_limit_degrades_to_periodic_comparisons(root: Path, monkeypatch) -> None:
+    import errno
+
+    from watchdog.observers import Observer
+
+    def refuse(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(Observer, "schedule", refuse)
+    index = Index(root)
+    with Watcher(index, heartbeat=0.1) as watcher:
+        assert watcher.reconcile_every == 5.0
+        wait_until(lambda: (watcher_health(root)[1] or {}).get("state") == "degraded")
+        assert watcher_health(root)[0] is False  # searches keep comparing for themselves
+        write(root, "MEMORY.md", "# Project\n\nplums\n")
+        assert [hit.path for hit in Index(root).search("plums")] == ["MEMORY.md"]
