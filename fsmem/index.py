@@ -437,7 +437,7 @@ class Index:
             entry = indexed[path]
             if self._hash_differs(path, entry):
                 stale.append(path)
-            elif max(entry.stamp[1], entry.stamp[2]) + RACY_WINDOW_NS < now:
+            elif max(entry[0][1], entry[0][2]) + RACY_WINDOW_NS < now:
                 settle.append(path)
         return Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, tuple(settle))
 
@@ -446,7 +446,7 @@ class Index:
             data = (self.root / path).read_bytes()[: self._setting("max_indexed_bytes", MAX_INDEXED_BYTES)]
         except OSError:
             return True
-        return version_of(data) != entry.version
+        return version_of(data) != entry[1]
 
     def reconcile(self) -> Plan:
         """Compare sizes and mtimes with what is indexed; re-index what differs. Returns what it found."""
@@ -465,7 +465,7 @@ class Index:
         assert self._manifest is not None
         entries = self._manifest.load()
         now = time.time_ns()
-        self._manifest.append({path: entries[path]._replace(indexed_ns=now) for path in paths
+        self._manifest.append({path: Indexed(entries[path][0], entries[path][1], now) for path in paths
                                if path in entries}, [])
 
     def ensure_fresh(self) -> None:

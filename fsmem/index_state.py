@@ -157,8 +157,9 @@ class Manifest:
                 if len(parts) != 8:
                     continue
                 try:
+                    # Plain tuples shaped like Indexed: tens of thousands are read per comparison.
                     stamp = (int(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
-                    entries[parts[7]] = Indexed(stamp, parts[1], int(parts[6]))
+                    entries[parts[7]] = (stamp, parts[1], int(parts[6]))  # type: ignore[assignment]
                 except ValueError:
                     continue
             elif line[0] == "-":
@@ -186,8 +187,8 @@ class Manifest:
 
 
 def _record(path: str, entry: Indexed) -> str:
-    size, mtime_ns, ctime_ns, inode = entry.stamp
-    return f"+\t{entry.version}\t{size}\t{mtime_ns}\t{ctime_ns}\t{inode}\t{entry.indexed_ns}\t{path}\n"
+    (size, mtime_ns, ctime_ns, inode), version, indexed_ns = entry
+    return f"+\t{version}\t{size}\t{mtime_ns}\t{ctime_ns}\t{inode}\t{indexed_ns}\t{path}\n"
 
 
 # --- the live generation -------------------------------------------------------------------------

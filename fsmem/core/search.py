@@ -232,11 +232,12 @@ def plan_reconcile(on_disk: dict[str, Stamp], indexed: dict[str, Indexed]) -> Pl
     """Compare the files with what the index holds."""
     changed: list[str] = []
     racy: list[str] = []
+    window = RACY_WINDOW_NS
     for path, stamp in on_disk.items():
-        entry = indexed.get(path)
-        if entry is None or entry.stamp != stamp:
+        entry = indexed.get(path)  # an Indexed, or a plain tuple of the same shape
+        if entry is None or entry[0] != stamp:
             changed.append(path)
-        elif entry.racy():
+        elif max(stamp[1], stamp[2]) + window > entry[2]:  # Indexed.racy(), inlined: hot loop
             racy.append(path)
     removed = [path for path in indexed if path not in on_disk]
     return Plan(tuple(sorted(changed)), tuple(sorted(removed)), tuple(sorted(racy)))
