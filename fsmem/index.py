@@ -14,7 +14,6 @@ is never kept across batches.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 import warnings
@@ -40,7 +39,6 @@ from fsmem.core.search import (
     plan_reconcile,
     split_query,
 )
-from fsmem.core.versions import version_of
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.index_state import (
     BUILDING,
@@ -325,6 +323,8 @@ class Index:
         got = read_stable(self.root, path, self._setting("max_indexed_bytes", MAX_INDEXED_BYTES))
         if got is None:
             return None
+        from fsmem.core.versions import version_of
+
         stamp, data = got
         doc = file_doc(path, data.decode("utf-8", "replace"))
         return self._document(doc, stamp.mtime_ns), Indexed(stamp, version_of(data), time.time_ns())
@@ -442,6 +442,8 @@ class Index:
         return Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, tuple(settle))
 
     def _hash_differs(self, path: str, entry: Indexed) -> bool:
+        from fsmem.core.versions import version_of  # hashlib: not on the path of a fresh search
+
         try:
             data = (self.root / path).read_bytes()[: self._setting("max_indexed_bytes", MAX_INDEXED_BYTES)]
         except OSError:
@@ -537,6 +539,8 @@ class Index:
                     continue  # still being built
                 except (ValueError, ProcessLookupError, OSError):
                     pass
+            import shutil
+
             shutil.rmtree(folder, ignore_errors=True)
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
