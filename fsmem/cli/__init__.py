@@ -23,6 +23,9 @@ COMMANDS: dict[str, str] = {
     "log": "fsmem.cli.files:log",
     "agents": "fsmem.cli.levels:agents",
     "routines": "fsmem.cli.levels:routines",
+    "search": "fsmem.cli.search:search",
+    "index": "fsmem.cli.search:index",
+    "watch": "fsmem.cli.search:watch",
     "mcp": "fsmem.cli.mcp:mcp",
     "proposals": "fsmem.cli.proposals:proposals",
 }
