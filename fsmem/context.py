@@ -109,6 +109,17 @@ def recall_query(text: str) -> str:
     return " ".join(words[:_QUERY_WORDS])
 
 
+def _recall_text(path: str, data: bytes) -> str:
+    """A file as recall shows it: a fact as one line (thing, sentence, when said), the rest as it is."""
+    from fsmem.core.search import fact_note, file_doc
+
+    text = data.decode("utf-8", errors="replace")
+    if layout.role_of(path).kind not in ("fact", "replaced_fact"):
+        return text
+    doc = file_doc(path, text)
+    return f"{doc.title}: {' '.join(doc.body.split())}{fact_note(doc.kind, doc.said, doc.until)}\n"
+
+
 def recall_candidates(run: "Run", query: str, skip: Sequence[str] = ()) -> list[RecallCandidate]:
     """The top search matches for ``query``, with each file's whole text and version, best first."""
     search = getattr(run.memory, "search", None)
@@ -122,7 +133,7 @@ def recall_candidates(run: "Run", query: str, skip: Sequence[str] = ()) -> list[
         if data is None:
             continue
         candidates.append(RecallCandidate(
-            path=hit.path, version=version_of(data), text=data.decode("utf-8", errors="replace"),
+            path=hit.path, version=version_of(data), text=_recall_text(hit.path, data),
             snippet=getattr(hit, "snippet", "") or "", title=getattr(hit, "title", "") or "",
             kind=getattr(hit, "kind", "") or "",
         ))
@@ -152,7 +163,8 @@ def build_context(
         recalled = plan_recall(recall, candidates, messages=[*messages, *appended], loaded=loaded,
                                max_tokens=recall_tokens)
         for path, version in recalled.seen.items():
-            run.mark_seen(path, version)
+            if not layout.is_fact_path(path):  # a fact is shown as one line, and changes only via the facts API
+                run.mark_seen(path, version)
         if recalled.message is not None:
             appended.append(recalled.message)
     return appended

@@ -214,3 +214,54 @@ def test_recall_respects_its_token_cap(memory):
 def test_no_recall_message_when_nothing_new_matches(memory):
     fake_search(memory, [("MEMORY.md", "Titles")])
     assert loaded(memory.run(Scope.chat()).context([], recall="titles")) == [("memory", "MEMORY.md")]
+
+
+# --- recall on the real index ------------------------------------------------------------------
+
+@pytest.fixture
+def sample(tmp_path):
+    from fsmem.sample import copy_sample
+
+    return fsmem.open(copy_sample(tmp_path / "sample"), create=True)
+
+
+def test_recall_finds_facts_that_hold_before_replaced_ones_and_shows_each_as_one_line(sample):
+    run = sample.run(Scope.chat(), thread_id="c")
+    question = "When does the market stall open?"
+    recall = run.context([{"role": "user", "content": question}], recall=question)[-1]["content"]
+    assert recall.splitlines()[2:] == [
+        f'<match path="notes/memory/20261109-162000-9d3e7f15.md" version="{_version(sample, "notes/memory/20261109-162000-9d3e7f15.md")}" kind="fact">',
+        "Saturday market stall · opening time: From November the Saturday market stall opens at 7:30, half an"
+        " hour earlier than before. (said 2026-11-09)",
+        "</match>",
+        f'<match path="notes/memory/history/20261005-091500-4be1c0a2.md" version="{_version(sample, "notes/memory/history/20261005-091500-4be1c0a2.md")}" kind="replaced_fact">',
+        "Saturday market stall · opening time: The Saturday market stall opens at 8:00. (said 2026-10-05; held"
+        " until 2026-11-09)",
+        "</match>",
+        "</recall>",
+    ]
+    assert not any(path.startswith("notes/") for path in run.seen)
+
+
+def _version(memory, path):
+    from fsmem.core.versions import version_of
+
+    return version_of((memory.root / path).read_bytes())
+
+
+def test_recall_shows_a_topic_file_whole_and_the_run_may_then_change_it(sample):
+    run = sample.run(Scope.chat(), thread_id="c")
+    question = "When is the sourdough class?"
+    extra = run.context([{"role": "user", "content": question}], recall=question)
+    assert '<match path="classes.md"' in extra[-1]["content"]
+    assert "Saturdays 14:00–17:00" in extra[-1]["content"]
+    result = run.call({"command": "write", "path": "classes.md", "old_text": "Saturdays 14:00–17:00",
+                       "new_text": "Saturdays 13:00–16:00"})
+    assert result["ok"], result
+    # once in the thread at its current version, a file is not recalled again
+    thread = [{"role": "user", "content": question}, *extra]
+    again = run.context(thread, recall=question)
+    assert [parse_header(message_text(m))[0] for m in again] == ["recall"]
+    assert '<match path="classes.md"' in again[-1]["content"]  # it changed since: shown again
+    thread += again
+    assert '<match path="classes.md"' not in "".join(message_text(m) for m in run.context(thread, recall=question))

@@ -198,17 +198,16 @@ def test_a_turn_stops_after_max_steps(memory):
     assert turn.answer == "(stopped after 3 model calls without a final answer)"
 
 
-def test_recall_is_the_last_message_of_the_turn(memory, monkeypatch):
-    from types import SimpleNamespace
-
-    monkeypatch.setattr(type(memory), "search", lambda self, query, **o: [
-        SimpleNamespace(path="classes.md", snippet="Sourdough from scratch", title="", kind="topic")],
-        raising=False)
-    s, model = session(memory, Scope.chat(), "ok", recall=True)
-    s.turn("When is the sourdough class?")
+def test_recall_is_the_last_message_of_the_turn_and_what_it_showed_whole_may_be_changed(memory):
+    s, model = session(memory, Scope.chat(),
+                       call(command="write", path="classes.md", old_text="Saturdays 14:00–17:00",
+                            new_text="Saturdays 13:00–16:00"),
+                       "Moved to 13:00.", recall=True)
+    turn = s.turn("When is the sourdough class?")
     last = model.requests[0][-1]
     assert last["content"].startswith('<recall query="When is the sourdough class?">')
     assert "Saturdays 14:00–17:00" in last["content"]
+    assert turn.steps[0].ok, turn.steps[0].text  # shown whole by recall: no read needed first
 
 
 def test_the_tool_given_to_the_model_is_the_checked_in_openai_form():
