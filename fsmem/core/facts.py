@@ -1,0 +1,634 @@
+"""The fact rules: what a fact is, what replaces what, and how a chain of facts stays whole.
+
+A fact says one thing about a *thing* — a subject and an attribute, compared ignoring case and extra
+spaces (``Ana / role`` and ``ana /  Role`` are one thing). The facts about one thing form a *chain*
+ordered by when they were said; the last of the chain holds now (it lives in ``notes/memory/``), the
+others were replaced (``notes/memory/history/``), each knowing which fact replaced it and until when
+it held. Keeping a fact:
+
+    about a new thing                         -> current
+    said later than the current fact          -> current; the older one moves to the history
+    said earlier than the current fact        -> history at once, in its place in the chain
+    the same sentence as the current fact     -> nothing is kept
+
+Everything here is pure. The stored links (``replaces``, ``replaced_by``, ``until``) are derived data:
+:func:`resolve` rebuilds them from the chains (facts joined by any link, ordered by ``said``), which is
+what makes a change spread over several files safe. Each plan writes the new fact first, linked to its
+neighbours; a crash after that write is finished by the next :func:`resolve` (the *repair*), a crash
+before it leaves the old state.
+
+>>> now = parse_when("2026-11-30T10:00:00Z")
+>>> draft = check_draft("Ana", "role", "Ana leads the data team.", said="2026-09-01", now=now)
+>>> plan = plan_keep(resolve([]), draft, new_id="20261130-100000-0000abcd", now=now)
+>>> plan.outcome
+'current'
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, time, timezone
+from typing import Iterable, Literal, Mapping, Sequence
+
+from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
+from fsmem.errors import BadFact, FactSensitive, NotFound
+
+__all__ = [
+    "SUBJECT_LIMIT",
+    "ATTRIBUTE_LIMIT",
+    "FACT_LIMIT",
+    "SOURCE_LIMIT",
+    "DEFAULT_SOURCE",
+    "FIELD_ORDER",
+    "Fact",
+    "Draft",
+    "Op",
+    "Resolution",
+    "KeepPlan",
+    "EditPlan",
+    "ForgetPlan",
+    "clean_name",
+    "clean_sentence",
+    "thing_key",
+    "same_sentence",
+    "parse_when",
+    "format_when",
+    "new_fact_id",
+    "is_fact_id",
+    "fact_path",
+    "fact_id_of_path",
+    "check_draft",
+    "fact_from_fields",
+    "fields_of",
+    "resolve",
+    "plan_keep",
+    "plan_edit",
+    "plan_forget",
+    "search_text",
+]
+
+SUBJECT_LIMIT = 120
+ATTRIBUTE_LIMIT = 120
+FACT_LIMIT = 2000
+SOURCE_LIMIT = 200
+DEFAULT_SOURCE = "added by hand"
+
+FIELD_ORDER = (
+    "id", "subject", "attribute", "source", "said", "kept", "edited", "replaces", "replaced_by", "until",
+)
+
+Location = Literal["current", "history"]
+Outcome = Literal["current", "history", "known"]
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
+_SPACES = re.compile(r"\s+")
+
+
+# --------------------------------------------------------------------------- names and sentences
+
+
+def clean_name(text: str) -> str:
+    """A subject or attribute as stored: NFC, trimmed, runs of whitespace made one space."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def clean_sentence(text: str) -> str:
+    """A fact's sentence as stored: NFC, trimmed, one line (runs of whitespace made one space)."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def thing_key(subject: str, attribute: str) -> tuple[str, str]:
+    """What decides replacement: subject and attribute, ignoring case and extra spaces."""
+    return (clean_name(subject).casefold(), clean_name(attribute).casefold())
+
+
+def same_sentence(a: str, b: str) -> bool:
+    """Two sentences say the same when they differ only in case and spacing."""
+    return clean_sentence(a).casefold() == clean_sentence(b).casefold()
+
+
+# --------------------------------------------------------------------------- time
+
+
+def parse_when(value: object, now: datetime | None = None) -> datetime:
+    """A moment in UTC from a date, a datetime or an ISO 8601 string (a date alone is midnight UTC).
+
+    When ``now`` is given, a moment after it is taken as ``now``: a fact cannot be said in the future.
+
+    >>> parse_when("2026-10-12")
+    datetime.datetime(2026, 10, 12, 0, 0, tzinfo=datetime.timezone.utc)
+    """
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime.combine(value, time(0, 0))
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise BadFact(
+                f"{value!r} is not a date: write it as YYYY-MM-DD or an ISO 8601 time such as "
+                "2026-10-12T09:30:00Z"
+            ) from None
+    else:
+        raise BadFact(f"{value!r} is not a date: write it as YYYY-MM-DD")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    moment = moment.astimezone(timezone.utc).replace(microsecond=0)
+    if now is not None and moment > now:
+        moment = now.astimezone(timezone.utc).replace(microsecond=0)
+    return moment
+
+
+def format_when(moment: datetime) -> str:
+    """``2026-10-12`` for midnight UTC, else ``2026-10-12T09:30:00Z``."""
+    moment = moment.astimezone(timezone.utc)
+    if moment.time() == time(0, 0):
+        return moment.date().isoformat()
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --------------------------------------------------------------------------- ids and paths
+
+
+def new_fact_id(now: datetime, random_hex: str) -> str:
+    """Ids sort by the time they were kept: ``20261130-100000-3fa9c1d2``."""
+    if not re.fullmatch(r"[0-9a-f]{8}", random_hex):
+        raise ValueError("random_hex must be 8 lowercase hex digits")
+    return now.astimezone(timezone.utc).strftime("%Y%m%d-%H%M%S-") + random_hex
+
+
+def is_fact_id(text: str) -> bool:
+    return bool(_ID.match(text))
+
+
+def fact_path(fact_id: str, location: Location) -> str:
+    folder = FACTS_DIR if location == "current" else HISTORY_DIR
+    return f"{folder}/{fact_id}.md"
+
+
+def fact_id_of_path(path: str) -> tuple[str, Location] | None:
+    """``("<id>", "current")`` for ``notes/memory/<id>.md``, ``"history"`` under history/, else None."""
+    for folder, location in ((HISTORY_DIR, "history"), (FACTS_DIR, "current")):
+        prefix = folder + "/"
+        if path.startswith(prefix) and path.endswith(".md"):
+            name = path[len(prefix):-3]
+            if "/" not in name and is_fact_id(name):
+                return name, location  # type: ignore[return-value]
+    return None
+
+
+# --------------------------------------------------------------------------- the fact
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One dated fact. ``replaces`` / ``replaced_by`` / ``until`` are its links in its chain."""
+
+    id: str
+    subject: str
+    attribute: str
+    text: str
+    source: str
+    said: datetime
+    kept: datetime
+    edited: datetime | None = None
+    replaces: tuple[str, ...] = ()
+    replaced_by: str | None = None
+    until: datetime | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return thing_key(self.subject, self.attribute)
+
+    @property
+    def holds(self) -> bool:
+        return self.replaced_by is None
+
+    @property
+    def location(self) -> Location:
+        return "current" if self.replaced_by is None else "history"
+
+    @property
+    def path(self) -> str:
+        return fact_path(self.id, self.location)
+
+    def order(self) -> tuple[datetime, datetime, str]:
+        """Place in its chain: said, then kept, then id (ids sort by time)."""
+        return (self.said, self.kept, self.id)
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain data for ``--json`` and results: the front matter fields plus ``fact`` and ``path``."""
+        data: dict[str, object] = dict(fields_of(self))
+        data["fact"] = self.text
+        data["holds"] = self.holds
+        data["path"] = self.path
+        return data
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A fact checked and cleaned, not yet placed: what :func:`plan_keep` takes."""
+
+    subject: str
+    attribute: str
+    text: str
+    source: str
+    said: datetime
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return thing_key(self.subject, self.attribute)
+
+
+def _check_part(name: str, value: object, limit: int, what: str) -> str:
+    if not isinstance(value, str):
+        raise BadFact(f"the {name} must be text; got {type(value).__name__}")
+    cleaned = clean_sentence(value) if name == "fact" else clean_name(value)
+    if not cleaned:
+        raise BadFact(f"the {name} is empty: give {what}")
+    if len(cleaned) > limit:
+        raise BadFact(
+            f"the {name} is {len(cleaned):,} characters; the limit is {limit:,}. "
+            f"Shorten it to {what}"
+        )
+    return cleaned
+
+
+def _secret_check(parts: Mapping[str, str]) -> None:
+    from fsmem.core.secrets import find_fact_secret
+
+    for name, value in parts.items():
+        kind = find_fact_secret(value)
+        if kind:
+            raise FactSensitive(
+                f"the {name} looks like a secret ({kind}); nothing was kept. Keep secrets in a "
+                "secret manager and refer to them by name"
+            )
+
+
+def check_draft(subject: object, attribute: object, fact: object, source: object = DEFAULT_SOURCE,
+                said: object = None, *, now: datetime) -> Draft:
+    """Validate and clean a fact to keep: limits, secrets, the date (default ``now``; never later)."""
+    draft = Draft(
+        subject=_check_part("subject", subject, SUBJECT_LIMIT, "who or what the fact is about, by name"),
+        attribute=_check_part("attribute", attribute, ATTRIBUTE_LIMIT,
+                              "what about the subject, in a word or two (role, employer, deadline)"),
+        text=_check_part("fact", fact, FACT_LIMIT, "one sentence that names its subject"),
+        source=_check_part("source", DEFAULT_SOURCE if source is None else source, SOURCE_LIMIT,
+                           "where the fact came from (a conversation, a file, 'added by hand')"),
+        said=parse_when(now if said is None or said == "" else said, now),
+    )
+    _secret_check({"subject": draft.subject, "attribute": draft.attribute, "fact": draft.text,
+                   "source": draft.source})
+    return draft
+
+
+# --------------------------------------------------------------------------- front matter
+
+
+def fields_of(fact: Fact) -> dict[str, object]:
+    """The front matter, in its fixed order, as plain values (times as text, links as a list)."""
+    return {
+        "id": fact.id,
+        "subject": fact.subject,
+        "attribute": fact.attribute,
+        "source": fact.source,
+        "said": format_when(fact.said),
+        "kept": format_when(fact.kept),
+        "edited": format_when(fact.edited) if fact.edited else None,
+        "replaces": list(fact.replaces),
+        "replaced_by": fact.replaced_by,
+        "until": format_when(fact.until) if fact.until else None,
+    }
+
+
+def _optional_id(value: object, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not is_fact_id(value):
+        raise BadFact(f"{name} must be a fact id or empty; got {value!r}")
+    return value
+
+
+def fact_from_fields(fields: Mapping[str, object], body: str, file_id: str) -> Fact:
+    """A fact from parsed front matter and body, as a person may have edited it.
+
+    Raises :class:`BadFact` naming the field to fix. Limits and secrets are not checked here: a file
+    on disk is read as it is (``fsmem check`` reports what breaks the rules).
+    """
+    if not isinstance(fields, Mapping):
+        raise BadFact("the front matter is not a list of `name: value` lines")
+    missing = [name for name in ("id", "subject", "attribute", "said") if fields.get(name) in (None, "")]
+    if missing:
+        raise BadFact(f"the front matter lacks {', '.join(missing)}")
+    fact_id = str(fields["id"])
+    if fact_id != file_id:
+        raise BadFact(f"the front matter says id {fact_id!r} but the file is named {file_id}.md; "
+                      "make them the same")
+    for name in ("subject", "attribute"):
+        if not isinstance(fields[name], (str, int, float)):
+            raise BadFact(f"{name} must be text")
+    text = clean_sentence(body)
+    if not text:
+        raise BadFact("the body is empty: it should hold the fact's sentence")
+    said = parse_when(fields["said"])
+    kept_raw = fields.get("kept")
+    kept = parse_when(kept_raw) if kept_raw not in (None, "") else said
+    edited_raw = fields.get("edited")
+    edited = parse_when(edited_raw) if edited_raw not in (None, "") else None
+    until_raw = fields.get("until")
+    until = parse_when(until_raw) if until_raw not in (None, "") else None
+    replaces_raw = fields.get("replaces")
+    if replaces_raw in (None, ""):
+        replaces: tuple[str, ...] = ()
+    elif isinstance(replaces_raw, str):
+        replaces = (_optional_id(replaces_raw, "replaces") or "",)
+    elif isinstance(replaces_raw, (list, tuple)):
+        replaces = tuple(_optional_id(item, "each id in replaces") or "" for item in replaces_raw)
+        replaces = tuple(item for item in replaces if item)
+    else:
+        raise BadFact(f"replaces must be a list of fact ids; got {replaces_raw!r}")
+    source = fields.get("source")
+    return Fact(
+        id=fact_id,
+        subject=clean_name(str(fields["subject"])),
+        attribute=clean_name(str(fields["attribute"])),
+        text=text,
+        source=clean_name(str(source)) if source not in (None, "") else DEFAULT_SOURCE,
+        said=said,
+        kept=kept,
+        edited=edited,
+        replaces=replaces,
+        replaced_by=_optional_id(fields.get("replaced_by"), "replaced_by"),
+        until=until,
+    )
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class Op:
+    """One file operation of a plan: write ``fact`` at its path, or delete ``path``."""
+
+    kind: Literal["write", "delete"]
+    path: str
+    fact: Fact | None = None
+
+
+@dataclass
+class Resolution:
+    """Every readable fact in its canonical state, the chains, and the fixes that would store it."""
+
+    facts: dict[str, Fact] = field(default_factory=dict)
+    chains: list[list[str]] = field(default_factory=list)  # each oldest first
+    chain_of: dict[str, int] = field(default_factory=dict)
+    fixes: list[Op] = field(default_factory=list)
+    stored: dict[str, dict[Location, Fact]] = field(default_factory=dict)
+    broken: frozenset[str] = frozenset()
+
+    def current(self, subject: str | None = None) -> list[Fact]:
+        """Facts that hold now, oldest said first; only ``subject``'s when given (case/space-blind)."""
+        wanted = clean_name(subject).casefold() if subject is not None else None
+        found = [fact for fact in self.facts.values()
+                 if fact.holds and (wanted is None or fact.key[0] == wanted)]
+        return sorted(found, key=Fact.order)
+
+    def holding(self, key: tuple[str, str]) -> Fact | None:
+        """The fact that holds now for a thing (the latest said if a person made two)."""
+        found = [fact for fact in self.facts.values() if fact.holds and fact.key == key]
+        return max(found, key=Fact.order) if found else None
+
+    def chain(self, fact_id: str) -> list[Fact]:
+        """The whole chain ``fact_id`` belongs to, oldest first."""
+        return [self.facts[i] for i in self.chains[self.chain_of[fact_id]]]
+
+    def get(self, fact_id: str) -> Fact:
+        try:
+            return self.facts[fact_id]
+        except KeyError:
+            raise NotFound(f"no fact {fact_id}: `fsmem facts list` shows the facts that hold, "
+                           "`fsmem facts history ID` a chain") from None
+
+
+def _relinked(chain: Sequence[Fact]) -> list[Fact]:
+    """The chain with links derived from its order: each replaced by the next, until its date."""
+    out = []
+    for index, fact in enumerate(chain):
+        before = chain[index - 1] if index > 0 else None
+        after = chain[index + 1] if index + 1 < len(chain) else None
+        out.append(replace(
+            fact,
+            replaces=(before.id,) if before else (),
+            replaced_by=after.id if after else None,
+            until=after.said if after else None,
+        ))
+    return out
+
+
+def resolve(stored: Iterable[tuple[Location, Fact]], broken: Iterable[str] = ()) -> Resolution:
+    """Rebuild the canonical state from the files read (each as its location and fact).
+
+    Facts joined by any link (``replaces`` or ``replaced_by``, in either direction) form one chain,
+    ordered by :meth:`Fact.order`; links are derived from that order and the last fact holds. A fact
+    found both current and in the history is one fact (the history copy is read). ``fixes`` are the
+    writes and deletes that make the files say this — none for a chain touching an unreadable file
+    (``broken`` ids), which is left for a person to mend.
+    """
+    broken = frozenset(broken)
+    copies: dict[str, dict[Location, Fact]] = {}
+    for location, fact in stored:
+        copies.setdefault(fact.id, {})[location] = fact
+    chosen = {fid: places.get("history") or places["current"] for fid, places in copies.items()}
+
+    # union-find over links to readable facts
+    parent = {fid: fid for fid in chosen}
+
+    def find(fid: str) -> str:
+        while parent[fid] != fid:
+            parent[fid] = parent[parent[fid]]
+            fid = parent[fid]
+        return fid
+
+    touches_broken: set[str] = set()
+    for fid, places in copies.items():
+        for fact in places.values():
+            for other in (*fact.replaces, fact.replaced_by):
+                if other is None:
+                    continue
+                if other in parent:
+                    a, b = find(fid), find(other)
+                    if a != b:
+                        parent[a] = b
+                elif other in broken:
+                    touches_broken.add(fid)
+
+    groups: dict[str, list[Fact]] = {}
+    for fid, fact in chosen.items():
+        groups.setdefault(find(fid), []).append(fact)
+    frozen_roots = {find(fid) for fid in touches_broken}
+
+    resolution = Resolution(stored=copies, broken=broken)
+    for root, members in sorted(groups.items(), key=lambda item: min(f.order() for f in item[1])):
+        chain = _relinked(sorted(members, key=Fact.order))
+        index = len(resolution.chains)
+        resolution.chains.append([fact.id for fact in chain])
+        for fact in chain:
+            resolution.chain_of[fact.id] = index
+            if root in frozen_roots:
+                # keep what the files say; a person must mend the unreadable neighbour first
+                resolution.facts[fact.id] = chosen[fact.id]
+            else:
+                resolution.facts[fact.id] = fact
+                resolution.fixes.extend(_store_ops(fact, copies[fact.id]))
+    return resolution
+
+
+def _store_ops(fact: Fact, places: Mapping[Location, Fact]) -> list[Op]:
+    """Writes/deletes that make the files hold ``fact`` in its canonical place (history before delete)."""
+    ops: list[Op] = []
+    there = places.get(fact.location)
+    if there != fact:
+        ops.append(Op("write", fact.path, fact))
+    for location in places:
+        if location != fact.location:
+            ops.append(Op("delete", fact_path(fact.id, location)))
+    return ops
+
+
+# --------------------------------------------------------------------------- plans
+
+
+@dataclass(frozen=True)
+class KeepPlan:
+    outcome: Outcome
+    fact: Fact  # the fact kept, or (outcome "known") the one already holding
+    replaced: Fact | None = None  # the fact this one moved to the history
+    ops: tuple[Op, ...] = ()
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    fact: Fact
+    ops: tuple[Op, ...] = ()
+
+
+@dataclass(frozen=True)
+class ForgetPlan:
+    deleted: tuple[Fact, ...]  # newest first
+    ops: tuple[Op, ...] = ()
+
+
+def _chain_change(resolution: Resolution, new_chain: list[Fact], first: Fact | None) -> list[Op]:
+    """Ops turning the stored chain into ``new_chain``: ``first``'s write leads, so a crash after it is
+    finished by :func:`resolve`; history copies are written before current copies are deleted."""
+    ops: list[Op] = []
+    later: list[Op] = []
+    for fact in _relinked(new_chain):
+        places = resolution.stored.get(fact.id, {})
+        for op in _store_ops(fact, places):
+            if first is not None and op.fact is not None and op.fact.id == first.id:
+                ops.insert(0, op)
+            else:
+                later.append(op)
+    writes = [op for op in later if op.kind == "write"]
+    deletes = [op for op in later if op.kind == "delete"]
+    return ops + writes + deletes
+
+
+def plan_keep(resolution: Resolution, draft: Draft, *, new_id: str, now: datetime) -> KeepPlan:
+    """What keeping ``draft`` does, by the rules in the module docstring."""
+    if new_id in resolution.facts or new_id in resolution.broken:
+        raise ValueError(f"fact id {new_id} is taken")
+    holding = resolution.holding(draft.key)
+    if holding is not None and same_sentence(holding.text, draft.text):
+        return KeepPlan("known", holding)
+    if holding is not None:
+        # the very same statement kept twice (same words, same date) is known too
+        for earlier in resolution.chain(holding.id):
+            if earlier.said == draft.said and same_sentence(earlier.text, draft.text):
+                return KeepPlan("known", earlier)
+    new = Fact(id=new_id, subject=draft.subject, attribute=draft.attribute, text=draft.text,
+               source=draft.source, said=draft.said, kept=now.astimezone(timezone.utc).replace(microsecond=0))
+    if holding is None:
+        return KeepPlan("current", new, None, (Op("write", new.path, new),))
+    chain = resolution.chain(holding.id)
+    if holding.id in resolution.broken or any(f.id in resolution.broken for f in chain):
+        raise BadFact(f"the history of {holding.subject} / {holding.attribute} has a file fsmem "
+                      "cannot read; run `fsmem check` and mend it first")
+    new_chain = sorted([*chain, new], key=Fact.order)
+    placed = next(fact for fact in _relinked(new_chain) if fact.id == new_id)
+    ops = _chain_change(resolution, new_chain, placed)
+    if placed.holds:
+        replaced = next(fact for fact in _relinked(new_chain) if fact.id == holding.id)
+        return KeepPlan("current", placed, replaced, tuple(ops))
+    return KeepPlan("history", placed, None, tuple(ops))
+
+
+def plan_edit(resolution: Resolution, fact_id: str, *, now: datetime, fact: str | None = None,
+              subject: str | None = None, attribute: str | None = None) -> EditPlan:
+    """Correct a fact's words, subject or attribute: same id, same chain, nothing replaced."""
+    old = resolution.get(fact_id)
+    if fact is None and subject is None and attribute is None:
+        raise BadFact("nothing to edit: give a new sentence, subject or attribute")
+    draft = check_draft(old.subject if subject is None else subject,
+                        old.attribute if attribute is None else attribute,
+                        old.text if fact is None else fact, old.source, old.said, now=now)
+    if draft.key != old.key:
+        if not old.holds:
+            raise BadFact(f"fact {fact_id} was replaced; only the sentence of a replaced fact can be "
+                          "corrected. Edit the fact that holds now to change the subject or attribute")
+        other = resolution.holding(draft.key)
+        if other is not None and other.id != fact_id:
+            raise BadFact(f"{other.subject} / {other.attribute} already has a fact that holds "
+                          f"({other.id}); an edit replaces nothing. Keep the new sentence instead, or "
+                          f"forget {other.id} first")
+    edited = replace(old, subject=draft.subject, attribute=draft.attribute, text=draft.text,
+                     edited=now.astimezone(timezone.utc).replace(microsecond=0))
+    if edited == replace(old, edited=edited.edited):
+        return EditPlan(old, ())
+    return EditPlan(edited, (Op("write", edited.path, edited),))
+
+
+def plan_forget(resolution: Resolution, fact_id: str) -> ForgetPlan:
+    """Delete a fact and the facts it replaced, back to the first; later facts stay.
+
+    Deletes run oldest first: a crash part-way leaves the fact that holds and a shorter history, and
+    forgetting again finishes the job.
+    """
+    resolution.get(fact_id)
+    chain = resolution.chain(fact_id)
+    cut = [fact.id for fact in chain].index(fact_id) + 1
+    gone, kept = chain[:cut], chain[cut:]
+    ops: list[Op] = []
+    for fact in gone:
+        for location in resolution.stored.get(fact.id, {}):
+            ops.append(Op("delete", fact_path(fact.id, location)))
+    ops.extend(_chain_change(resolution, kept, None))
+    return ForgetPlan(tuple(reversed(gone)), tuple(ops))
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _spoken(moment: datetime) -> str:
+    return f"{moment.day} {moment.strftime('%B %Y')}"
+
+
+def search_text(fact: Fact) -> str:
+    """What the index should hold for a fact: the sentence, the thing, the source and the dates in
+    words, so "what was Ana's role in September?" finds a fact that held then."""
+    lines = [fact.text, f"{fact.subject} / {fact.attribute}", f"source: {fact.source}"]
+    if fact.holds:
+        lines.append(f"said {_spoken(fact.said)} ({format_when(fact.said)}); holds now")
+    else:
+        until = f"until {_spoken(fact.until)} ({format_when(fact.until)})" if fact.until else "until replaced"
+        lines.append(f"as of {_spoken(fact.said)} ({format_when(fact.said)}), {until}; "
+                     f"no longer holds, replaced by {fact.replaced_by}")
+    return "\n".join(lines)
