@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from datetime import date, datetime, time, timezone
 from typing import Iterable, Literal, Mapping, Sequence
 
@@ -202,7 +203,7 @@ class Fact:
     replaced_by: str | None = None
     until: datetime | None = None
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, str]:
         return thing_key(self.subject, self.attribute)
 
@@ -384,25 +385,31 @@ class Op:
 
 @dataclass
 class Resolution:
-    """Every readable fact in its canonical state, the chains, and the fixes that would store it."""
+    """Every readable fact in its canonical state, the chains, and the fixes that would store it.
+
+    Build one with :func:`resolve`; :meth:`apply` advances it by a plan's ops, re-resolving only the
+    chains those ops touch (so keeping many facts stays cheap).
+    """
 
     facts: dict[str, Fact] = field(default_factory=dict)
-    chains: list[list[str]] = field(default_factory=list)  # each oldest first
+    chains: dict[int, list[str]] = field(default_factory=dict)  # each oldest first
     chain_of: dict[str, int] = field(default_factory=dict)
     fixes: list[Op] = field(default_factory=list)
     stored: dict[str, dict[Location, Fact]] = field(default_factory=dict)
     broken: frozenset[str] = frozenset()
+    _holding: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
+    _next_chain: int = field(default=0, repr=False)
 
     def current(self, subject: str | None = None) -> list[Fact]:
         """Facts that hold now, oldest said first; only ``subject``'s when given (case/space-blind)."""
         wanted = clean_name(subject).casefold() if subject is not None else None
-        found = [fact for fact in self.facts.values()
-                 if fact.holds and (wanted is None or fact.key[0] == wanted)]
+        found = [self.facts[fid] for key, ids in self._holding.items()
+                 if wanted is None or key[0] == wanted for fid in ids]
         return sorted(found, key=Fact.order)
 
     def holding(self, key: tuple[str, str]) -> Fact | None:
         """The fact that holds now for a thing (the latest said if a person made two)."""
-        found = [fact for fact in self.facts.values() if fact.holds and fact.key == key]
+        found = [self.facts[fid] for fid in self._holding.get(key, ())]
         return max(found, key=Fact.order) if found else None
 
     def chain(self, fact_id: str) -> list[Fact]:
@@ -415,6 +422,69 @@ class Resolution:
         except KeyError:
             raise NotFound(f"no fact {fact_id}: `fsmem facts list` shows the facts that hold, "
                            "`fsmem facts history ID` a chain") from None
+
+    def stored_pairs(self) -> list[tuple[Location, Fact]]:
+        return [(location, fact) for places in self.stored.values() for location, fact in places.items()]
+
+    # ---- building
+
+    def _add_chain(self, chain: list[Fact], frozen: bool, chosen: Mapping[str, Fact]) -> None:
+        number = self._next_chain
+        self._next_chain += 1
+        self.chains[number] = [fact.id for fact in chain]
+        for fact in chain:
+            self.chain_of[fact.id] = number
+            placed = chosen[fact.id] if frozen else fact
+            self.facts[fact.id] = placed
+            if placed.holds:
+                self._holding.setdefault(placed.key, set()).add(placed.id)
+            if not frozen:
+                self.fixes.extend(_store_ops(fact, self.stored[fact.id]))
+
+    def _drop(self, fact_id: str) -> None:
+        fact = self.facts.pop(fact_id, None)
+        self.chain_of.pop(fact_id, None)
+        if fact is not None and fact.holds:
+            ids = self._holding.get(fact.key)
+            if ids is not None:
+                ids.discard(fact_id)
+                if not ids:
+                    del self._holding[fact.key]
+
+    def apply(self, ops: Iterable[Op]) -> None:
+        """Advance to the state after ``ops`` ran (as the drive would run them)."""
+        touched: set[str] = set()
+        for op in ops:
+            found = fact_id_of_path(op.path)
+            if found is None:
+                continue
+            fid, location = found
+            if op.kind == "write":
+                assert op.fact is not None
+                self.stored.setdefault(fid, {})[location] = op.fact
+            else:
+                places = self.stored.get(fid, {})
+                places.pop(location, None)
+                if not places:
+                    self.stored.pop(fid, None)
+            touched.add(fid)
+        affected: set[str] = set()
+        frontier = list(touched)
+        while frontier:  # the old chains of touched facts, and the chains their links now reach
+            fid = frontier.pop()
+            if fid in affected:
+                continue
+            affected.add(fid)
+            if fid in self.chain_of:
+                frontier.extend(self.chains[self.chain_of[fid]])
+            for copy in self.stored.get(fid, {}).values():
+                frontier.extend(other for other in (*copy.replaces, copy.replaced_by) if other)
+        for number in {self.chain_of[fid] for fid in affected if fid in self.chain_of}:
+            del self.chains[number]
+        for fid in affected:
+            self._drop(fid)
+        self.fixes = [op for op in self.fixes if (fact_id_of_path(op.path) or ("", ""))[0] not in affected]
+        _resolve_into(self, {fid: self.stored[fid] for fid in affected if fid in self.stored})
 
 
 def _relinked(chain: Sequence[Fact]) -> list[Fact]:
@@ -441,14 +511,17 @@ def resolve(stored: Iterable[tuple[Location, Fact]], broken: Iterable[str] = ())
     writes and deletes that make the files say this — none for a chain touching an unreadable file
     (``broken`` ids), which is left for a person to mend.
     """
-    broken = frozenset(broken)
-    copies: dict[str, dict[Location, Fact]] = {}
+    resolution = Resolution(broken=frozenset(broken))
     for location, fact in stored:
-        copies.setdefault(fact.id, {})[location] = fact
-    chosen = {fid: places.get("history") or places["current"] for fid, places in copies.items()}
+        resolution.stored.setdefault(fact.id, {})[location] = fact
+    _resolve_into(resolution, resolution.stored)
+    return resolution
 
-    # union-find over links to readable facts
-    parent = {fid: fid for fid in chosen}
+
+def _resolve_into(resolution: Resolution, copies: Mapping[str, Mapping[Location, Fact]]) -> None:
+    """Resolve the facts in ``copies`` (whole chains) and add them to ``resolution``."""
+    chosen = {fid: places.get("history") or places["current"] for fid, places in copies.items()}
+    parent = {fid: fid for fid in chosen}  # union-find over links to readable facts
 
     def find(fid: str) -> str:
         while parent[fid] != fid:
@@ -466,28 +539,16 @@ def resolve(stored: Iterable[tuple[Location, Fact]], broken: Iterable[str] = ())
                     a, b = find(fid), find(other)
                     if a != b:
                         parent[a] = b
-                elif other in broken:
+                elif other in resolution.broken:
                     touches_broken.add(fid)
 
     groups: dict[str, list[Fact]] = {}
     for fid, fact in chosen.items():
         groups.setdefault(find(fid), []).append(fact)
     frozen_roots = {find(fid) for fid in touches_broken}
-
-    resolution = Resolution(stored=copies, broken=broken)
     for root, members in sorted(groups.items(), key=lambda item: min(f.order() for f in item[1])):
-        chain = _relinked(sorted(members, key=Fact.order))
-        index = len(resolution.chains)
-        resolution.chains.append([fact.id for fact in chain])
-        for fact in chain:
-            resolution.chain_of[fact.id] = index
-            if root in frozen_roots:
-                # keep what the files say; a person must mend the unreadable neighbour first
-                resolution.facts[fact.id] = chosen[fact.id]
-            else:
-                resolution.facts[fact.id] = fact
-                resolution.fixes.extend(_store_ops(fact, copies[fact.id]))
-    return resolution
+        # a chain touching an unreadable file keeps what its files say until a person mends it
+        resolution._add_chain(_relinked(sorted(members, key=Fact.order)), root in frozen_roots, chosen)
 
 
 def _store_ops(fact: Fact, places: Mapping[Location, Fact]) -> list[Op]:

@@ -412,7 +412,7 @@ def _day(n: int) -> str:
 
 
 def _check_chains(state: F.Resolution) -> None:
-    for chain_ids in state.chains:
+    for chain_ids in state.chains.values():
         chain = [state.facts[i] for i in chain_ids]
         assert chain == sorted(chain, key=F.Fact.order)
         assert [f.holds for f in chain] == [False] * (len(chain) - 1) + [True]
@@ -480,3 +480,33 @@ def test_thing_key_is_blind_to_case_and_spacing(subject, attribute, gap) -> None
     spaced = gap + gap.join(subject.split()) + gap
     assert F.thing_key(subject, attribute) == F.thing_key(spaced, f"{gap}{attribute}{gap}")
     assert F.thing_key(subject.casefold(), attribute) == F.thing_key(subject, attribute)
+
+
+def _same(a: F.Resolution, b: F.Resolution) -> None:
+    assert a.facts == b.facts
+    assert sorted(map(sorted, a.chains.values())) == sorted(map(sorted, b.chains.values()))
+    assert [f.id for f in a.current()] == [f.id for f in b.current()]
+    assert sorted(op.path for op in a.fixes) == sorted(op.path for op in b.fixes)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["keep", "keep", "keep", "forget", "edit"]),
+                          st.sampled_from(["Ana", "Bruno"]), st.integers(0, 3), SAID), max_size=15),
+       st.data())
+def test_advancing_a_resolution_matches_resolving_again(steps, data) -> None:
+    folder = Folder()
+    live = folder.resolution()
+    for action, subject, sentence, said in steps:
+        if action == "keep":
+            draft = F.check_draft(subject, "role", f"{subject} {sentence}.", said=_day(said), now=NOW)
+            ops = F.plan_keep(live, draft, new_id=folder.new_id(), now=NOW).ops
+        elif not live.facts:
+            continue
+        elif action == "forget":
+            ops = F.plan_forget(live, data.draw(st.sampled_from(sorted(live.facts)))).ops
+        else:
+            target = data.draw(st.sampled_from(sorted(live.facts)))
+            ops = F.plan_edit(live, target, fact=f"edited {sentence}.", now=NOW).ops
+        folder.apply(ops)
+        live.apply(ops)
+        _same(live, folder.resolution())
