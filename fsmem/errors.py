@@ -55,6 +55,7 @@ __all__ = [
     "ModelError",
     "IndexError_",
     "TOOL_ERROR_CODES",
+    "from_code",
 ]
 
 
@@ -159,6 +160,22 @@ class IndexError_(SetupError):  # trailing underscore: the builtin IndexError is
     code = "INDEX_ERROR"
 
 
-TOOL_ERROR_CODES = frozenset(
-    cls.code for cls in RequestError.__subclasses__() if cls.code != "FSMEM_ERROR"
-) | {"FACT_SENSITIVE"}
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_all_subclasses(sub))
+    return found
+
+
+_BY_CODE = {cls.code: cls for cls in _all_subclasses(FsmemError)}
+
+
+def from_code(code: str, message: str) -> FsmemError:
+    """Rebuild an error from a tool result's ``{"code", "message"}``."""
+    return _BY_CODE.get(code, FsmemError)(message)
+
+
+TOOL_ERROR_CODES = frozenset(cls.code for cls in _all_subclasses(RequestError))

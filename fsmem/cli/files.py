@@ -1,0 +1,201 @@
+"""``fsmem init | read | write | rename | delete | tool | versions | revert | log``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli import exit_code_for
+from fsmem.errors import BadRequest, from_code
+
+
+def _memory(root: str | None):
+    import fsmem
+
+    return fsmem.open(find_root(root))
+
+
+def _call(root: str | None, request: dict, as_json: bool) -> dict:
+    """One stateless tool call; refusals become FsmemErrors so the group prints one Error line."""
+    result = _memory(root).run(thread_id="cli").call(request)
+    if as_json:
+        echo_json(result)
+        if not result["ok"]:
+            sys.exit(exit_code_for(from_code(**result["error"])))
+        return result
+    if not result["ok"]:
+        raise from_code(**result["error"])
+    return result
+
+
+def _stdin_text() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(f"stdin is not UTF-8 text (byte {error.start}); fsmem stores UTF-8 markdown") from error
+
+
+@click.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+def init(directory: Path | None) -> None:
+    """Make DIRECTORY (default: here) an fsmem root: .fsmem/ and an empty MEMORY.md."""
+    from fsmem.memory import init_root
+
+    target = (directory or Path.cwd()).resolve()
+    existed = (target / ".fsmem").is_dir()
+    init_root(target)
+    click.echo(f"{'Already an fsmem root' if existed else 'Made an fsmem root'}: {target}")
+
+
+@click.command()
+@click.argument("path", default="/")
+@click.option("--start", "start_line", type=int, help="First line to show.")
+@click.option("--end", "end_line", type=int, help="Last line to show.")
+@root_option
+@json_option
+def read(path: str, start_line: int | None, end_line: int | None, root: str | None, as_json: bool) -> None:
+    """Show a file with numbered lines, or a folder as a tree."""
+    request = {"command": "read", "path": path}
+    if start_line:
+        request["start_line"] = start_line
+    if end_line:
+        request["end_line"] = end_line
+    result = _call(root, request, as_json)
+    if not as_json:
+        click.echo(result["text"])
+
+
+@click.command()
+@click.argument("path")
+@click.option("--file", "source", type=click.File("r", encoding="utf-8"), help="Read the content from FILE (default: stdin).")
+@click.option("--expect", "expected_version", metavar="VERSION",
+              help="Refuse unless the file is still at VERSION (as shown by `fsmem read`).")
+@click.option("--old", "old_text", help="Replace this exact text (with --new) instead of writing the whole file.")
+@click.option("--new", "new_text", help="The replacement for --old.")
+@root_option
+@json_option
+def write(path: str, source, expected_version: str | None, old_text: str | None, new_text: str | None,
+          root: str | None, as_json: bool) -> None:
+    """Write PATH from stdin or --file (whole content, or parts between <!-- ... --> markers)."""
+    request: dict = {"command": "write", "path": path}
+    if old_text is not None or new_text is not None:
+        if old_text is None or new_text is None:
+            raise BadRequest("--old and --new go together")
+        request.update(old_text=old_text, new_text=new_text)
+    else:
+        request["content"] = source.read() if source else _stdin_text()
+    if expected_version:
+        request["expected_version"] = expected_version
+    result = _call(root, request, as_json)
+    if not as_json:
+        click.echo(result["text"])
+
+
+@click.command()
+@click.argument("path")
+@click.argument("new_path")
+@click.option("--expect", "expected_version", metavar="VERSION", help="Refuse unless PATH is still at VERSION.")
+@root_option
+@json_option
+def rename(path: str, new_path: str, expected_version: str | None, root: str | None, as_json: bool) -> None:
+    """Rename a file or folder (never over an existing path)."""
+    request = {"command": "rename", "path": path, "new_path": new_path}
+    if expected_version:
+        request["expected_version"] = expected_version
+    result = _call(root, request, as_json)
+    if not as_json:
+        click.echo(result["text"])
+
+
+@click.command()
+@click.argument("path")
+@click.option("--expect", "expected_version", metavar="VERSION", help="Refuse unless PATH is still at VERSION.")
+@root_option
+@json_option
+def delete(path: str, expected_version: str | None, root: str | None, as_json: bool) -> None:
+    """Delete a file or folder (its content stays in `fsmem versions`)."""
+    request = {"command": "delete", "path": path}
+    if expected_version:
+        request["expected_version"] = expected_version
+    result = _call(root, request, as_json)
+    if not as_json:
+        click.echo(result["text"].split("\n", 1)[0])
+
+
+@click.command()
+@root_option
+@click.option("--scope", "scope_text", default="chat", show_default=True,
+              help="chat, agent:ID or routine:AGENT_ID/ROUTINE_ID.")
+@click.option("--thread", "thread_id", default=None, help="The thread the call belongs to (for the log).")
+def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
+    """One memory-tool call: a JSON request on stdin, the JSON result on stdout."""
+    import fsmem
+    from fsmem.levels import Scope
+
+    raw = _stdin_text()
+    try:
+        request = json.loads(raw)
+    except json.JSONDecodeError as error:
+        from fsmem.tool import error_result
+
+        click.echo(json.dumps(error_result(BadRequest(f"stdin is not JSON ({error})")), ensure_ascii=False))
+        sys.exit(1)
+    memory = fsmem.open(find_root(root))
+    result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
+    click.echo(json.dumps(result, ensure_ascii=False))
+    if not result["ok"]:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("path")
+@root_option
+@json_option
+def versions(path: str, root: str | None, as_json: bool) -> None:
+    """List the earlier contents kept for PATH, newest first."""
+    kept = _memory(root).versions(path)
+    if as_json:
+        echo_json([{"version": v.version, "kept_at": v.kept_at, "command": v.command, "size": v.size}
+                   for v in kept])
+        return
+    if not kept:
+        click.echo(f"No earlier versions of {path}.")
+    for v in kept:
+        click.echo(f"{v.version}  {v.kept_at}  {v.size:>7} B  replaced by {v.command}")
+
+
+@click.command()
+@click.argument("path")
+@click.argument("version", required=False)
+@root_option
+@json_option
+def revert(path: str, version: str | None, root: str | None, as_json: bool) -> None:
+    """Put back an earlier content of PATH (the newest kept one, or VERSION)."""
+    new_version = _memory(root).revert(path, version, thread="cli")
+    if as_json:
+        echo_json({"path": path, "version": new_version})
+    else:
+        click.echo(f"Reverted {path}; it is now version {new_version}.")
+
+
+@click.command()
+@click.option("--path", "path_filter", default=None, help="Only changes to this path.")
+@click.option("--limit", type=int, default=20, show_default=True, help="The newest N changes.")
+@root_option
+@json_option
+def log(path_filter: str | None, limit: int, root: str | None, as_json: bool) -> None:
+    """Show the newest changes from .fsmem/log.jsonl."""
+    entries = [e for e in _memory(root).log() if path_filter is None or path_filter in (e.path, e.new_path)]
+    entries = entries[-limit:]
+    if as_json:
+        echo_json([e.__dict__ for e in entries])
+        return
+    for e in entries:
+        moved = f" -> {e.new_path}" if e.new_path else ""
+        click.echo(f"{e.time}  {e.command:<8} {e.path}{moved}  {e.before or '-'} -> {e.after or '-'}"
+                   f"  {e.thread or ''}".rstrip())

@@ -1,0 +1,133 @@
+"""The syntax of a path the memory tool accepts, checked before anything touches the disk.
+
+    >>> normalize_path("/seo/titles.md")
+    'seo/titles.md'
+    >>> normalize_path("/")
+    ''
+
+A path is relative to the root (a leading ``/`` is allowed and ignored, one trailing ``/`` is
+stripped) and NFC-normalized. Refused, with ``BadPath``:
+
+- ``..`` and ``.`` segments, empty segments (``a//b``), and any segment starting with ``.``
+  (``.fsmem``, ``.git``, dotfiles);
+- a backslash, a Windows drive prefix (``C:``), a percent-encoded byte (``%2e``, ``%2F``);
+- control and invisible formatting characters (Unicode Cc and Cf: NUL, escapes, zero-width
+  spaces, bidi marks, BOM), line and paragraph separators (Zl, Zp) and lone surrogates (Cs);
+- a segment that is blank or starts or ends with whitespace (``" notes.md"`` would sit beside
+  ``"notes.md"`` and look the same to a person);
+- more than 512 bytes of UTF-8 in all, or more than 255 in one segment (the file system's limit).
+
+Whether a path stays inside the root once symlinks are resolved is the drive's check, not this one.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from fsmem.errors import BadPath
+
+__all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "normalize_path", "ensure_markdown_file"]
+
+MAX_PATH_BYTES = 512
+MAX_SEGMENT_BYTES = 255
+
+_EXAMPLES = 'Use a path relative to the memory root, like "MEMORY.md" or "seo/titles.md".'
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_DRIVE_PREFIX = re.compile(r"^[A-Za-z]:")
+_FORBIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "an invisible formatting character",
+                         "Zl": "a line separator", "Zp": "a paragraph separator",
+                         "Cs": "a lone surrogate"}
+
+
+def _shown(raw: str) -> str:
+    """The path quoted for a message: invisible characters escaped, long paths cut."""
+    out = []
+    for char in raw:
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or char == "\\":
+            out.append(char.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(char)
+    shown = "".join(out)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return '"' + shown.replace('"', '\\"') + '"'
+
+
+def _refuse(raw: str, problem: str) -> BadPath:
+    return BadPath(f"Path {_shown(raw)} {problem}. {_EXAMPLES}")
+
+
+def normalize_path(raw: object) -> str:
+    """The normalized root-relative POSIX path of ``raw`` ("" is the root), or ``BadPath``."""
+    if not isinstance(raw, str):
+        raise BadPath(f"A path must be a string, not {type(raw).__name__}. {_EXAMPLES}")
+    for char in raw:
+        category = unicodedata.category(char)
+        if category in _FORBIDDEN_CATEGORIES:
+            raise _refuse(raw, f"contains {_FORBIDDEN_CATEGORIES[category]} "
+                               f"(U+{ord(char):04X}); type the path with visible characters only")
+    path = unicodedata.normalize("NFC", raw)
+    if "\\" in path:
+        raise _refuse(raw, 'contains a backslash; separate folders with "/"')
+    if _PERCENT_ESCAPE.search(path):
+        raise _refuse(raw, 'contains a percent-encoded character; write the characters themselves, '
+                           'not "%XX" escapes')
+    if path.startswith("/"):
+        path = path[1:]
+        if not path:
+            return ""
+    if _DRIVE_PREFIX.match(path):
+        raise _refuse(raw, "starts with a drive letter; paths are relative to the memory root")
+    if path.endswith("/"):
+        path = path[:-1]
+    if not path and raw:
+        raise _refuse(raw, 'has an empty folder name ("//")')
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        raise _refuse(raw, f"is longer than {MAX_PATH_BYTES} bytes; use shorter folder and file names")
+    if not path:
+        return ""
+    for segment in path.split("/"):
+        _check_segment(raw, segment)
+    return path
+
+
+def _check_segment(raw: str, segment: str) -> None:
+    if segment == "":
+        raise _refuse(raw, 'has an empty folder name ("//"); remove the doubled "/"')
+    if segment in {".", ".."}:
+        raise _refuse(raw, f'has a "{segment}" segment; name each folder on the way, without '
+                           f'"." or ".."')
+    if segment.startswith("."):
+        raise _refuse(raw, 'has a name starting with "."; hidden files and folders such as '
+                           '".fsmem" cannot be used')
+    if not segment.strip():
+        raise _refuse(raw, "has a blank folder or file name")
+    if segment != segment.strip():
+        raise _refuse(raw, "has a folder or file name that starts or ends with a space; "
+                           "remove the extra spaces")
+    if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+        raise _refuse(raw, f"has a folder or file name longer than {MAX_SEGMENT_BYTES} bytes; "
+                           f"use a shorter name")
+
+
+def ensure_markdown_file(path: str) -> str:
+    """``path`` (already normalized) if it names a markdown file, else ``BadPath``.
+
+    >>> ensure_markdown_file("seo/titles.md")
+    'seo/titles.md'
+    """
+    name = path.rsplit("/", 1)[-1]
+    if not path:
+        raise BadPath('The root "/" is a folder; name a markdown file in it, like "notes.md".')
+    if not name.endswith(".md") or name == ".md":
+        raise BadPath(f"Path {_shown(path)} is not a markdown file: memory files end in \".md\", "
+                      f"like \"{_suggest(path)}\".")
+    return path
+
+
+def _suggest(path: str) -> str:
+    if len(path) > 60:
+        return "notes.md"
+    stem = path[:-1] if path.endswith(".") else path
+    return stem + ".md"

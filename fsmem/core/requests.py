@@ -1,0 +1,78 @@
+"""The memory tool's requests as types: a tagged union parsed from the JSON a model sent.
+
+The shape is checked against ``tool_schema/memory.json`` by the caller (``fsmem.schema``); this module
+turns a checked dict into one of five frozen dataclasses, so dispatch can be exhaustive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from fsmem.errors import BadRequest
+
+
+@dataclass(frozen=True)
+class Read:
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+@dataclass(frozen=True)
+class Write:
+    path: str
+    content: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    expected_version: str | None = None
+
+
+@dataclass(frozen=True)
+class Rename:
+    path: str
+    new_path: str
+    expected_version: str | None = None
+
+
+@dataclass(frozen=True)
+class Delete:
+    path: str
+    expected_version: str | None = None
+
+
+@dataclass(frozen=True)
+class Search:
+    query: str
+    regex: bool = False
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    since: str | None = None
+    limit: int | None = None
+
+
+Request = Union[Read, Write, Rename, Delete, Search]
+
+_TYPES: dict[str, type] = {"read": Read, "write": Write, "rename": Rename, "delete": Delete, "search": Search}
+
+
+def _globs(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def parse_request(checked: dict[str, Any]) -> Request:
+    """A request dict that passed the schema → its typed form."""
+    fields = dict(checked)
+    command = fields.pop("command")
+    kind = _TYPES.get(command)
+    if kind is None:
+        raise BadRequest(f"unknown command {command!r}; use one of: {', '.join(_TYPES)}")
+    if kind is Search:
+        fields["include"] = _globs(fields.get("include"))
+        fields["exclude"] = _globs(fields.get("exclude"))
+    if kind is Read and fields.get("start_line") and fields.get("end_line"):
+        if fields["end_line"] < fields["start_line"]:
+            raise BadRequest("end_line is before start_line; give a range with start_line <= end_line")
+    return kind(**fields)

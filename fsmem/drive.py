@@ -1,0 +1,405 @@
+"""The folder a root lives in: the only module that writes memory files.
+
+Every change goes through one transaction, under the root's write lock::
+
+    with drive.change(command="write", thread="t-1") as tx:
+        before = tx.read("MEMORY.md")
+        tx.write("MEMORY.md", b"# Project\n")
+
+Each operation keeps the previous content in ``.fsmem/versions/`` (a hard link: no copy), writes
+atomically (unique ``O_EXCL`` temp file in the same folder, fsync, ``os.replace``, fsync of the folder)
+and appends a line to ``.fsmem/log.jsonl``. When the block ends, the ``on_commit`` hooks (the index) get
+the changed paths, still under the lock. Reads need no lock: a file is always the old one or the new one.
+
+Paths here are already normalized by ``fsmem.core.paths``; the drive adds the symlink guard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat as stat_module
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from filelock import FileLock, Timeout as LockTimeout
+
+from fsmem.config import Settings
+from fsmem.core.layout import STATE_DIR
+from fsmem.core.versions import version_of
+from fsmem.errors import BadPath, Busy, Exists, NotFound
+
+VERSIONS_DIR = "versions"
+LOG_FILE = "log.jsonl"
+LOCK_FILE = "lock"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file or folder as listed for the model."""
+
+    path: str
+    is_dir: bool
+    size: int
+    modified: float
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """An earlier content of a file, kept when a change replaced or deleted it."""
+
+    path: str
+    version: str
+    kept_at: str  # ISO time the content was replaced
+    command: str  # what replaced it: write, delete, rename, revert, ...
+    size: int
+    file: Path
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    time: str
+    command: str
+    path: str
+    before: str | None
+    after: str | None
+    thread: str | None
+    new_path: str | None = None
+
+    @classmethod
+    def from_json(cls, line: str) -> "LogEntry":
+        data = json.loads(line)
+        return cls(
+            time=data["time"],
+            command=data["command"],
+            path=data["path"],
+            before=data.get("before"),
+            after=data.get("after"),
+            thread=data.get("thread"),
+            new_path=data.get("new_path"),
+        )
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class Drive:
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.settings = settings
+        self.state = self.root / STATE_DIR
+        self.on_commit: list[Callable[[set[str]], None]] = []
+        self._lock = FileLock(str(self.state / LOCK_FILE), timeout=settings.lock_timeout)
+
+    # ---- locating ---------------------------------------------------------------------------
+
+    def resolve(self, path: str) -> Path:
+        """The real location of a normalized path, refusing any that leads outside the root.
+
+        A symlink anywhere on the way may point inside the root, never out of it, and never into
+        ``.fsmem/``.
+        """
+        candidate = self.root / path if path else self.root
+        real = Path(os.path.realpath(candidate))
+        if real != self.root and self.root not in real.parents:
+            raise BadPath(f"{path!r} leads outside the memory folder (through a link); use a path inside it")
+        if real == self.state or self.state in real.parents:
+            raise BadPath(f"{path!r} leads into fsmem's own state, which is not memory; use another path")
+        return real
+
+    def canonical(self, path: str) -> str:
+        """The root-relative path of where ``path`` really is (links inside the root resolved)."""
+        real = self.resolve(path)
+        return "" if real == self.root else real.relative_to(self.root).as_posix()
+
+    def is_dir(self, path: str) -> bool:
+        return self.resolve(path).is_dir()
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(self.resolve(path))
+
+    # ---- reading (no lock needed) -----------------------------------------------------------
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of a file, or None when there is no file there."""
+        real = self.resolve(path)
+        try:
+            fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            return None
+        except OSError as error:
+            raise BadPath(f"{path!r} cannot be read ({error.strerror}); use a plain file path") from error
+        with os.fdopen(fd, "rb") as handle:
+            if stat_module.S_ISDIR(os.fstat(handle.fileno()).st_mode):
+                return None
+            return handle.read()
+
+    def stat(self, path: str) -> os.stat_result | None:
+        try:
+            return os.stat(self.resolve(path))
+        except FileNotFoundError:
+            return None
+
+    def entries(self, path: str) -> list[Entry]:
+        """The visible children of a folder, sorted: no dot-names, no links leading out."""
+        folder = self.resolve(path)
+        try:
+            children = list(os.scandir(folder))
+        except FileNotFoundError as error:
+            raise NotFound(f"there is no folder {path or '/'!r}") from error
+        found = []
+        for child in children:
+            if child.name.startswith("."):
+                continue
+            child_path = f"{path}/{child.name}" if path else child.name
+            try:
+                if child.is_symlink():  # only a link can lead out; plain children of a checked folder cannot
+                    info = os.stat(self.resolve(child_path))
+                else:
+                    info = child.stat(follow_symlinks=False)
+            except (BadPath, FileNotFoundError):
+                continue
+            is_dir = stat_module.S_ISDIR(info.st_mode)
+            found.append(Entry(child_path, is_dir, 0 if is_dir else info.st_size, info.st_mtime))
+        return sorted(found, key=lambda entry: entry.path)
+
+    def walk_files(self, path: str = "") -> Iterator[Entry]:
+        """Every visible ``.md`` file under a folder, depth first, links to folders not followed."""
+        stack = [path]
+        while stack:
+            folder = stack.pop()
+            for entry in reversed(self.entries(folder)):
+                if entry.is_dir:
+                    if not os.path.islink(self.root / entry.path):
+                        stack.append(entry.path)
+                elif entry.path.endswith(".md"):
+                    yield entry
+
+    # ---- changing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        try:
+            with self._lock:
+                yield
+        except LockTimeout as error:
+            raise Busy(
+                f"the memory is busy: another change has held its lock for over "
+                f"{self.settings.lock_timeout:g}s; nothing was changed, try again in a moment"
+            ) from error
+
+    @contextlib.contextmanager
+    def change(self, command: str, thread: str | None = None) -> Iterator["Transaction"]:
+        with self.locked():
+            tx = Transaction(self, command, thread)
+            try:
+                yield tx
+            finally:
+                if tx.changed:
+                    for hook in self.on_commit:
+                        hook(set(tx.changed))
+
+    # ---- history ----------------------------------------------------------------------------
+
+    def versions(self, path: str) -> list[VersionInfo]:
+        """Earlier contents of a file, newest first."""
+        folder = self.state / VERSIONS_DIR / path
+        if not folder.is_dir():
+            return []
+        kept = []
+        for item in sorted(folder.iterdir(), reverse=True):
+            stamp, _, rest = item.name.partition("-")
+            version, _, command = rest.partition("-")
+            kept.append(
+                VersionInfo(path, version, _stamp_to_iso(stamp), command.removesuffix(".md"),
+                            item.stat().st_size, item)
+            )
+        return kept
+
+    def log(self) -> Iterator[LogEntry]:
+        log_file = self.state / LOG_FILE
+        if not log_file.exists():
+            return
+        with open(log_file, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    yield LogEntry.from_json(line)
+
+    def last_change(self, path: str) -> LogEntry | None:
+        """The newest log entry that changed ``path``."""
+        last = None
+        for entry in self.log():
+            if path in (entry.path, entry.new_path):
+                last = entry
+        return last
+
+
+class Transaction:
+    """The operations of one change, made while the root's lock is held."""
+
+    def __init__(self, drive: Drive, command: str, thread: str | None) -> None:
+        self.drive = drive
+        self.command = command
+        self.thread = thread
+        self.changed: list[str] = []
+
+    def read(self, path: str) -> bytes | None:
+        return self.drive.read(path)
+
+    def write(self, path: str, data: bytes) -> str:
+        """Write a whole file atomically, keeping what it held before. Returns the new version."""
+        target = self.drive.resolve(path)
+        before = self.drive.read(path)
+        if before is not None:
+            self._keep(path, target, before)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(target, data, durable=self.drive.settings.durable)
+        after = version_of(data)
+        self._log(path, _version(before), after)
+        return after
+
+    def delete(self, path: str) -> None:
+        """Remove a file or a folder, keeping every file's content in versions/."""
+        target = self.drive.resolve(path)
+        if target.is_dir():
+            for entry in list(self.drive.walk_files(path)) + self._other_files(path):
+                data = self.drive.read(entry.path)
+                if data is not None:
+                    self._keep(entry.path, self.drive.resolve(entry.path), data)
+                    self._log(entry.path, version_of(data), None)
+            shutil.rmtree(target)
+        else:
+            data = self.drive.read(path)
+            if data is None:
+                raise NotFound(f"there is no file {path!r}")
+            self._keep(path, target, data)
+            target.unlink()
+            self._log(path, version_of(data), None)
+        _fsync_dir(target.parent, self.drive.settings.durable)
+
+    def move(self, source: str, destination: str) -> None:
+        """Rename a file or folder; never over an existing path."""
+        source_real = self.drive.resolve(source)
+        destination_real = self.drive.resolve(destination)
+        if os.path.lexists(destination_real):
+            raise Exists(f"{destination!r} already exists; choose another name or delete it first")
+        destination_real.parent.mkdir(parents=True, exist_ok=True)
+        if source_real.is_dir():
+            moved = [(e.path, self.drive.read(e.path)) for e in self.drive.walk_files(source)]
+            os.rename(source_real, destination_real)
+            for old_path, data in moved:
+                new_path = destination + old_path[len(source):]
+                self._log(old_path, _version(data), _version(data), new_path=new_path)
+        else:
+            data = self.drive.read(source)
+            os.link(source_real, destination_real)  # fails if the destination appeared meanwhile
+            source_real.unlink()
+            self._log(source, _version(data), _version(data), new_path=destination)
+        _fsync_dir(source_real.parent, self.drive.settings.durable)
+        _fsync_dir(destination_real.parent, self.drive.settings.durable)
+        self.changed.append(destination)
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _other_files(self, folder: str) -> list[Entry]:
+        """Non-markdown files under a folder, so a folder delete keeps them too."""
+        extra = []
+        for dirpath, _, filenames in os.walk(self.drive.resolve(folder)):
+            for name in filenames:
+                if not name.endswith(".md") and not name.startswith("."):
+                    full = Path(dirpath, name)
+                    rel = full.relative_to(self.drive.root).as_posix()
+                    extra.append(Entry(rel, False, full.stat().st_size, full.stat().st_mtime))
+        return extra
+
+    def _keep(self, path: str, real: Path, data: bytes) -> None:
+        folder = self.drive.state / VERSIONS_DIR / path
+        folder.mkdir(parents=True, exist_ok=True)
+        kept = folder / f"{_stamp()}-{version_of(data)}-{self.command}.md"
+        try:
+            os.link(real, kept)  # the old inode lives on under versions/ once os.replace swaps it out
+        except OSError:
+            _atomic_write(kept, data, durable=False)
+        old = sorted(folder.iterdir())
+        for extra in old[: max(0, len(old) - self.drive.settings.versions_kept)]:
+            extra.unlink()
+
+    def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None) -> None:
+        entry = {"time": now_iso(), "command": self.command, "path": path,
+                 "before": before, "after": after, "thread": self.thread}
+        if new_path is not None:
+            entry["new_path"] = new_path
+        with open(self.drive.state / LOG_FILE, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self.changed.append(path)
+
+
+def _version(data: bytes | None) -> str | None:
+    return None if data is None else version_of(data)
+
+
+_last_stamp = 0
+
+
+def _stamp() -> str:
+    """A sortable UTC time to the microsecond, strictly increasing within this process."""
+    global _last_stamp
+    micros = max(time.time_ns() // 1000, _last_stamp + 1)
+    _last_stamp = micros
+    moment = datetime.fromtimestamp(micros / 1_000_000, timezone.utc)
+    return moment.strftime("%Y%m%dT%H%M%S") + f"{micros % 1_000_000:06d}Z"
+
+
+def _stamp_to_iso(stamp: str) -> str:
+    try:
+        moment = datetime.strptime(stamp[:15], "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return stamp
+    return moment.isoformat().replace("+00:00", "") + f".{stamp[15:21]}Z"
+
+
+def _atomic_write(target: Path, data: bytes, *, durable: bool) -> None:
+    folder = target.parent
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        try:
+            os.fchmod(fd, stat_module.S_IMODE(os.stat(target).st_mode))
+        except FileNotFoundError:
+            pass
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(temp_name)
+        raise
+    os.close(fd)
+    try:
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    _fsync_dir(folder, durable)
+
+
+def _fsync_dir(folder: Path, durable: bool) -> None:
+    if not durable:
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,126 @@
+"""A project's memory root, composed: settings, the drive, levels, runs, versions.
+
+    memory = fsmem.open("path/to/root", create=True)
+    memory.create_agent("3f9a1c2e-77", "SEO")
+    run = memory.run(Scope.agent("3f9a1c2e-77"), thread_id="t-1")
+    run.call({"command": "read", "path": "MEMORY.md"})
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+from fsmem import levels
+from fsmem.config import Settings, load_settings
+from fsmem.core.layout import PROJECT_FILE, STATE_DIR
+from fsmem.core.paths import normalize_path
+from fsmem.drive import Drive, LogEntry, VersionInfo
+from fsmem.errors import NotFound, RootNotFound
+from fsmem.levels import Scope
+
+
+def open(root: str | os.PathLike[str], create: bool = False, settings: Settings | None = None) -> "Memory":
+    """Open a memory root; with ``create``, make it first (``.fsmem/`` and an empty ``MEMORY.md``)."""
+    root_path = Path(root).expanduser()
+    if not (root_path / STATE_DIR).is_dir():
+        if not create:
+            raise RootNotFound(
+                f"{root_path} is not an fsmem root (no {STATE_DIR}/ folder); run `fsmem init {root_path}` "
+                "or open it with create=True"
+            )
+        init_root(root_path)
+    return Memory(root_path, settings or load_settings(root_path))
+
+
+def init_root(root: Path) -> None:
+    (root / STATE_DIR).mkdir(parents=True, exist_ok=True)
+    gitignore = root / STATE_DIR / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("index/\nlock\n", encoding="utf-8")
+    top = root / PROJECT_FILE
+    if not top.exists():
+        top.touch()
+
+
+class Memory:
+    """One project's memory folder. Safe to share between threads and processes."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.settings = settings
+        self.drive = Drive(root, settings)
+        if any(self.drive.state.glob(f"{levels.PARKED_PREFIX}*")):
+            levels.restore_parked(self)
+
+    @property
+    def root(self) -> Path:
+        return self.drive.root
+
+    def __repr__(self) -> str:
+        return f"<fsmem.Memory {self.root}>"
+
+    # ---- runs -------------------------------------------------------------------------------
+
+    def run(self, scope: Scope | None = None, thread_id: str | None = None) -> "Run":
+        """A run of the memory tool for one thread; it remembers the versions it has seen."""
+        from fsmem.tool import Run
+
+        return Run(self, scope or Scope.chat(), thread_id)
+
+    def read(self, path: str) -> str:
+        data = self.drive.read(normalize_path(path))
+        if data is None:
+            raise NotFound(f"there is no file {path!r}")
+        return data.decode("utf-8", errors="replace")
+
+    # ---- levels -----------------------------------------------------------------------------
+
+    def create_agent(self, agent_id: str, name: str) -> str:
+        return levels.create_agent(self, agent_id, name)
+
+    def create_routine(self, agent_id: str, routine_id: str, name: str) -> str:
+        return levels.create_routine(self, agent_id, routine_id, name)
+
+    def delete_agent(self, agent_id: str) -> dict[str, str]:
+        return levels.delete_agent(self, agent_id)
+
+    def delete_routine(self, routine_id: str) -> dict[str, str]:
+        return levels.delete_routine(self, routine_id)
+
+    def deleting_agent(self, agent_id: str):
+        folder = levels.find_agent(self, agent_id)
+        if folder is None:
+            raise NotFound(f"agent {agent_id!r} has no folder")
+        return levels.deleting(self, folder, "delete_agent")
+
+    def deleting_routine(self, routine_id: str):
+        folder = levels.find_routine(self, routine_id)
+        if folder is None:
+            raise NotFound(f"routine {routine_id!r} has no folder")
+        return levels.deleting(self, folder, "delete_routine")
+
+    def scope_files(self, scope: Scope) -> list[str]:
+        return levels.scope_files(self, scope)
+
+    # ---- history ----------------------------------------------------------------------------
+
+    def versions(self, path: str) -> list[VersionInfo]:
+        """Earlier contents of a file (deletes included), newest first; at most 20."""
+        return self.drive.versions(normalize_path(path))
+
+    def revert(self, path: str, version: str | None = None, thread: str | None = None) -> str:
+        """Put back an earlier content (the newest kept one by default). A change like any other."""
+        path = normalize_path(path)
+        kept = self.drive.versions(path)
+        if version is not None:
+            kept = [v for v in kept if v.version.startswith(version)]
+        if not kept:
+            which = f"version {version}" if version else "an earlier version"
+            raise NotFound(f"{path!r} has no {which} kept; `fsmem versions {path}` lists what there is")
+        data = kept[0].file.read_bytes()
+        with self.drive.change("revert", thread) as tx:
+            return tx.write(path, data)
+
+    def log(self) -> Iterator[LogEntry]:
+        return self.drive.log()

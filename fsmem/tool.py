@@ -1,0 +1,382 @@
+"""The memory tool: one call from the model → rules, drive, index → a result the model reads.
+
+    run = memory.run(Scope.chat(), thread_id="t-1")
+    run.call({"command": "write", "path": "MEMORY.md", "content": "# Rules\n- Titles under 60 chars\n"})
+
+A change to an existing file needs the version this run last saw (by read, by context, or by its own
+write), or ``expected_version`` from a caller that keeps no session. A refused call changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, assert_never
+
+from fsmem import render
+from fsmem.core import layout
+from fsmem.core.merge import has_markers, merge_markers, replace_exact
+from fsmem.core.paths import ensure_markdown_file, normalize_path
+from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, parse_request
+from fsmem.core.secrets import find_secret
+from fsmem.core.versions import version_of
+from fsmem.core.when import compile_globs, parse_since
+from fsmem.errors import (
+    BadPath,
+    BadRequest,
+    Conflict,
+    EditUnplaced,
+    Exists,
+    NotFound,
+    NotRead,
+    Protected,
+    RequestError,
+    Sensitive,
+    TooLarge,
+)
+from fsmem.grep import compile_pattern, grep, utc_now
+from fsmem.levels import Scope, scope_folders
+from fsmem.schema import check_request
+
+if TYPE_CHECKING:
+    from fsmem.drive import Transaction
+    from fsmem.memory import Memory
+
+
+def error_result(error: RequestError) -> dict[str, Any]:
+    return {"ok": False, "error": error.to_dict(), "text": f"Error [{error.code}]: {error.message}"}
+
+
+class Run:
+    """One thread's use of the memory tool, with the versions it has seen."""
+
+    def __init__(self, memory: "Memory", scope: Scope, thread_id: str | None = None) -> None:
+        self.memory = memory
+        self.scope = scope
+        self.thread_id = thread_id
+        self.seen: dict[str, str] = {}
+        # Resolving the scope up front means a run never starts with the wrong memory.
+        self.agent_folder, self.routine_folder = scope_folders(memory, scope)
+
+    @property
+    def drive(self):
+        return self.memory.drive
+
+    def mark_seen(self, path: str, version: str) -> None:
+        self.seen[path] = version
+
+    def top_files(self) -> list[str]:
+        files = [layout.PROJECT_FILE]
+        if self.agent_folder:
+            files.append(layout.agent_top_file(self.agent_folder))
+        if self.routine_folder:
+            files.append(layout.routine_top_file(self.routine_folder))
+        return files
+
+    def call(self, request: Any) -> dict[str, Any]:
+        """Execute one memory-tool call. Refusals come back as ``{"ok": False, ...}``, never raised."""
+        try:
+            return self.execute(parse_request(check_request(request)))
+        except RequestError as error:
+            return error_result(error)
+
+    def execute(self, request: Request) -> dict[str, Any]:
+        match request:
+            case Read():
+                return self._read(request)
+            case Write():
+                return self._write(request)
+            case Rename():
+                return self._rename(request)
+            case Delete():
+                return self._delete(request)
+            case Search():
+                return self._search(request)
+            case _:
+                assert_never(request)
+
+    # ---- paths ------------------------------------------------------------------------------
+
+    def _path(self, raw: str) -> str:
+        """Normalize, apply the symlink guard, and return where the path really is."""
+        path = normalize_path(raw)
+        real = self.drive.canonical(path)
+        if layout.is_state_path(real):
+            raise BadPath(f"{raw!r} is fsmem's own state, not memory; use another path")
+        return real
+
+    def _check_version(self, path: str, current: bytes, expected: str | None, doing: str) -> None:
+        expected = expected or self.seen.get(path)
+        current_version = version_of(current)
+        if expected is None:
+            if current.strip():
+                raise NotRead(
+                    f"{path} has content this run has not read; read it first (command read), then "
+                    f"{doing} it with what you saw in mind"
+                )
+            return
+        if expected != current_version:
+            raise Conflict(self._changed_since(path, expected, current_version))
+
+    def _changed_since(self, path: str, expected: str, current_version: str | None) -> str:
+        last = self.drive.last_change(path)
+        who = ""
+        if last is not None:
+            thread = f"thread {last.thread}" if last.thread else "a caller without a thread"
+            who = f" by {thread} ({last.command}, {last.time})"
+        else:
+            who = " by hand (outside fsmem)"
+        now = f"it is now version {current_version}" if current_version else "it no longer exists"
+        return (
+            f"{path} changed since you read it (you saw version {expected}; {now}){who}. "
+            f"Nothing was changed. Read it again, then redo your change on what it holds now."
+        )
+
+    def _check_writable(self, path: str, doing: str) -> layout.PathRole:
+        role = layout.role_of(path)
+        if layout.is_fact_path(path):
+            raise Protected(
+                f"{path} is a fact file; facts change only through the facts API "
+                "(`fsmem facts keep|edit|forget`), not by {doing}; you may read and search them".replace(
+                    "{doing}", doing)
+            )
+        if role.is_level_folder or path in ("", layout.AGENTS_DIR):
+            raise Protected(f"{path or '/'} is a level folder; only the harness creates, renames or deletes those")
+        if role.agent_folder and not self.drive.resolve(role.agent_folder).is_dir():
+            raise Protected(
+                f"there is no agent folder {role.agent_folder}; agents are created by the harness, so "
+                "write to an existing agent's folder or to a project file"
+            )
+        if role.routine_folder and not self.drive.resolve(role.routine_folder).is_dir():
+            raise Protected(
+                f"there is no routine folder {role.routine_folder}; routines are created by the harness, "
+                "so write to an existing routine's folder"
+            )
+        return role
+
+    def _holds_levels(self, folder: str) -> bool:
+        """Whether a folder is, or holds, a level folder or top file (agents/, routines/, ...)."""
+        if folder in ("", layout.AGENTS_DIR) or layout.is_fact_path(folder):
+            return True
+        role = layout.role_of(folder)
+        if role.is_level_folder or folder.endswith("/" + layout.ROUTINES_DIR) and role.agent_folder:
+            return True
+        return False
+
+    # ---- read -------------------------------------------------------------------------------
+
+    def _read(self, request: Read) -> dict[str, Any]:
+        path = self._path(request.path)
+        if path == "" or self.drive.is_dir(path):
+            return {"ok": True, "path": path, "text": self._tree(path)}
+        data = self.drive.read(path)
+        if data is None:
+            raise NotFound(f"there is no file {path!r}; read the folder \"/\" to see what exists")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise BadRequest(f"{path} is not UTF-8 text; fsmem reads only UTF-8 markdown") from error
+        version = version_of(data)
+        self.mark_seen(path, version)
+        info = self.drive.stat(path)
+        view = render.file_view(path, text, version, info.st_mtime if info else 0.0,
+                                request.start_line, request.end_line)
+        return {"ok": True, "path": path, "version": version, "text": view}
+
+    def _tree(self, path: str) -> str:
+        levels = []
+        for entry in self.drive.entries(path):
+            children = self.drive.entries(entry.path) if entry.is_dir else []
+            levels.append((entry, children))
+        return render.tree(path, levels)
+
+    # ---- write ------------------------------------------------------------------------------
+
+    def _write(self, request: Write) -> dict[str, Any]:
+        path = self._path(request.path)
+        ensure_markdown_file(path)
+        self._check_writable(path, "writing")
+        if self.drive.is_dir(path):
+            raise Exists(f"{path} is a folder; write to a file inside it")
+        with self.drive.change("write", self.thread_id) as tx:
+            before = tx.read(path)
+            if before is not None:
+                self._check_version(path, before, request.expected_version, "write")
+            elif request.expected_version or path in self.seen:
+                raise Conflict(self._changed_since(path, request.expected_version or self.seen[path], None))
+            whole = request.content is not None and not has_markers(request.content)
+            before_text = None if before is None else _decode(before, path, lenient=whole)
+            after_text = self._new_text(path, before_text, request)
+            after = self._checked_bytes(path, before_text or "", after_text)
+            if before is not None and after == before:
+                version = version_of(before)
+                self.mark_seen(path, version)
+                return {"ok": True, "path": path, "version": version,
+                        "text": f"{path} already holds exactly this (version {version}); nothing changed."}
+            version = tx.write(path, after)
+        self.mark_seen(path, version)
+        line = render.first_difference(before_text or "", after_text)
+        verb = "Created" if before is None else "Wrote"
+        text = (f"{verb} {path} (version {version}, {render.lines_count(len(after_text.splitlines()))}). "
+                f"Around the change:\n{render.excerpt(after_text, line)}")
+        return {"ok": True, "path": path, "version": version, "text": text}
+
+    def _new_text(self, path: str, before: str | None, request: Write) -> str:
+        if request.content is not None:
+            if not has_markers(request.content):
+                return request.content
+            if before is None:
+                raise EditUnplaced(
+                    f"{path} does not exist yet, so <!-- ... --> markers have nothing to stand for; "
+                    "write the whole content without markers"
+                )
+            return merge_markers(before, request.content)
+        if before is None:
+            raise NotFound(f"there is no file {path!r} to replace text in; write it whole with content")
+        return replace_exact(before, request.old_text, request.new_text)
+
+    def _checked_bytes(self, path: str, before: str, after: str) -> bytes:
+        try:
+            data = after.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise BadRequest("the content is not valid UTF-8 text (it holds a lone surrogate); send plain text") from error
+        limit = self.memory.settings.max_file_bytes
+        if len(data) > limit:
+            raise TooLarge(
+                f"{path} would be {len(data):,} bytes; the limit is {limit:,}. Keep the file short: move "
+                "details into topic files and leave a pointer here"
+            )
+        kind = find_secret(_added_lines(before, after))
+        if kind is not None:
+            raise Sensitive(
+                f"the change to {path} looks like it holds {kind}; secrets never go into memory. "
+                "Nothing was written: remove it (say where the secret is kept instead) and write again"
+            )
+        return data
+
+    # ---- rename -----------------------------------------------------------------------------
+
+    def _rename(self, request: Rename) -> dict[str, Any]:
+        source = self._path(request.path)
+        destination = self._path(request.new_path)
+        if source == destination:
+            raise BadRequest("path and new_path are the same; give a different new_path")
+        for end, label in ((source, "path"), (destination, "new_path")):
+            if self._holds_levels(end):
+                raise Protected(f"{label} {end or '/'} is, or holds, a level folder; only the harness moves those")
+            if layout.role_of(end).is_top_file:
+                raise Protected(f"{end} is a level's top file; it cannot be renamed (edit it instead)")
+        if layout.is_fact_path(source) or layout.is_fact_path(destination):
+            raise Protected("fact files change only through the facts API (`fsmem facts ...`), not by renaming")
+        source_is_dir = self.drive.is_dir(source)
+        if source_is_dir and self._contains_levels(source):
+            raise Protected(f"{source} holds level folders; only the harness moves those")
+        if destination.startswith(source + "/"):
+            raise BadRequest(f"cannot move {source} into itself")
+        if not source_is_dir:
+            ensure_markdown_file(destination)
+        self._check_writable(destination, "renaming")
+        with self.drive.change("rename", self.thread_id) as tx:
+            if source_is_dir:
+                self._check_folder_seen(source)
+            else:
+                data = tx.read(source)
+                if data is None:
+                    raise NotFound(f"there is no file or folder {source!r}")
+                self._check_version(source, data, request.expected_version, "rename")
+            if self.drive.exists(destination):
+                raise Exists(f"{destination} already exists; choose another new_path or delete it first")
+            tx.move(source, destination)
+        for old in [p for p in self.seen if p == source or p.startswith(source + "/")]:
+            self.seen[destination + old[len(source):]] = self.seen.pop(old)
+        return {"ok": True, "path": destination, "text": f"Renamed {source} to {destination}."}
+
+    def _contains_levels(self, folder: str) -> bool:
+        return any(layout.role_of(entry.path).is_top_file for entry in self.drive.walk_files(folder)) or any(
+            e.is_dir and self._holds_levels(e.path) for e in self.drive.entries(folder))
+
+    def _check_folder_seen(self, folder: str) -> None:
+        """Files in a folder that this run saw must still be as it saw them."""
+        for path, seen_version in self.seen.items():
+            if path.startswith(folder + "/"):
+                data = self.drive.read(path)
+                if data is not None and version_of(data) != seen_version:
+                    raise Conflict(self._changed_since(path, seen_version, version_of(data)))
+
+    # ---- delete -----------------------------------------------------------------------------
+
+    def _delete(self, request: Delete) -> dict[str, Any]:
+        path = self._path(request.path)
+        if self._holds_levels(path):
+            raise Protected(f"{path or '/'} is, or holds, a level folder; only the harness deletes those")
+        if layout.is_fact_path(path):
+            raise Protected(f"{path} is a fact file; forget facts with `fsmem facts forget ID`")
+        if self.drive.is_dir(path):
+            if self._contains_levels(path):
+                raise Protected(f"{path} holds level folders; only the harness deletes those")
+            return self._delete_folder(path)
+        role = layout.role_of(path)
+        with self.drive.change("delete", self.thread_id) as tx:
+            data = tx.read(path)
+            if data is None:
+                raise NotFound(f"there is no file or folder {path!r}; read \"/\" to see what exists")
+            self._check_version(path, data, request.expected_version, "delete")
+            held = {path: data.decode("utf-8", errors="replace")}
+            if role.is_top_file:
+                version = tx.write(path, b"")
+            else:
+                tx.delete(path)
+        if role.is_top_file:
+            self.mark_seen(path, version)
+            text = (f"{path} is a level's top file, so it was emptied, not removed (version {version}). "
+                    f"It held:\n{held[path]}")
+            return {"ok": True, "path": path, "version": version, "held": held, "text": text}
+        self.seen.pop(path, None)
+        return {"ok": True, "path": path, "held": held,
+                "text": f"Deleted {path}. It held (write it back to undo):\n{held[path]}"}
+
+    def _delete_folder(self, folder: str) -> dict[str, Any]:
+        with self.drive.change("delete", self.thread_id) as tx:
+            self._check_folder_seen(folder)
+            held = {}
+            for entry in self.drive.walk_files(folder):
+                data = tx.read(entry.path)
+                if data is not None:
+                    held[entry.path] = data.decode("utf-8", errors="replace")
+            tx.delete(folder)
+        for path in [p for p in self.seen if p.startswith(folder + "/")]:
+            del self.seen[path]
+        listing = "\n".join(f"--- {p}\n{c}" for p, c in held.items()) or "(no files)"
+        return {"ok": True, "path": folder, "held": held,
+                "text": f"Deleted the folder {folder} and its {len(held)} files. They held:\n{listing}"}
+
+    # ---- search -----------------------------------------------------------------------------
+
+    def _search(self, request: Search) -> dict[str, Any]:
+        settings = self.memory.settings
+        limit = min(request.limit or settings.search_limit, settings.max_search_limit)
+        accept = compile_globs(request.include or None, request.exclude or None)
+        since = parse_since(request.since, utc_now()) if request.since else None
+        pattern = compile_pattern(request.query, literal=not request.regex)
+        hits = grep(self.drive, pattern, accept=accept, since=since, limit=limit, timeout=settings.regex_timeout)
+        if not hits:
+            text = f"No match for {request.query!r}."
+        else:
+            text = "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in hits)
+        return {"ok": True, "text": text,
+                "hits": [{"path": h.path, "line": h.line, "text": h.text} for h in hits]}
+
+
+def _decode(data: bytes, path: str, lenient: bool = False) -> str:
+    if lenient:  # a whole-file write replaces it all: the old bytes are only compared, never kept in text
+        return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(
+            f"{path} holds bytes that are not UTF-8 (edited outside fsmem?); write it whole with content"
+        ) from error
+
+
+def _added_lines(before: str, after: str) -> str:
+    """The lines of ``after`` that ``before`` does not hold: what this change brings in."""
+    old = set(before.splitlines())
+    return "\n".join(line for line in after.splitlines() if line not in old)

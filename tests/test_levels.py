@@ -1,0 +1,114 @@
+"""Agents, routines and scopes (DESIGN §3)."""
+
+from __future__ import annotations
+
+import pytest
+
+import fsmem
+from fsmem import Scope, ScopeError
+
+
+@pytest.fixture
+def memory(tmp_path):
+    return fsmem.open(tmp_path / "root", create=True)
+
+
+def test_folders_are_named_by_slug_and_id_prefix(memory):
+    assert memory.create_agent("3f9a1c2e-5555", "SEO Agent") == "agents/seo-agent-3f9a1c2e"
+    routine = memory.create_routine("3f9a1c2e-5555", "9b7d4e10-7777", "Meta tags")
+    assert routine == "agents/seo-agent-3f9a1c2e/routines/meta-tags-9b7d4e10"
+    assert (memory.root / routine / "NOTES.md").read_text() == ""
+
+
+def test_scope_files_in_load_order(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    memory.create_routine("3f9a1c2e", "9b7d4e10", "Meta")
+    assert fsmem.scope_files(memory, Scope.chat()) == ["MEMORY.md"]
+    assert fsmem.scope_files(memory, Scope.agent("3f9a1c2e")) == ["MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"]
+    assert fsmem.scope_files(memory, Scope.routine("3f9a1c2e", "9b7d4e10")) == [
+        "MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md", "agents/seo-3f9a1c2e/routines/meta-9b7d4e10/NOTES.md"]
+
+
+def test_renamed_agent_keeps_its_folder(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    (memory.root / "agents/seo-3f9a1c2e/MEMORY.md").write_text("kept\n")
+    # the harness renamed the agent: the scope carries the new name, the folder is found by id
+    files = fsmem.scope_files(memory, Scope.agent("3f9a1c2e", name="Search Optimizer"))
+    assert files[1] == "agents/seo-3f9a1c2e/MEMORY.md"
+
+
+def test_missing_folder_is_made_on_first_use_when_named(memory):
+    files = fsmem.scope_files(memory, Scope.routine("aa11bb22", "cc33dd44", agent_name="Old", routine_name="Daily"))
+    assert files[2] == "agents/old-aa11bb22/routines/daily-cc33dd44/NOTES.md"
+
+
+def test_unknown_scope_without_names_raises(memory):
+    with pytest.raises(ScopeError):
+        memory.run(Scope.agent("deadbeef"))
+
+
+def test_id_matching_two_folders_raises(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    (memory.root / "agents/copy-3f9a1c2e").mkdir()
+    with pytest.raises(ScopeError, match="matches 2 folders"):
+        memory.run(Scope.agent("3f9a1c2e"))
+
+
+def test_two_routines_with_one_name_never_share(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    a = memory.create_routine("3f9a1c2e", "11111111", "Daily")
+    b = memory.create_routine("3f9a1c2e", "22222222", "Daily")
+    assert a != b
+
+
+def test_delete_routine_returns_its_notes(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    folder = memory.create_routine("3f9a1c2e", "9b7d4e10", "Meta")
+    (memory.root / folder / "NOTES.md").write_text("baseline: 42\n")
+    held = memory.delete_routine("9b7d4e10")
+    assert held == {f"{folder}/NOTES.md": "baseline: 42\n"}
+    assert not (memory.root / folder).exists()
+
+
+def test_new_agent_with_reused_name_starts_empty(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    (memory.root / "agents/seo-3f9a1c2e/MEMORY.md").write_text("old agent\n")
+    memory.delete_agent("3f9a1c2e")
+    folder = memory.create_agent("77777777", "SEO")
+    assert (memory.root / folder / "MEMORY.md").read_text() == ""
+
+
+def test_deleting_routine_restores_when_the_block_raises(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    folder = memory.create_routine("3f9a1c2e", "9b7d4e10", "Meta")
+    (memory.root / folder / "NOTES.md").write_text("notes\n")
+    with pytest.raises(RuntimeError):
+        with memory.deleting_routine("9b7d4e10") as held:
+            assert held == {f"{folder}/NOTES.md": "notes\n"}
+            assert not (memory.root / folder).exists()
+            raise RuntimeError("the harness's own delete failed")
+    assert (memory.root / folder / "NOTES.md").read_text() == "notes\n"
+    with memory.deleting_routine("9b7d4e10"):
+        pass
+    assert not (memory.root / folder).exists()
+
+
+def test_scope_parse():
+    assert Scope.parse("chat") == Scope.chat()
+    assert Scope.parse("agent:abc12345") == Scope.agent("abc12345")
+    assert Scope.parse("routine:a1/b2") == Scope.routine("a1", "b2")
+    with pytest.raises(ScopeError):
+        Scope.parse("team:x")
+
+
+def test_folder_parked_by_a_dead_process_comes_back_on_open(memory):
+    memory.create_agent("3f9a1c2e", "SEO")
+    folder = memory.create_routine("3f9a1c2e", "9b7d4e10", "Meta")
+    (memory.root / folder / "NOTES.md").write_text("notes\n")
+    aside = memory.drive.state / "deleting-999999999-x"
+    aside.mkdir()
+    (aside / "from").write_text(folder)
+    (memory.root / folder).rename(aside / "folder")
+    reopened = fsmem.open(memory.root)
+    assert (reopened.root / folder / "NOTES.md").read_text() == "notes\n"
+    assert not aside.exists()

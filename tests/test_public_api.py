@@ -1,0 +1,65 @@
+"""The public face and the architecture rules that keep the code honest."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import fsmem
+
+PACKAGE = Path(fsmem.__file__).parent
+
+
+def test_all_matches_public_members():
+    public = {name for name in dir(fsmem) if not name.startswith("_")}
+    modules = {name for name in public if type(getattr(fsmem, name)).__name__ == "module"}
+    assert set(fsmem.__all__) == public - modules
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module if node.module.startswith("fsmem") else node.module.split(".")[0])
+    return found
+
+
+def test_core_imports_only_the_standard_library():
+    for path in (PACKAGE / "core").glob("*.py"):
+        for name in _imports(path):
+            if name.startswith("fsmem"):
+                assert name.startswith(("fsmem.core", "fsmem.errors")), (path.name, name)
+            else:
+                assert name in sys.stdlib_module_names or name == "__future__", (path.name, name)
+
+
+def test_frameworks_are_imported_by_one_module_each():
+    owners = {"tantivy": {"index.py"}, "watchdog": {"watch.py"}, "click": None, "mcp": {"mcp_server.py"},
+              "anthropic": {"claude_memory.py"}}
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        for name in _imports(path) & set(owners):
+            allowed = owners[name]
+            if allowed is None:
+                assert relative.startswith("cli/"), (relative, name)
+            else:
+                assert relative in allowed, (relative, name)
+
+
+def test_every_error_code_is_unique():
+    from fsmem import errors
+
+    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.FsmemError)]
+    codes = [c.code for c in classes if c.code != "FSMEM_ERROR"]
+    assert len(codes) == len(set(codes))
+
+
+def test_tool_error_codes_are_those_of_the_design():
+    from fsmem.errors import TOOL_ERROR_CODES
+
+    assert TOOL_ERROR_CODES == {
+        "NOT_FOUND", "BAD_PATH", "PROTECTED", "EXISTS", "CONFLICT", "NOT_READ", "TOO_LARGE", "SENSITIVE",
+        "EDIT_UNPLACED", "NOT_UNIQUE", "BAD_PATTERN", "TIMEOUT", "BUSY", "BAD_REQUEST", "FACT_SENSITIVE"}
