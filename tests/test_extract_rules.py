@@ -126,10 +126,10 @@ def test_each_proposal_says_what_keeping_it_would_do() -> None:
         "would go to the history: b1 holds, said later: The launch is on 3 March.",
     ]
     assert notes == [
-        "a fact about Bruno looked like a secret (a credential word) and was dropped",
-        "a fact about Caio looked like a secret (a key or token) and was dropped",
+        "a fact about Bruno was dropped: it looked like a secret, a credential word (\"password\")",
+        "a fact about Caio was dropped: it looked like a secret, an access key",
         "a fact about Dora was dropped: it has no fact",
-        "proposal 9 looked like a secret (a key or token) and was dropped",
+        "proposal 9 was dropped: it looked like a secret, an access key",
         "proposal 10 was dropped: it is not an object with subject, attribute and fact",
     ]
     assert proposals[0].to_dict() == {"number": 1, "subject": "Bruno", "attribute": "team",

@@ -205,9 +205,9 @@ def classify(resolution: Resolution, found: Sequence[Mapping[str, Any]], *, said
             draft = check_draft(item["subject"], item["attribute"], item["fact"], source,
                                 item.get("said") or said, now=now)
         except FactSensitive as error:
-            kind = re.search(r"\(([^)]*)\)", error.message)
-            what = f" ({kind.group(1)})" if kind else ""
-            notes.append(f"{about} looked like a secret{what} and was dropped")
+            kind = getattr(error, "kind", None)
+            what = f", {kind}" if kind else ""
+            notes.append(f"{about} was dropped: it looked like a secret{what}")
             continue
         except BadFact as error:
             notes.append(f"{about} was dropped: {error.message}")

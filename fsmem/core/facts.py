@@ -267,10 +267,12 @@ def _secret_check(parts: Mapping[str, str]) -> None:
     for name, value in parts.items():
         kind = find_fact_secret(value)
         if kind:
-            raise FactSensitive(
-                f"the {name} looks like a secret ({kind}); nothing was kept. Keep secrets in a "
+            error = FactSensitive(
+                f"the {name} looks like a secret: {kind}. Nothing was kept; keep secrets in a "
                 "secret manager and refer to them by name"
             )
+            error.kind = kind  # type: ignore[attr-defined]  # for notes that must not repeat it
+            raise error
 
 
 def check_draft(subject: object, attribute: object, fact: object, source: object = DEFAULT_SOURCE,
