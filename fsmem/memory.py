@@ -9,8 +9,9 @@
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from fsmem import levels
 from fsmem.config import Settings, load_settings
@@ -19,6 +20,9 @@ from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
 from fsmem.errors import NotFound, RootNotFound
 from fsmem.levels import Scope
+
+if TYPE_CHECKING:
+    from fsmem.facts import Facts
 
 
 def open(root: str | os.PathLike[str], create: bool = False, settings: Settings | None = None) -> "Memory":
@@ -67,6 +71,13 @@ class Memory:
         from fsmem.tool import Run
 
         return Run(self, scope or Scope.chat(), thread_id)
+
+    @cached_property
+    def facts(self) -> "Facts":
+        """The facts of this root: keep, edit, forget, current, history, known, propose."""
+        from fsmem.facts import Facts
+
+        return Facts(self.drive)
 
     def read(self, path: str) -> str:
         data = self.drive.read(normalize_path(path))

@@ -399,6 +399,7 @@ class Resolution:
     fixes: list[Op] = field(default_factory=list)
     stored: dict[str, dict[Location, Fact]] = field(default_factory=dict)
     broken: frozenset[str] = frozenset()
+    frozen: set[int] = field(default_factory=set)  # chains touching an unreadable file
     _holding: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
     _next_chain: int = field(default=0, repr=False)
 
@@ -418,6 +419,13 @@ class Resolution:
         """The whole chain ``fact_id`` belongs to, oldest first."""
         return [self.facts[i] for i in self.chains[self.chain_of[fact_id]]]
 
+    def mendable(self, fact_id: str) -> None:
+        """Refuse to relink a chain that touches a file fsmem cannot read."""
+        if self.chain_of.get(fact_id) in self.frozen:
+            fact = self.facts[fact_id]
+            raise BadFact(f"the history of {fact.subject} / {fact.attribute} has a file fsmem cannot "
+                          "read; run `fsmem check` and mend it first")
+
     def get(self, fact_id: str) -> Fact:
         try:
             return self.facts[fact_id]
@@ -434,6 +442,8 @@ class Resolution:
         number = self._next_chain
         self._next_chain += 1
         self.chains[number] = [fact.id for fact in chain]
+        if frozen:
+            self.frozen.add(number)
         for fact in chain:
             self.chain_of[fact.id] = number
             placed = chosen[fact.id] if frozen else fact
@@ -483,6 +493,7 @@ class Resolution:
                 frontier.extend(other for other in (*copy.replaces, copy.replaced_by) if other)
         for number in {self.chain_of[fid] for fid in affected if fid in self.chain_of}:
             del self.chains[number]
+            self.frozen.discard(number)
         for fid in affected:
             self._drop(fid)
         self.fixes = [op for op in self.fixes if (fact_id_of_path(op.path) or ("", ""))[0] not in affected]
@@ -617,14 +628,14 @@ def plan_keep(resolution: Resolution, draft: Draft, *, new_id: str, now: datetim
         for earlier in resolution.chain(holding.id):
             if earlier.said == draft.said and same_sentence(earlier.text, draft.text):
                 return KeepPlan("known", earlier)
-    new = Fact(id=new_id, subject=draft.subject, attribute=draft.attribute, text=draft.text,
+    # a thing keeps the spelling it was first given ("ana / Role" joins "Ana / role" as "Ana / role")
+    subject, attribute = (holding.subject, holding.attribute) if holding else (draft.subject, draft.attribute)
+    new = Fact(id=new_id, subject=subject, attribute=attribute, text=draft.text,
                source=draft.source, said=draft.said, kept=now.astimezone(timezone.utc).replace(microsecond=0))
     if holding is None:
         return KeepPlan("current", new, None, (Op("write", new.path, new),))
+    resolution.mendable(holding.id)
     chain = resolution.chain(holding.id)
-    if holding.id in resolution.broken or any(f.id in resolution.broken for f in chain):
-        raise BadFact(f"the history of {holding.subject} / {holding.attribute} has a file fsmem "
-                      "cannot read; run `fsmem check` and mend it first")
     new_chain = sorted([*chain, new], key=Fact.order)
     placed = next(fact for fact in _relinked(new_chain) if fact.id == new_id)
     ops = _chain_change(resolution, new_chain, placed)
@@ -666,6 +677,7 @@ def plan_forget(resolution: Resolution, fact_id: str) -> ForgetPlan:
     forgetting again finishes the job.
     """
     resolution.get(fact_id)
+    resolution.mendable(fact_id)
     chain = resolution.chain(fact_id)
     cut = [fact.id for fact in chain].index(fact_id) + 1
     gone, kept = chain[:cut], chain[cut:]

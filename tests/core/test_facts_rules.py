@@ -163,6 +163,7 @@ def test_ana_later_replaces_and_the_older_moves_to_history() -> None:
     assert october.outcome == "current"
     assert october.replaced is not None and october.replaced.id == september.fact.id
     assert october.fact.replaces == (september.fact.id,)
+    assert (october.fact.subject, october.fact.attribute) == ("Ana", "role")  # the thing's spelling
     state = folder.resolution()
     assert [f.text for f in state.current("ANA")] == ["Ana works in research."]
     old = state.facts[september.fact.id]

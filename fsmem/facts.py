@@ -1,0 +1,470 @@
+"""Facts on the drive: ``notes/memory/<id>.md`` while they hold, ``notes/memory/history/<id>.md`` after.
+
+    facts = memory.facts
+    kept = facts.keep("Ana", "role", "Ana works in research.", source="chat: Planning", said="2026-10-12")
+    kept.outcome, kept.replaced        # "current", the fact it moved to the history (or None)
+    facts.current("ana")               # what holds now about Ana
+    facts.history(kept.fact.id)        # the chain, newest first
+    facts.edit(kept.fact.id, fact="Ana works in research, on search.")
+    facts.forget(kept.fact.id)         # the fact and the chain it replaced
+
+The rules are :mod:`fsmem.core.facts`; this module reads the files (a cache keyed by each file's
+size, mtime and inode, so a person's edit is seen at once), and runs each plan through one drive
+transaction: locked, atomic per file, versions kept, logged, indexed on commit. A change cut short
+by a crash is finished by the next change (the repair), and every read already sees it finished.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets as random_source
+import stat as stat_module
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import frontmatter
+import yaml
+
+from fsmem.core import facts as rules
+from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
+                                extraction_messages, parse_proposals)
+from fsmem.core.facts import Draft, Fact, Op, Resolution
+from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
+from fsmem.drive import Drive, Transaction
+from fsmem.errors import BadFact, SetupError
+
+__all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]
+
+PROMPT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "extract_facts.md"
+_TIME_FIELDS = {"said", "kept", "edited", "until"}
+
+
+# --------------------------------------------------------------------------- the file format
+
+
+def _yaml_scalar(value: str) -> str:
+    dumped = yaml.safe_dump(value, allow_unicode=True, width=1_000_000, default_flow_style=True)
+    return dumped.removesuffix("\n").removesuffix("\n...").rstrip("\n")
+
+
+def render(fact: Fact) -> bytes:
+    """The file of a fact: front matter in a fixed order, then the sentence."""
+    lines = ["---"]
+    for name, value in rules.fields_of(fact).items():
+        if value is None:
+            lines.append(f"{name}:")
+        elif isinstance(value, list):
+            lines.append(f"{name}: [{', '.join(_yaml_scalar(item) for item in value)}]")
+        elif name in _TIME_FIELDS:
+            lines.append(f"{name}: {value}")
+        else:
+            lines.append(f"{name}: {_yaml_scalar(str(value))}")
+    lines += ["---", fact.text, ""]
+    return "\n".join(lines).encode("utf-8")
+
+
+def parse(data: bytes, file_id: str) -> Fact:
+    """A fact from its file, as a person may have edited it; :class:`BadFact` says what to mend."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadFact("the file is not UTF-8 text; save it as UTF-8") from None
+    if not text.lstrip("\ufeff").startswith("---"):
+        raise BadFact("the file has no front matter: it should start with a `---` line, the fields, "
+                      "and another `---` line")
+    try:
+        post = frontmatter.loads(text.lstrip("\ufeff"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise BadFact(f"the front matter is not valid YAML{where}; mend it or restore a version "
+                      "with `fsmem versions`") from None
+    except Exception as error:  # noqa: BLE001 - whatever a broken file makes the parser raise
+        raise BadFact(f"the front matter cannot be read ({type(error).__name__}); mend it") from None
+    return rules.fact_from_fields(post.metadata, post.content, file_id)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What became of a fact kept: ``current``, ``history`` (said earlier), or ``known``."""
+
+    outcome: str
+    fact: Fact
+    replaced: Fact | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "fact": self.fact.to_dict(),
+                "replaced": self.replaced.to_dict() if self.replaced else None}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A fact file fsmem cannot use as it is, and what to do about it."""
+
+    path: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What the extractor proposed from a conversation. Nothing is kept until chosen."""
+
+    proposals: list[Proposal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"proposals": [p.to_dict() for p in self.proposals], "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class _Read:
+    stamp: tuple[int, int, int]  # size, mtime_ns, inode
+    location: str | None = None
+    fact: Fact | None = None
+    problem: str | None = None
+
+
+# --------------------------------------------------------------------------- Facts
+
+
+class Facts:
+    """The facts of one root. Reads need no lock; every change holds the root's write lock."""
+
+    def __init__(self, drive: Drive, *, clock: Callable[[], datetime] | None = None) -> None:
+        self.drive = drive
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._guard = threading.RLock()
+        self._files: dict[str, _Read] = {}
+        self._snapshot: dict[str, tuple[int, int, int]] | None = None
+        self._resolution: Resolution | None = None
+        self._problems: list[Problem] = []
+        self._last_id: str | None = None
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        return self._clock().astimezone(timezone.utc).replace(microsecond=0)
+
+    def _scan(self) -> dict[str, tuple[int, int, int] | str]:
+        """Every entry under the facts folders: path -> stamp, or a problem for what is no fact."""
+        found: dict[str, tuple[int, int, int] | str] = {}
+        for folder in (FACTS_DIR, HISTORY_DIR):
+            try:
+                real = self.drive.resolve(folder)
+                entries = list(os.scandir(real))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except Exception as error:  # noqa: BLE001 - a link leading out, a folder we may not read
+                found[folder] = f"the folder cannot be read ({getattr(error, 'message', error)})"
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue  # temp files of an atomic write, editor swap files
+                path = f"{folder}/{entry.name}"
+                if folder == FACTS_DIR and entry.name == "history" and entry.is_dir(follow_symlinks=False):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if stat_module.S_ISLNK(info.st_mode):
+                    found[path] = "a link, not a fact file; facts are plain files written by fsmem"
+                elif stat_module.S_ISDIR(info.st_mode):
+                    found[path] = "a folder inside the facts folder; facts are files, one a fact"
+                elif rules.fact_id_of_path(path) is None:
+                    found[path] = ("not a fact file: facts are named <id>.md (letters, digits, - and _); "
+                                   "keep notes elsewhere, or keep the fact with `fsmem facts keep`")
+                else:
+                    found[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+        return found
+
+    def _read_one(self, path: str) -> _Read:
+        fid, location = rules.fact_id_of_path(path)  # type: ignore[misc]
+        try:
+            fd = os.open(self.drive.root / path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            return _Read((0, 0, 0), problem="vanished while being read")
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            data = handle.read()
+        stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
+        try:
+            return _Read(stamp, location, parse(data, fid))
+        except BadFact as error:
+            return _Read(stamp, problem=error.message)
+
+    def _load(self) -> Resolution:
+        """The canonical state of the facts now (cached while no file changed)."""
+        with self._guard:
+            scanned = self._scan()
+            stamps = {path: value for path, value in scanned.items() if isinstance(value, tuple)}
+            if self._resolution is not None and stamps == self._snapshot:
+                return self._resolution
+            problems = [Problem(path, value) for path, value in scanned.items() if isinstance(value, str)]
+            self._files = {path: read for path, read in self._files.items() if path in stamps}
+            for path, stamp in stamps.items():
+                known = self._files.get(path)
+                if known is None or known.stamp != stamp:
+                    self._files[path] = self._read_one(path)
+            pairs, broken = [], set()
+            for path, read in sorted(self._files.items()):
+                if read.fact is not None:
+                    pairs.append((read.location, read.fact))
+                else:
+                    problems.append(Problem(path, read.problem or "cannot be read"))
+                    broken.add(rules.fact_id_of_path(path)[0])  # type: ignore[index]
+            self._resolution = rules.resolve(pairs, broken)  # type: ignore[arg-type]
+            self._snapshot = {path: read.stamp for path, read in self._files.items()}
+            self._problems = problems
+            return self._resolution
+
+    def get(self, fact_id: str) -> Fact:
+        with self._guard:
+            return self._load().get(fact_id)
+
+    def current(self, subject: str | None = None) -> list[Fact]:
+        """The facts that hold now (of ``subject``, ignoring case and extra spaces), oldest said first."""
+        with self._guard:
+            return self._load().current(subject)
+
+    def history(self, fact_id: str) -> list[Fact]:
+        """The chain ``fact_id`` belongs to, newest first: what holds now, then what it replaced."""
+        with self._guard:
+            resolution = self._load()
+            resolution.get(fact_id)
+            return list(reversed(resolution.chain(fact_id)))
+
+    def known(self) -> list[tuple[str, str]]:
+        """The subjects and attributes in use (by the facts that hold), as last written."""
+        with self._guard:
+            seen: dict[tuple[str, str], Fact] = {}
+            for fact in self._load().current():
+                seen[fact.key] = fact
+            return sorted(((f.subject, f.attribute) for f in seen.values()),
+                          key=lambda pair: (pair[0].casefold(), pair[1].casefold()))
+
+    def all(self) -> list[Fact]:
+        """Every readable fact, holding or replaced, oldest said first."""
+        with self._guard:
+            return sorted(self._load().facts.values(), key=Fact.order)
+
+    def check(self) -> list[Problem]:
+        """What a person should mend: unreadable files, rule breaks, half-finished changes."""
+        with self._guard:
+            resolution = self._load()
+            problems = list(self._problems)
+            for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
+                try:
+                    rules.check_draft(fact.subject, fact.attribute, fact.text, fact.source, fact.said,
+                                      now=max(self._now(), fact.said))
+                except (BadFact, SetupError) as error:
+                    problems.append(Problem(fact.path, error.message))
+                except Exception as error:  # FactSensitive: never repeat the secret
+                    problems.append(Problem(fact.path, getattr(error, "message", str(error))))
+            for key, ids in sorted(resolution._holding.items()):
+                if len(ids) > 1:
+                    names = ", ".join(sorted(ids))
+                    fact = resolution.facts[min(ids)]
+                    problems.append(Problem(FACTS_DIR, f"{len(ids)} facts hold for {fact.subject} / "
+                                            f"{fact.attribute} ({names}); forget or edit all but one"))
+            if resolution.fixes:
+                paths = sorted({op.path for op in resolution.fixes})
+                problems.append(Problem(FACTS_DIR, f"{len(paths)} fact file(s) left half-changed "
+                                        f"({', '.join(paths[:5])}{', …' if len(paths) > 5 else ''}); "
+                                        "reads already see the change finished; `fsmem check --repair` "
+                                        "or the next change writes it"))
+            return sorted(problems, key=lambda p: (p.path, p.message))
+
+    # ---- changing ---------------------------------------------------------------------------
+
+    def _run(self, tx: Transaction, resolution: Resolution, ops: list[Op]) -> None:
+        """Write the ops, then remember what was written so the next read parses nothing."""
+        for op in ops:
+            if op.kind == "write":
+                assert op.fact is not None
+                tx.write(op.path, render(op.fact))
+            else:
+                tx.delete(op.path)
+        final = {op.path: op for op in ops}  # a batch may write a file and delete it later
+        for path, op in final.items():
+            if op.kind == "delete":
+                self._files.pop(path, None)
+            else:
+                info = os.stat(self.drive.root / path, follow_symlinks=False)
+                found = rules.fact_id_of_path(path)
+                assert found is not None and op.fact is not None
+                self._files[path] = _Read((info.st_size, info.st_mtime_ns, info.st_ino), found[1], op.fact)
+        self._snapshot = {path: read.stamp for path, read in self._files.items()}
+        self._resolution = resolution
+
+    def _change(self, command: str, thread: str | None,
+                plan: Callable[[Resolution], list[Op]], applies: bool = False) -> None:
+        """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
+        writes nothing. ``applies``: the plan advanced the resolution itself."""
+        with self._guard, self.drive.change(command=command, thread=thread) as tx:
+            self._snapshot = None
+            resolution = self._load()
+            fixes = list(resolution.fixes)
+            try:
+                if fixes:
+                    resolution.apply(fixes)
+                ops = plan(resolution)
+                if not applies:
+                    resolution.apply(ops)
+            except BaseException:
+                self._resolution = None
+                raise
+            try:
+                self._run(tx, resolution, [*fixes, *ops])
+            except BaseException:
+                self._resolution = None
+                self._snapshot = None
+                raise
+
+    def repair(self, thread: str | None = None) -> list[str]:
+        """Write what a change cut short left unwritten; the paths written or deleted."""
+        done: list[str] = []
+
+        def plan(resolution: Resolution) -> list[Op]:
+            return []
+
+        with self._guard, self.drive.locked():
+            self._snapshot = None
+            done = sorted({op.path for op in self._load().fixes})
+        if done:
+            self._change("facts.repair", thread, plan)
+        return done
+
+    def _new_id(self, resolution: Resolution, now: datetime) -> str:
+        """A fresh id that sorts after every id made before it: the kept second, then the
+        microsecond (20 bits) and 12 random bits, so two facts kept in one second keep their order."""
+        while True:
+            moment = self._clock().astimezone(timezone.utc)
+            micro = moment.microsecond if moment.replace(microsecond=0) == now else 999_999
+            tail = (micro << 12) | random_source.randbelow(1 << 12)
+            candidate = rules.new_fact_id(now, f"{tail:08x}")
+            if self._last_id is not None and candidate <= self._last_id:
+                if candidate[:15] == self._last_id[:15] and self._last_id[16:] < "ffffffff":
+                    candidate = candidate[:16] + f"{int(self._last_id[16:], 16) + 1:08x}"
+                else:
+                    continue
+            if (candidate not in resolution.stored and candidate not in resolution.broken
+                    and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "current"))
+                    and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "history"))):
+                self._last_id = candidate
+                return candidate
+
+    def keep(self, subject: str, attribute: str, fact: str, source: str = rules.DEFAULT_SOURCE,
+             said: object = None, *, thread: str | None = None) -> Kept:
+        """Keep a fact by the rules; returns what became of it and what it replaced."""
+        draft = rules.check_draft(subject, attribute, fact, source, said, now=self._now())
+        return self.keep_drafts([draft], thread=thread)[0]
+
+    def keep_many(self, items: Iterable[Mapping[str, Any]], *, thread: str | None = None) -> list[Kept]:
+        """Keep several facts in one change (one lock, one index update). Each item has ``subject``,
+        ``attribute``, ``fact`` and optionally ``source`` and ``said``. All are checked first: one bad
+        item keeps none."""
+        now = self._now()
+        drafts = []
+        for number, item in enumerate(items, start=1):
+            try:
+                drafts.append(rules.check_draft(item.get("subject"), item.get("attribute"), item.get("fact"),
+                                                item.get("source", rules.DEFAULT_SOURCE), item.get("said"),
+                                                now=now))
+            except BadFact as error:
+                raise BadFact(f"fact {number}: {error.message}; nothing was kept") from None
+        return self.keep_drafts(drafts, thread=thread)
+
+    def keep_drafts(self, drafts: Iterable[Draft], *, thread: str | None = None) -> list[Kept]:
+        """Keep checked drafts (see :func:`fsmem.core.facts.check_draft`) in one change, in order."""
+        drafts = list(drafts)
+        results: list[Kept] = []
+        if not drafts:
+            return results
+
+        def plan(resolution: Resolution) -> list[Op]:
+            now = self._now()
+            ops: list[Op] = []
+            for draft in drafts:
+                step = rules.plan_keep(resolution, draft, new_id=self._new_id(resolution, now), now=now)
+                resolution.apply(step.ops)
+                ops.extend(step.ops)
+                results.append(Kept(step.outcome, resolution.facts.get(step.fact.id, step.fact),
+                                    step.replaced))
+            return ops
+
+        self._change("facts.keep", thread, plan, applies=True)
+        # later keeps of the same batch may have moved an earlier one: report each as it stands now
+        with self._guard:
+            final = self._load()
+            return [Kept(k.outcome, final.facts.get(k.fact.id, k.fact),
+                         final.facts.get(k.replaced.id, k.replaced) if k.replaced else None)
+                    for k in results]
+
+    def edit(self, fact_id: str, *, fact: str | None = None, subject: str | None = None,
+             attribute: str | None = None, thread: str | None = None) -> Fact:
+        """Correct a fact's words, subject or attribute; it keeps its id and history, replaces nothing."""
+        edited: list[Fact] = []
+
+        def plan(resolution: Resolution) -> list[Op]:
+            step = rules.plan_edit(resolution, fact_id, now=self._now(), fact=fact, subject=subject,
+                                   attribute=attribute)
+            edited.append(step.fact)
+            return list(step.ops)
+
+        self._change("facts.edit", thread, plan)
+        return edited[0]
+
+    def forget(self, fact_id: str, *, thread: str | None = None) -> list[Fact]:
+        """Delete a fact and the facts it replaced, back to the first; returns them, newest first."""
+        deleted: list[Fact] = []
+
+        def plan(resolution: Resolution) -> list[Op]:
+            step = rules.plan_forget(resolution, fact_id)
+            deleted.extend(step.deleted)
+            return list(step.ops)
+
+        self._change("facts.forget", thread, plan)
+        return deleted
+
+    # ---- the extractor ----------------------------------------------------------------------
+
+    def propose(self, conversation: Any, llm: Any, *, source: str | None = None, said: object = None,
+                prompt: str | None = None) -> Extraction:
+        """Ask ``llm`` (a :class:`fsmem.llm.ChatModel`) for the durable facts of ``conversation`` (a
+        list of messages, or an object with ``messages`` and optionally ``title`` and ``date``).
+        Each proposal says what keeping it would do; nothing is kept. Keep the chosen ones with
+        ``keep_drafts([p.draft for p in chosen])``."""
+        now = self._now()
+        text = conversation_text(conversation)
+        if not text:
+            return Extraction([], ["the conversation has no turns by the person or the model; "
+                                   "nothing was sent to the model"])
+        meta = conversation_meta(conversation)
+        if source is None:
+            source = f"chat: {meta['title']}" if "title" in meta else "a conversation"
+        said_at = rules.parse_when(said if said is not None else meta.get("date", now), now)
+        template = prompt if prompt is not None else load_prompt()
+        with self._guard:
+            resolution = self._load()
+            messages = extraction_messages(template, text, today=now, current=resolution.current(),
+                                           known=self.known())
+        reply = llm.complete(messages, temperature=0.0)
+        found = parse_proposals(reply.get("content"))
+        with self._guard:
+            proposals, notes = classify(self._load(), found, said=said_at, source=source, now=now)
+        return Extraction(proposals, notes)
+
+
+def load_prompt() -> str:
+    try:
+        return PROMPT_FILE.read_text(encoding="utf-8")
+    except OSError as error:
+        raise SetupError(f"the extractor's prompt {PROMPT_FILE} cannot be read ({error.strerror}); "
+                         "reinstall fsmem") from None

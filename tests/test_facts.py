@@ -1,0 +1,209 @@
+"""Facts on a real folder: files, versions, log, hand edits, broken files, the tool's refusal."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+import fsmem
+from fsmem import Scope
+from fsmem.errors import BadFact, FactSensitive, NotFound
+from fsmem.facts import Facts, parse, render
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def memory(tmp_path):
+    return fsmem.open(tmp_path / "root", create=True)
+
+
+@pytest.fixture
+def facts(memory) -> Facts:
+    return memory.facts
+
+
+def _files(memory) -> list[str]:
+    base = memory.root / "notes" / "memory"
+    return sorted(p.relative_to(memory.root).as_posix() for p in base.rglob("*") if p.is_file())
+
+
+def test_a_fact_is_a_readable_file_with_a_fixed_key_order(memory) -> None:
+    facts = Facts(memory.drive, clock=lambda: NOW)
+    kept = facts.keep("Ana", "role", "Ana works in research.", source="chat: Planning", said="2026-10-12")
+    assert kept.outcome == "current" and kept.replaced is None
+    fid = kept.fact.id
+    assert fid.startswith("20261130-100000-")
+    assert (memory.root / f"notes/memory/{fid}.md").read_text() == (
+        "---\n"
+        f"id: {fid}\n"
+        "subject: Ana\n"
+        "attribute: role\n"
+        "source: 'chat: Planning'\n"
+        "said: 2026-10-12\n"
+        "kept: 2026-11-30T10:00:00Z\n"
+        "edited:\n"
+        "replaces: []\n"
+        "replaced_by:\n"
+        "until:\n"
+        "---\n"
+        "Ana works in research.\n"
+    )
+
+
+@pytest.mark.parametrize("text", ["Ana's note: 'quoted' and \"double\" — ünïcode: yes", "- starts like a list",
+                                  "null", "2026-01-01", "a # not a comment", "  "])
+def test_any_subject_round_trips_through_the_file(text: str) -> None:
+    from fsmem.core.facts import Fact
+    subject = text.strip() or "x"
+    fact = Fact(id="f1", subject=subject, attribute=subject, text="A sentence.", source=subject,
+                said=NOW, kept=NOW)
+    assert parse(render(fact), "f1") == fact
+
+
+def test_ana_across_september_and_october(memory, facts) -> None:
+    september = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
+    october = facts.keep("ana", " Role ", "Ana works in research.", said="2026-10-12")
+    assert october.outcome == "current" and october.replaced.id == september.fact.id
+    assert october.replaced.until == datetime(2026, 10, 12, tzinfo=timezone.utc)
+    assert _files(memory) == [f"notes/memory/{october.fact.id}.md",
+                              f"notes/memory/history/{september.fact.id}.md"]
+    assert [f.text for f in facts.current("ANA")] == ["Ana works in research."]
+    assert [f.id for f in facts.history(september.fact.id)] == [october.fact.id, september.fact.id]
+    assert facts.known() == [("Ana", "role")]
+    replaced = facts.get(september.fact.id)
+    assert replaced.replaced_by == october.fact.id and not replaced.holds
+
+
+def test_said_earlier_goes_to_history_at_once(memory, facts) -> None:
+    october = facts.keep("Ana", "role", "Ana works in research.", said="2026-10-12")
+    september = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
+    assert september.outcome == "history"
+    assert september.fact.path == f"notes/memory/history/{september.fact.id}.md"
+    assert facts.get(october.fact.id).replaces == (september.fact.id,)
+    assert [f.id for f in facts.current()] == [october.fact.id]
+
+
+def test_the_same_sentence_keeps_nothing_and_writes_nothing(memory, facts) -> None:
+    kept = facts.keep("Ana", "role", "Ana works in research.")
+    lines = len((memory.root / ".fsmem/log.jsonl").read_text().splitlines())
+    again = facts.keep("Ana", "role", "ana works in research.")
+    assert again.outcome == "known" and again.fact.id == kept.fact.id
+    assert len((memory.root / ".fsmem/log.jsonl").read_text().splitlines()) == lines
+
+
+def test_changes_are_logged_and_versions_kept(memory, facts) -> None:
+    old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
+    new = facts.keep("Ana", "role", "Ana works in research.", said="2026-10-12")
+    log = [json.loads(line) for line in (memory.root / ".fsmem/log.jsonl").read_text().splitlines()]
+    assert [(e["command"], e["path"], e["after"] is None) for e in log] == [
+        ("facts.keep", f"notes/memory/{old.fact.id}.md", False),
+        ("facts.keep", f"notes/memory/{new.fact.id}.md", False),
+        ("facts.keep", f"notes/memory/history/{old.fact.id}.md", False),
+        ("facts.keep", f"notes/memory/{old.fact.id}.md", True),
+    ]
+    deleted = facts.forget(new.fact.id)
+    assert [f.id for f in deleted] == [new.fact.id, old.fact.id]
+    assert _files(memory) == []
+    kept = memory.versions(f"notes/memory/{new.fact.id}.md")
+    assert kept and b"Ana works in research." in kept[0].file.read_bytes()
+
+
+def test_edit_keeps_id_and_history(memory, facts) -> None:
+    old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
+    new = facts.keep("Ana", "role", "Ana works in reserch.", said="2026-10-12")
+    edited = facts.edit(new.fact.id, fact="Ana works in research.")
+    assert edited.id == new.fact.id and edited.edited is not None
+    assert [f.id for f in facts.history(new.fact.id)] == [new.fact.id, old.fact.id]
+    assert "edited: 20" in (memory.root / f"notes/memory/{new.fact.id}.md").read_text()
+    moved = facts.edit(new.fact.id, subject="Ana Lima")
+    assert moved.subject == "Ana Lima" and facts.current("ana lima")[0].id == new.fact.id
+    assert facts.current("ana") == []
+
+
+def test_forget_of_an_unknown_id_says_how_to_find_one(facts) -> None:
+    with pytest.raises(NotFound, match="no fact nope: `fsmem facts list` shows the facts that hold"):
+        facts.forget("nope")
+
+
+def test_refused_facts_change_nothing(memory, facts) -> None:
+    with pytest.raises(FactSensitive):
+        facts.keep("Bruno", "password", "Bruno uses his dog's name.")
+    with pytest.raises(BadFact, match="fact 2: the subject is 121 characters"):
+        facts.keep_many([{"subject": "Ana", "attribute": "role", "fact": "Ana works."},
+                         {"subject": "x" * 121, "attribute": "role", "fact": "x"}])
+    assert not (memory.root / "notes").exists()
+    assert not (memory.root / ".fsmem/log.jsonl").exists()
+
+
+def test_keep_many_is_one_change_and_reports_each(memory, facts) -> None:
+    results = facts.keep_many([
+        {"subject": "Ana", "attribute": "role", "fact": "Ana leads the data team.", "said": "2026-09-01"},
+        {"subject": "Ana", "attribute": "role", "fact": "Ana works in research.", "said": "2026-10-12"},
+        {"subject": "Bruno", "attribute": "team", "fact": "Bruno is in ops."},
+    ])
+    assert [r.outcome for r in results] == ["current", "current", "current"]
+    assert results[0].fact.holds is False  # moved by the second, reported as it stands now
+    assert results[1].replaced.id == results[0].fact.id
+    assert len(facts.current()) == 2
+
+
+def test_a_hand_edit_is_seen_at_once(memory, facts) -> None:
+    kept = facts.keep("Ana", "role", "Ana works in research.")
+    path = memory.root / f"notes/memory/{kept.fact.id}.md"
+    path.write_text(path.read_text().replace("Ana works in research.", "Ana works in research, on search."))
+    assert facts.current()[0].text == "Ana works in research, on search."
+    assert fsmem.open(memory.root).facts.current()[0].text == "Ana works in research, on search."
+
+
+def test_broken_files_are_reported_skipped_and_never_crash(memory, facts) -> None:
+    ok = facts.keep("Bruno", "team", "Bruno is in ops.")
+    old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
+    new = facts.keep("Ana", "role", "Ana works in research.", said="2026-10-12")
+    broken = memory.root / f"notes/memory/history/{old.fact.id}.md"
+    broken.write_text("---\nid: [unclosed\nsubject: Ana\n---\nAna leads the data team.\n")
+    (memory.root / "notes/memory/My notes.md").write_text("hello\n")
+    (memory.root / "notes/memory/20990101-000000-00000000.md").write_text("no front matter\n")
+    assert {f.id for f in facts.current()} == {ok.fact.id, new.fact.id}
+    problems = [(p.path, p.message) for p in facts.check()]
+    assert (f"notes/memory/history/{old.fact.id}.md",
+            "the front matter is not valid YAML (line 3); mend it or restore a version with `fsmem versions`") in problems
+    assert ("notes/memory/My notes.md", "not a fact file: facts are named <id>.md (letters, digits, - and _); "
+            "keep notes elsewhere, or keep the fact with `fsmem facts keep`") in problems
+    assert ("notes/memory/20990101-000000-00000000.md", "the file has no front matter: it should start with a "
+            "`---` line, the fields, and another `---` line") in problems
+    # other things still change; the broken chain is left for a person to mend
+    assert facts.keep("Bruno", "team", "Bruno is in research.").outcome == "current"
+    with pytest.raises(BadFact, match="has a file fsmem cannot read; run `fsmem check`"):
+        facts.keep("Ana", "role", "Ana leads search.")
+    assert broken.read_text().startswith("---\nid: [unclosed")
+
+
+def test_check_reports_rule_breaks_in_hand_edits(memory, facts) -> None:
+    a = facts.keep("Ana", "role", "Ana works in research.")
+    b = facts.keep("Bruno", "role", "Bruno is in ops.")
+    path_b = memory.root / f"notes/memory/{b.fact.id}.md"
+    path_b.write_text(path_b.read_text().replace("subject: Bruno", "subject: ana"))
+    path_a = memory.root / f"notes/memory/{a.fact.id}.md"
+    path_a.write_text(path_a.read_text().replace("Ana works in research.", "Ana's password is hunter2"))
+    messages = [p.message for p in facts.check()]
+    assert any(m.startswith("2 facts hold for ") and "forget or edit all but one" in m for m in messages)
+    assert any("looks like a secret" in m for m in messages)
+    assert not any("hunter2" in m for m in messages)
+
+
+def test_the_memory_tool_reads_facts_but_never_changes_them(memory, facts) -> None:
+    kept = facts.keep("Ana", "role", "Ana works in research.")
+    run = memory.run(Scope.chat(), thread_id="t-1")
+    path = f"notes/memory/{kept.fact.id}.md"
+    read = run.call({"command": "read", "path": path})
+    assert read["ok"] and "Ana works in research." in read["text"]
+    for call in ({"command": "write", "path": path, "content": "x"},
+                 {"command": "write", "path": "notes/memory/new.md", "content": "x"},
+                 {"command": "delete", "path": path},
+                 {"command": "rename", "path": path, "new_path": "elsewhere.md"}):
+        result = run.call(call)
+        assert not result["ok"] and result["error"]["code"] == "PROTECTED", call
+    assert facts.current()[0].id == kept.fact.id
