@@ -23,6 +23,9 @@ COMMANDS: dict[str, str] = {
     "log": "fsmem.cli.files:log",
     "agents": "fsmem.cli.levels:agents",
     "routines": "fsmem.cli.levels:routines",
+    "facts": "fsmem.cli.facts:facts",
+    "remember": "fsmem.cli.facts:remember",
+    "check": "fsmem.cli.facts:check",
 }
 
 # Exit codes by error family; one place, so scripts can rely on them.
