@@ -224,11 +224,12 @@ def _choice(text: str, count: int) -> list[int]:
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds to wait for the model.")
 @click.option("--keep", "keep_choice", metavar="1,3|all|none",
               help="Which proposals to keep; without it you are asked one by one (at a terminal).")
+@click.option("--ask", is_flag=True, help="Ask about each proposal, even when stdin is not a terminal.")
 @click.option("--source", help="Where the facts came from (default: `chat: TITLE` or `a conversation`).")
 @root_option
 @json_option
 def remember(conversation_file: Path, model_url: str | None, model_name: str | None, api_key_env: str,
-             timeout: float, keep_choice: str | None, source: str | None, root: str | None,
+             timeout: float, keep_choice: str | None, ask: bool, source: str | None, root: str | None,
              as_json: bool) -> None:
     """Propose the durable facts of a conversation through a model; keep the ones you choose."""
     from fsmem.llm import OpenAICompatibleModel
@@ -245,7 +246,7 @@ def remember(conversation_file: Path, model_url: str | None, model_name: str | N
     if keep_choice is not None:
         numbers = _choice(keep_choice, len(proposals))
         chosen = [p for p in proposals if p.number in numbers and p.status != "known"]
-    elif as_json or not sys.stdin.isatty():
+    elif not ask and (as_json or not sys.stdin.isatty()):
         chosen = []
     else:
         _echo_proposals(extraction, conversation_file)
