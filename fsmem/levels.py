@@ -60,6 +60,14 @@ class Scope:
         return cls("routine", agent_id=agent_id, routine_id=routine_id,
                    agent_name=agent_name, routine_name=routine_name)
 
+    def to_text(self) -> str:
+        """The inverse of :meth:`parse`."""
+        if self.kind == "chat":
+            return "chat"
+        if self.kind == "agent":
+            return f"agent:{self.agent_id}"
+        return f"routine:{self.agent_id}/{self.routine_id}"
+
     @classmethod
     def parse(cls, text: str) -> "Scope":
         """``chat``, ``agent:ID`` or ``routine:AGENT_ID/ROUTINE_ID`` (the CLI and MCP form)."""

@@ -66,11 +66,15 @@ class Memory:
 
     # ---- runs -------------------------------------------------------------------------------
 
-    def run(self, scope: Scope | None = None, thread_id: str | None = None) -> "Run":
-        """A run of the memory tool for one thread; it remembers the versions it has seen."""
+    def run(self, scope: Scope | None = None, thread_id: str | None = None, review: bool = False) -> "Run":
+        """A run of the memory tool for one thread; it remembers the versions it has seen.
+
+        With ``review=True`` (a background reviewer), a write that only adds lines applies at once and
+        every other change becomes a proposal for a person (:meth:`approve` / :meth:`discard`).
+        """
         from fsmem.tool import Run
 
-        return Run(self, scope or Scope.chat(), thread_id)
+        return Run(self, scope or Scope.chat(), thread_id, review=review)
 
     @cached_property
     def facts(self) -> "Facts":
@@ -132,6 +136,23 @@ class Memory:
         data = kept[0].file.read_bytes()
         with self.drive.change("revert", thread) as tx:
             return tx.write(path, data)
+
+    # ---- proposals --------------------------------------------------------------------------
+
+    def proposals(self):
+        from fsmem import proposals
+
+        return proposals.all_proposals(self)
+
+    def approve(self, proposal_id: str) -> dict:
+        from fsmem import proposals
+
+        return proposals.approve(self, proposal_id)
+
+    def discard(self, proposal_id: str) -> None:
+        from fsmem import proposals
+
+        proposals.discard(self, proposal_id)
 
     def log(self) -> Iterator[LogEntry]:
         return self.drive.log()

@@ -15,7 +15,8 @@ from fsmem import render
 from fsmem.core import layout
 from fsmem.core.merge import has_markers, merge_markers, replace_exact
 from fsmem.core.paths import ensure_markdown_file, normalize_path
-from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, parse_request
+from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, parse_request, request_to_dict
+from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
 from fsmem.core.versions import version_of
 from fsmem.core.when import compile_globs, parse_since
@@ -32,6 +33,7 @@ from fsmem.errors import (
     Sensitive,
     TooLarge,
 )
+from fsmem.drive import now_iso
 from fsmem.grep import compile_pattern, grep, utc_now
 from fsmem.levels import Scope, scope_folders
 from fsmem.schema import check_request
@@ -41,6 +43,14 @@ if TYPE_CHECKING:
     from fsmem.memory import Memory
 
 
+class _Deferred(Exception):
+    """Raised by a review-mode run just before it would change what someone wrote: becomes a proposal."""
+
+    def __init__(self, summary: str, base: dict[str, str | None], diff: str = "", folder: str | None = None):
+        super().__init__(summary)
+        self.summary, self.base, self.diff, self.folder = summary, base, diff, folder
+
+
 def error_result(error: RequestError) -> dict[str, Any]:
     return {"ok": False, "error": error.to_dict(), "text": f"Error [{error.code}]: {error.message}"}
 
@@ -48,8 +58,9 @@ def error_result(error: RequestError) -> dict[str, Any]:
 class Run:
     """One thread's use of the memory tool, with the versions it has seen."""
 
-    def __init__(self, memory: "Memory", scope: Scope, thread_id: str | None = None) -> None:
+    def __init__(self, memory: "Memory", scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
         self.memory = memory
+        self.review = review  # a background reviewer: adds apply at once, the rest become proposals
         self.scope = scope
         self.thread_id = thread_id
         self.seen: dict[str, str] = {}
@@ -79,6 +90,12 @@ class Run:
             return error_result(error)
 
     def execute(self, request: Request) -> dict[str, Any]:
+        try:
+            return self._dispatch(request)
+        except _Deferred as deferred:
+            return self._propose(request, deferred)
+
+    def _dispatch(self, request: Request) -> dict[str, Any]:
         match request:
             case Read():
                 return self._read(request)
@@ -118,12 +135,12 @@ class Run:
 
     def _changed_since(self, path: str, expected: str, current_version: str | None) -> str:
         last = self.drive.last_change(path)
-        who = ""
-        if last is not None:
+        landed = last is not None and (last.after if last.new_path is None or last.new_path == path else None)
+        if last is not None and landed == current_version:
             thread = f"thread {last.thread}" if last.thread else "a caller without a thread"
             who = f" by {thread} ({last.command}, {last.time})"
         else:
-            who = " by hand (outside fsmem)"
+            who = " outside fsmem (edited by hand or by another program)"
         now = f"it is now version {current_version}" if current_version else "it no longer exists"
         return (
             f"{path} changed since you read it (you saw version {expected}; {now}){who}. "
@@ -211,6 +228,9 @@ class Run:
                 self.mark_seen(path, version)
                 return {"ok": True, "path": path, "version": version,
                         "text": f"{path} already holds exactly this (version {version}); nothing changed."}
+            if self.review and before_text is not None and not only_adds(before_text, after_text):
+                raise _Deferred(f"change {path}", {path: version_of(before)},
+                                unified_diff(path, before_text, after_text))
             version = tx.write(path, after)
         self.mark_seen(path, version)
         line = render.first_difference(before_text or "", after_text)
@@ -284,6 +304,11 @@ class Run:
                 self._check_version(source, data, request.expected_version, "rename")
             if self.drive.exists(destination):
                 raise Exists(f"{destination} already exists; choose another new_path or delete it first")
+            if self.review:
+                base = {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)} \
+                    if source_is_dir else {source: version_of(data)}
+                raise _Deferred(f"rename {source} to {destination}", base,
+                                folder=source if source_is_dir else None)
             tx.move(source, destination)
         for old in [p for p in self.seen if p == source or p.startswith(source + "/")]:
             self.seen[destination + old[len(source):]] = self.seen.pop(old)
@@ -320,6 +345,9 @@ class Run:
                 raise NotFound(f"there is no file or folder {path!r}; read \"/\" to see what exists")
             self._check_version(path, data, request.expected_version, "delete")
             held = {path: data.decode("utf-8", errors="replace")}
+            if self.review:
+                raise _Deferred(f"{'empty' if role.is_top_file else 'delete'} {path}", {path: version_of(data)},
+                                unified_diff(path, held[path], ""))
             if role.is_top_file:
                 version = tx.write(path, b"")
             else:
@@ -341,12 +369,28 @@ class Run:
                 data = tx.read(entry.path)
                 if data is not None:
                     held[entry.path] = data.decode("utf-8", errors="replace")
+            if self.review:
+                raise _Deferred(f"delete the folder {folder} ({len(held)} files)",
+                                {p: version_of(c.encode("utf-8")) for p, c in held.items()}, folder=folder)
             tx.delete(folder)
         for path in [p for p in self.seen if p.startswith(folder + "/")]:
             del self.seen[path]
         listing = "\n".join(f"--- {p}\n{c}" for p, c in held.items()) or "(no files)"
         return {"ok": True, "path": folder, "held": held,
                 "text": f"Deleted the folder {folder} and its {len(held)} files. They held:\n{listing}"}
+
+    def _propose(self, request: Request, deferred: _Deferred) -> dict[str, Any]:
+        from fsmem import proposals
+
+        proposal = proposals.Proposal(
+            id=proposals.new_id(), made_at=now_iso(), thread=self.thread_id, scope=self.scope.to_text(),
+            request=request_to_dict(request), base=deferred.base, summary=deferred.summary,
+            diff=deferred.diff, extra={"folder": deferred.folder} if deferred.folder else {},
+        )
+        proposals.save(self.memory, proposal)
+        return {"ok": True, "proposal": proposal.id,
+                "text": (f"Proposed {proposal.id}: {deferred.summary}. It replaces or removes what is written, "
+                         "so it waits for a person to approve it; nothing changed yet. Additions apply at once.")}
 
     # ---- search -----------------------------------------------------------------------------
 

@@ -203,3 +203,19 @@ def test_fact_files_are_read_only_for_the_tool(memory, run):
     ok(run.call({"command": "read", "path": "notes/memory/f1.md"}))
     refused(run.call({"command": "write", "path": "notes/memory/f1.md", "content": "x\n"}), "PROTECTED")
     refused(run.call({"command": "delete", "path": "notes/memory/f1.md"}), "PROTECTED")
+
+
+def test_conflict_from_a_hand_edit_says_so(memory, run):
+    ok(run.call({"command": "write", "path": "a.md", "content": "mine\n"}))
+    (memory.root / "a.md").write_text("edited in an editor\n")
+    message = refused(run.call({"command": "write", "path": "a.md", "content": "again\n"}), "CONFLICT")
+    assert "outside fsmem" in message
+
+
+def test_conflict_after_a_delete_by_another_thread(memory, run):
+    ok(run.call({"command": "write", "path": "a.md", "content": "mine\n"}))
+    other = memory.run(thread_id="t-2")
+    ok(other.call({"command": "read", "path": "a.md"}))
+    ok(other.call({"command": "delete", "path": "a.md"}))
+    message = refused(run.call({"command": "write", "path": "a.md", "content": "again\n"}), "CONFLICT")
+    assert "no longer exists" in message and "thread t-2" in message

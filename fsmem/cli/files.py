@@ -28,7 +28,11 @@ def _call(root: str | None, request: dict, as_json: bool) -> dict:
             sys.exit(exit_code_for(from_code(**result["error"])))
         return result
     if not result["ok"]:
-        raise from_code(**result["error"])
+        error = result["error"]
+        message = error["message"]
+        if error["code"] in {"NOT_READ", "CONFLICT"} and "path" in request:
+            message += f" From the shell: `fsmem read {request['path']}` shows its version; pass it with --expect."
+        raise from_code(error["code"], message)
     return result
 
 

@@ -56,6 +56,17 @@ Request = Union[Read, Write, Rename, Delete, Search]
 _TYPES: dict[str, type] = {"read": Read, "write": Write, "rename": Rename, "delete": Delete, "search": Search}
 
 
+def request_to_dict(request: Request) -> dict[str, Any]:
+    """The JSON form of a typed request (what a model would have sent)."""
+    command = next(name for name, kind in _TYPES.items() if isinstance(request, kind))
+    data: dict[str, Any] = {"command": command}
+    for name, value in vars(request).items():
+        if value is None or value == () or (name == "regex" and value is False):
+            continue
+        data[name] = list(value) if isinstance(value, tuple) else value
+    return data
+
+
 def _globs(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()

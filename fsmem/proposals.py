@@ -1,0 +1,108 @@
+"""Changes a reviewer made that wait for a person: kept in ``.fsmem/proposals/<id>.json``.
+
+A proposal records the request, the scope and thread it came from, and the version of every file it
+would change as it was when the proposal was made (its base). ``approve`` applies it only if those
+files still hold what they held; ``discard`` drops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets as random_ids
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fsmem.core.versions import version_of
+from fsmem.drive import _atomic_write, now_iso
+from fsmem.errors import Conflict, NotFound
+
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
+
+PROPOSALS_DIR = "proposals"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    id: str
+    made_at: str
+    thread: str | None
+    scope: str
+    request: dict[str, Any]
+    base: dict[str, str | None]  # path -> version it held (None: did not exist)
+    summary: str
+    diff: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def new_id() -> str:
+    """Short enough to type, sortable by the second: ``20261130-010203-a1b2c3``."""
+    stamp = now_iso()
+    return f"{stamp[:10].replace('-', '')}-{stamp[11:19].replace(':', '')}-{random_ids.token_hex(3)}"
+
+
+def _folder(memory: "Memory"):
+    return memory.drive.state / PROPOSALS_DIR
+
+
+def save(memory: "Memory", proposal: Proposal) -> None:
+    folder = _folder(memory)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(asdict(proposal), ensure_ascii=False, indent=2).encode("utf-8")
+    _atomic_write(folder / f"{proposal.id}.json", data, durable=memory.settings.durable)
+
+
+def load(memory: "Memory", proposal_id: str) -> Proposal:
+    path = _folder(memory) / f"{proposal_id}.json"
+    if "/" in proposal_id or not path.is_file():
+        raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
+    return Proposal(**json.loads(path.read_text(encoding="utf-8")))
+
+
+def all_proposals(memory: "Memory") -> list[Proposal]:
+    folder = _folder(memory)
+    if not folder.is_dir():
+        return []
+    return sorted((load(memory, p.stem) for p in folder.glob("*.json")), key=lambda p: p.made_at)
+
+
+def stale_paths(memory: "Memory", proposal: Proposal) -> list[str]:
+    """The files that no longer hold what they held when the proposal was made."""
+    stale = []
+    for path, version in proposal.base.items():
+        data = memory.drive.read(path)
+        if (None if data is None else version_of(data)) != version:
+            stale.append(path)
+    folder = proposal.extra.get("folder")
+    if folder and memory.drive.is_dir(folder):
+        now = {entry.path for entry in memory.drive.walk_files(folder)}
+        stale.extend(sorted(now - set(proposal.base)))
+    return stale
+
+
+def approve(memory: "Memory", proposal_id: str) -> dict[str, Any]:
+    """Apply a proposal as a change like any other, if what it changes is as it was."""
+    from fsmem.levels import Scope
+
+    proposal = load(memory, proposal_id)
+    stale = stale_paths(memory, proposal)
+    if stale:
+        raise Conflict(
+            f"proposal {proposal_id} can no longer apply: {', '.join(stale)} changed since it was made; "
+            "discard it (`fsmem proposals discard ID`) and let the reviewer look again"
+        )
+    run = memory.run(Scope.parse(proposal.scope), thread_id=f"approve:{proposal_id}")
+    for path, version in proposal.base.items():
+        if version is not None:
+            run.mark_seen(path, version)
+    result = run.call(proposal.request)
+    if not result["ok"]:
+        raise Conflict(f"proposal {proposal_id} was not applied: {result['error']['message']}")
+    discard(memory, proposal_id)
+    return result
+
+
+def discard(memory: "Memory", proposal_id: str) -> None:
+    load(memory, proposal_id)
+    os.unlink(_folder(memory) / f"{proposal_id}.json")
