@@ -17,6 +17,7 @@ by a crash is finished by the next change (the repair), and every read already s
 from __future__ import annotations
 
 import os
+import re
 import secrets as random_source
 import stat as stat_module
 import threading
@@ -45,7 +46,18 @@ _TIME_FIELDS = {"said", "kept", "edited", "until"}
 # --------------------------------------------------------------------------- the file format
 
 
+_PLAIN = re.compile(r"[A-Za-z_][\w .,/()'+-]*")
+_YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
+_OWN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")  # YAML reads these as text: no date, no number
+
+
 def _yaml_scalar(value: str) -> str:
+    """``value`` as a YAML scalar: bare when YAML reads it back as the same text, else quoted."""
+    if _OWN_ID.fullmatch(value):
+        return value
+    if (_PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS and ": " not in value
+            and " #" not in value and not value.endswith(":")):
+        return value
     dumped = yaml.safe_dump(value, allow_unicode=True, width=1_000_000, default_flow_style=True)
     return dumped.removesuffix("\n").removesuffix("\n...").rstrip("\n")
 
@@ -68,6 +80,9 @@ def render(fact: Fact) -> bytes:
 
 def parse(data: bytes, file_id: str) -> Fact:
     """A fact from its file, as a person may have edited it; :class:`BadFact` says what to mend."""
+    fast = _parse_own(data, file_id)
+    if fast is not None:
+        return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -85,6 +100,39 @@ def parse(data: bytes, file_id: str) -> Fact:
     except Exception as error:  # noqa: BLE001 - whatever a broken file makes the parser raise
         raise BadFact(f"the front matter cannot be read ({type(error).__name__}); mend it") from None
     return rules.fact_from_fields(post.metadata, post.content, file_id)
+
+
+def _parse_own(data: bytes, file_id: str) -> Fact | None:
+    """The quick path for a file exactly as fsmem writes it (checked by writing it again); None
+    sends anything else through the full YAML reader."""
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return None
+    count = len(rules.FIELD_ORDER)
+    if len(lines) < count + 3 or lines[0] != "---" or lines[count + 1] != "---":
+        return None
+    fields: dict[str, object] = {}
+    for name, line in zip(rules.FIELD_ORDER, lines[1:count + 1]):
+        key, sep, value = line.partition(":")
+        if key != name or not sep:
+            return None
+        value = value.strip()
+        if name == "replaces":
+            if not (value.startswith("[") and value.endswith("]")):
+                return None
+            fields[name] = [item.strip() for item in value[1:-1].split(",") if item.strip()]
+        elif value.startswith("'") and value.endswith("'") and len(value) >= 2:
+            fields[name] = value[1:-1].replace("''", "'")
+        elif value[:1] in ('"', "[", "{", "&", "*", "!", "|", ">", "%", "@", "`"):
+            return None
+        else:
+            fields[name] = value or None
+    try:
+        fact = rules.fact_from_fields(fields, "\n".join(lines[count + 2:]), file_id)
+    except BadFact:
+        return None
+    return fact if render(fact) == data else None
 
 
 # --------------------------------------------------------------------------- results
@@ -146,7 +194,7 @@ class Facts:
         self._files: dict[str, _Read] = {}
         self._snapshot: dict[str, tuple[int, int, int]] | None = None
         self._resolution: Resolution | None = None
-        self._problems: list[Problem] = []
+        self._scan_problems: list[Problem] = []
         self._last_id: str | None = None
 
     # ---- reading ----------------------------------------------------------------------------
@@ -173,7 +221,9 @@ class Facts:
                 if folder == FACTS_DIR and entry.name == "history" and entry.is_dir(follow_symlinks=False):
                     continue
                 info = entry.stat(follow_symlinks=False)
-                if stat_module.S_ISLNK(info.st_mode):
+                if path in self._files and stat_module.S_ISREG(info.st_mode):
+                    found[path] = (info.st_size, info.st_mtime_ns, info.st_ino)  # a name known good
+                elif stat_module.S_ISLNK(info.st_mode):
                     found[path] = "a link, not a fact file; facts are plain files written by fsmem"
                 elif stat_module.S_ISDIR(info.st_mode):
                     found[path] = "a folder inside the facts folder; facts are files, one a fact"
@@ -200,29 +250,52 @@ class Facts:
             return _Read(stamp, problem=error.message)
 
     def _load(self) -> Resolution:
-        """The canonical state of the facts now (cached while no file changed)."""
+        """The canonical state of the facts now: cached while no file changed, advanced file by
+        file when some did (a full rebuild only when an unreadable file appears or goes)."""
         with self._guard:
             scanned = self._scan()
             stamps = {path: value for path, value in scanned.items() if isinstance(value, tuple)}
+            self._scan_problems = [Problem(path, value) for path, value in scanned.items()
+                                   if isinstance(value, str)]
             if self._resolution is not None and stamps == self._snapshot:
                 return self._resolution
-            problems = [Problem(path, value) for path, value in scanned.items() if isinstance(value, str)]
-            self._files = {path: read for path, read in self._files.items() if path in stamps}
+            incremental = self._resolution is not None
+            ops: list[Op] = []
+            files: dict[str, _Read] = {}
             for path, stamp in stamps.items():
                 known = self._files.get(path)
-                if known is None or known.stamp != stamp:
-                    self._files[path] = self._read_one(path)
+                if known is not None and known.stamp == stamp:
+                    files[path] = known
+                    continue
+                read = files[path] = self._read_one(path)
+                if read.fact is None or (known is not None and known.fact is None):
+                    incremental = False
+                else:
+                    ops.append(Op("write", path, read.fact))
+            for path, known in self._files.items():
+                if path not in stamps:
+                    if known.fact is None:
+                        incremental = False
+                    ops.append(Op("delete", path))
+            self._files = files
+            self._snapshot = {path: read.stamp for path, read in files.items()}
+            if incremental and self._resolution is not None:
+                self._resolution.apply(ops)
+                return self._resolution
             pairs, broken = [], set()
-            for path, read in sorted(self._files.items()):
+            for path, read in sorted(files.items()):
                 if read.fact is not None:
                     pairs.append((read.location, read.fact))
                 else:
-                    problems.append(Problem(path, read.problem or "cannot be read"))
                     broken.add(rules.fact_id_of_path(path)[0])  # type: ignore[index]
             self._resolution = rules.resolve(pairs, broken)  # type: ignore[arg-type]
-            self._snapshot = {path: read.stamp for path, read in self._files.items()}
-            self._problems = problems
             return self._resolution
+
+    def _problems(self) -> list[Problem]:
+        """Files that are no fact, and facts that cannot be read, as of the last load."""
+        unreadable = [Problem(path, read.problem or "cannot be read")
+                      for path, read in sorted(self._files.items()) if read.fact is None]
+        return [*self._scan_problems, *unreadable]
 
     def get(self, fact_id: str) -> Fact:
         with self._guard:
@@ -258,7 +331,7 @@ class Facts:
         """What a person should mend: unreadable files, rule breaks, half-finished changes."""
         with self._guard:
             resolution = self._load()
-            problems = list(self._problems)
+            problems = self._problems()
             for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
                 try:
                     rules.check_draft(fact.subject, fact.attribute, fact.text, fact.source, fact.said,
@@ -273,6 +346,12 @@ class Facts:
                     fact = resolution.facts[min(ids)]
                     problems.append(Problem(FACTS_DIR, f"{len(ids)} facts hold for {fact.subject} / "
                                             f"{fact.attribute} ({names}); forget or edit all but one"))
+            for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
+                if fact.replaced_by is not None and fact.replaced_by not in resolution.facts \
+                        and fact.replaced_by not in resolution.broken:
+                    problems.append(Problem(fact.path, f"replaced by {fact.replaced_by}, which is gone; "
+                                            "its history ends here. Forget this fact if it no longer "
+                                            "matters"))
             if resolution.fixes:
                 paths = sorted({op.path for op in resolution.fixes})
                 problems.append(Problem(FACTS_DIR, f"{len(paths)} fact file(s) left half-changed "
@@ -308,8 +387,7 @@ class Facts:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
         writes nothing. ``applies``: the plan advanced the resolution itself."""
         with self._guard, self.drive.change(command=command, thread=thread) as tx:
-            self._snapshot = None
-            resolution = self._load()
+            resolution = self._load()  # rescanned under the lock; parsed again only where files changed
             fixes = list(resolution.fixes)
             try:
                 if fixes:
@@ -399,10 +477,10 @@ class Facts:
                                     step.replaced))
             return ops
 
-        self._change("facts.keep", thread, plan, applies=True)
-        # later keeps of the same batch may have moved an earlier one: report each as it stands now
         with self._guard:
-            final = self._load()
+            self._change("facts.keep", thread, plan, applies=True)
+            # later keeps of the same batch may have moved an earlier one: report each as it stands now
+            final = self._resolution or self._load()
             return [Kept(k.outcome, final.facts.get(k.fact.id, k.fact),
                          final.facts.get(k.replaced.id, k.replaced) if k.replaced else None)
                     for k in results]

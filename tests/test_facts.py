@@ -207,3 +207,50 @@ def test_the_memory_tool_reads_facts_but_never_changes_them(memory, facts) -> No
         result = run.call(call)
         assert not result["ok"] and result["error"]["code"] == "PROTECTED", call
     assert facts.current()[0].id == kept.fact.id
+
+
+def test_a_long_lived_view_agrees_with_a_fresh_one_after_hand_edits(memory, facts) -> None:
+    ids = [facts.keep("Ana", "role", f"Ana has role {n}.", said=f"2026-0{n}-01").fact.id for n in range(1, 6)]
+    facts.keep("Bruno", "team", "Bruno is in ops.")
+    base = memory.root / "notes" / "memory"
+
+    def agree() -> None:
+        fresh = Facts(memory.drive)
+        assert facts.all() == fresh.all()
+        assert facts.current() == fresh.current()
+        assert [(p.path, p.message) for p in facts.check()] == [(p.path, p.message) for p in fresh.check()]
+
+    agree()
+    newest = base / f"{ids[-1]}.md"
+    newest.write_text(newest.read_text().replace("Ana has role 5.", "Ana has role five."))
+    agree()
+    (base / "history" / f"{ids[2]}.md").unlink()  # a person deletes one in the middle
+    agree()
+    assert [f.text for f in facts.current("ana")] == ["Ana has role five."]  # the older part stays history
+    assert [f.id for f in facts.history(ids[1])] == [ids[1], ids[0]]
+    assert (f"notes/memory/history/{ids[1]}.md", f"replaced by {ids[2]}, which is gone; its history ends here. "
+            "Forget this fact if it no longer matters") in [(p.path, p.message) for p in facts.check()]
+    newest.write_text(newest.read_text().replace("said: 2026-05-01", "said: 2026-03-15"))  # said earlier now
+    agree()
+    assert [f.text for f in facts.current("ana")] == ["Ana has role 4."]
+    (base / "history" / f"{ids[0]}.md").write_text("---\nbroken: [\n---\n")
+    agree()
+    (base / "history" / f"{ids[0]}.md").unlink()
+    (base / "stray.txt").write_text("x")
+    agree()
+    assert ("notes/memory/stray.txt", "not a fact file: facts are named <id>.md (letters, digits, - and _); "
+            "keep notes elsewhere, or keep the fact with `fsmem facts keep`") in [(p.path, p.message) for p in facts.check()]
+
+
+def test_the_quick_reader_and_the_yaml_reader_agree(memory, facts) -> None:
+    import frontmatter
+
+    from fsmem.core.facts import fact_from_fields
+    from fsmem.facts import _parse_own
+
+    for text in ["Ana", "chat: Planning", "yes", "2026-01-01", "Ana's #1 role", "'quoted'", "ü"]:
+        kept = facts.keep(text, "role", f"{text} is a subject.", source=text)
+        data = (memory.root / kept.fact.path).read_bytes()
+        quick = _parse_own(data, kept.fact.id)
+        post = frontmatter.loads(data.decode())
+        assert quick == fact_from_fields(post.metadata, post.content, kept.fact.id) == kept.fact, text

@@ -500,18 +500,23 @@ class Resolution:
         _resolve_into(self, {fid: self.stored[fid] for fid in affected if fid in self.stored})
 
 
-def _relinked(chain: Sequence[Fact]) -> list[Fact]:
-    """The chain with links derived from its order: each replaced by the next, until its date."""
+def _relinked(chain: Sequence[Fact], present: Mapping[str, object] | None = None) -> list[Fact]:
+    """The chain with links derived from its order: each replaced by the next, until its date.
+
+    The last fact holds — unless its file says it was replaced by a fact that is gone (a person
+    deleted it): then it stays replaced, as its file says (``present`` are the ids on disk).
+    """
     out = []
     for index, fact in enumerate(chain):
         before = chain[index - 1] if index > 0 else None
         after = chain[index + 1] if index + 1 < len(chain) else None
-        out.append(replace(
-            fact,
-            replaces=(before.id,) if before else (),
-            replaced_by=after.id if after else None,
-            until=after.said if after else None,
-        ))
+        if (after is None and present is not None and fact.replaced_by is not None
+                and fact.replaced_by not in present):
+            replaced_by, until = fact.replaced_by, fact.until
+        else:
+            replaced_by, until = (after.id, after.said) if after else (None, None)
+        out.append(replace(fact, replaces=(before.id,) if before else (), replaced_by=replaced_by,
+                           until=until))
     return out
 
 
@@ -561,7 +566,8 @@ def _resolve_into(resolution: Resolution, copies: Mapping[str, Mapping[Location,
     frozen_roots = {find(fid) for fid in touches_broken}
     for root, members in sorted(groups.items(), key=lambda item: min(f.order() for f in item[1])):
         # a chain touching an unreadable file keeps what its files say until a person mends it
-        resolution._add_chain(_relinked(sorted(members, key=Fact.order)), root in frozen_roots, chosen)
+        chain = _relinked(sorted(members, key=Fact.order), present=resolution.stored)
+        resolution._add_chain(chain, root in frozen_roots, chosen)
 
 
 def _store_ops(fact: Fact, places: Mapping[Location, Fact]) -> list[Op]:
