@@ -187,3 +187,18 @@ def test_remember_in_a_real_process_over_http(memory, tmp_path) -> None:
     assert "Kept " in result.stdout
     assert sent.headers["Authorization"] == "Bearer k-1"  # the key from the variable named
     assert [f.text for f in _facts(memory).current("bruno")] == ["Bruno works in ops."]
+
+
+def test_a_dated_conversation_is_said_on_its_date(memory) -> None:
+    dated = {**CONVERSATION, "date": "2026-10-01"}
+    answer = {"facts": [{"subject": "Ana", "attribute": "role", "fact": "Ana leads the data team."},
+                        {"subject": "Ana", "attribute": "city", "fact": "Ana lives in Porto.", "said": "2026-09-15"}]}
+    facts = _facts(memory)
+    extraction = facts.propose(dated, ScriptedModel(json.dumps(answer)), source="call notes")
+    research = facts.current("ana")[1]
+    assert [(p.status, p.other.id if p.other else None) for p in extraction.proposals] == [
+        ("history", research.id), ("new", None)]
+    assert [p.to_dict()["said"] for p in extraction.proposals] == ["2026-10-01", "2026-09-15"]
+    kept = facts.keep_drafts([p.draft for p in extraction.proposals])
+    assert [k.outcome for k in kept] == ["history", "current"]
+    assert kept[0].fact.until == research.said and kept[0].fact.source == "call notes"
