@@ -35,7 +35,7 @@ from fsmem.core.extract import (Proposal, classify, conversation_meta, conversat
 from fsmem.core.facts import Draft, Fact, Op, Resolution
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem.drive import Drive, Transaction
-from fsmem.errors import BadFact, SetupError
+from fsmem.errors import BadFact, FsmemError, SetupError
 
 __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]
 
@@ -336,16 +336,12 @@ class Facts:
                 try:
                     rules.check_draft(fact.subject, fact.attribute, fact.text, fact.source, fact.said,
                                       now=max(self._now(), fact.said))
-                except (BadFact, SetupError) as error:
+                except FsmemError as error:  # limits, secrets (the message never repeats one)
                     problems.append(Problem(fact.path, error.message))
-                except Exception as error:  # FactSensitive: never repeat the secret
-                    problems.append(Problem(fact.path, getattr(error, "message", str(error))))
-            for key, ids in sorted(resolution._holding.items()):
-                if len(ids) > 1:
-                    names = ", ".join(sorted(ids))
-                    fact = resolution.facts[min(ids)]
-                    problems.append(Problem(FACTS_DIR, f"{len(ids)} facts hold for {fact.subject} / "
-                                            f"{fact.attribute} ({names}); forget or edit all but one"))
+            for ids in resolution.duplicates():
+                fact = resolution.facts[ids[0]]
+                problems.append(Problem(FACTS_DIR, f"{len(ids)} facts hold for {fact.subject} / "
+                                        f"{fact.attribute} ({', '.join(ids)}); forget or edit all but one"))
             for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
                 if fact.replaced_by is not None and fact.replaced_by not in resolution.facts \
                         and fact.replaced_by not in resolution.broken:

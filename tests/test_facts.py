@@ -254,3 +254,35 @@ def test_the_quick_reader_and_the_yaml_reader_agree(memory, facts) -> None:
         quick = _parse_own(data, kept.fact.id)
         post = frontmatter.loads(data.decode())
         assert quick == fact_from_fields(post.metadata, post.content, kept.fact.id) == kept.fact, text
+
+
+from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
+
+from fsmem.core.facts import Fact, clean_name, clean_sentence  # noqa: E402
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_TEXT, _TEXT, _TEXT, _TEXT)
+@example("a\x00b", "role: x", "'", "---")
+@example("null", "~", "- x", "--- a ---")
+@example("\ufeffAna", "#", "&anchor", "\x85")
+@example("Ana", "role", "x", "---\nid: other\n---")
+def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, sentence) -> None:
+    import frontmatter
+
+    from fsmem.core.facts import fact_from_fields
+    from fsmem.facts import _parse_own
+
+    parts = [clean_name(subject), clean_name(attribute), clean_name(source), clean_sentence(sentence)]
+    if not all(parts):
+        return
+    fact = Fact(id="20261130-100000-0000abcd", subject=parts[0], attribute=parts[1], source=parts[2],
+                text=parts[3], said=NOW, kept=NOW, replaces=("20261130-090000-0000abcd",))
+    data = render(fact)
+    assert parse(data, fact.id) == fact
+    quick = _parse_own(data, fact.id)
+    assert quick is None or quick == fact
+    post = frontmatter.loads(data.decode())
+    assert fact_from_fields(post.metadata, post.content, fact.id) == fact

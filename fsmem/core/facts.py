@@ -415,6 +415,10 @@ class Resolution:
         found = [self.facts[fid] for fid in self._holding.get(key, ())]
         return max(found, key=Fact.order) if found else None
 
+    def duplicates(self) -> list[list[str]]:
+        """Things that have more than one fact holding (a person made them), each as sorted ids."""
+        return sorted(sorted(ids) for ids in self._holding.values() if len(ids) > 1)
+
     def chain(self, fact_id: str) -> list[Fact]:
         """The whole chain ``fact_id`` belongs to, oldest first."""
         return [self.facts[i] for i in self.chains[self.chain_of[fact_id]]]
