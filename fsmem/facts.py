@@ -16,8 +16,10 @@ by a crash is finished by the next change (the repair), and every read already s
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import tempfile
 import secrets as random_source
 import stat as stat_module
 import threading
@@ -40,6 +42,8 @@ from fsmem.errors import BadFact, FsmemError, SetupError
 __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]
 
 PROMPT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "extract_facts.md"
+CACHE_FILE = "cache/facts.json"  # under .fsmem/: derived, deletable, saves a new process the parsing
+CACHE_AFTER = 200  # files parsed in one load before the cache is written again
 _TIME_FIELDS = {"said", "kept", "edited", "until"}
 
 
@@ -196,6 +200,8 @@ class Facts:
         self._resolution: Resolution | None = None
         self._scan_problems: list[Problem] = []
         self._last_id: str | None = None
+        self._cache_file = drive.state / CACHE_FILE
+        self._files.update(_read_cache(self._cache_file))
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -279,6 +285,8 @@ class Facts:
                     ops.append(Op("delete", path))
             self._files = files
             self._snapshot = {path: read.stamp for path, read in files.items()}
+            if len(ops) >= CACHE_AFTER:
+                _write_cache(self._cache_file, files)
             if incremental and self._resolution is not None:
                 self._resolution.apply(ops)
                 return self._resolution
@@ -534,6 +542,57 @@ class Facts:
         with self._guard:
             proposals, notes = classify(self._load(), found, said=said_at, source=source, now=now)
         return Extraction(proposals, notes)
+
+
+def _read_cache(cache_file: Path) -> dict[str, _Read]:
+    """Parsed facts a previous process saved, keyed by file stamp; anything odd means no cache."""
+    try:
+        data = json.loads(cache_file.read_text(encoding="utf-8"))
+        if data.get("format") != 1:
+            return {}
+        found: dict[str, _Read] = {}
+        for path, entry in data["files"].items():
+            place = rules.fact_id_of_path(path)
+            if place is None:
+                return {}
+            fields = entry["fact"]
+            when = datetime.fromisoformat
+            fact = Fact(id=fields["id"], subject=fields["subject"], attribute=fields["attribute"],
+                        text=fields["text"], source=fields["source"], said=when(fields["said"]),
+                        kept=when(fields["kept"]),
+                        edited=when(fields["edited"]) if fields["edited"] else None,
+                        replaces=tuple(fields["replaces"]), replaced_by=fields["replaced_by"],
+                        until=when(fields["until"]) if fields["until"] else None)
+            if fact.id != place[0]:
+                return {}
+            stamp = tuple(entry["stamp"])
+            if len(stamp) != 3:
+                return {}
+            found[path] = _Read(stamp, place[1], fact)  # type: ignore[arg-type]
+        return found
+    except Exception:  # noqa: BLE001 - a missing, old or damaged cache is simply not used
+        return {}
+
+
+def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
+    entries = {}
+    for path, read in files.items():
+        fact = read.fact
+        if fact is None:
+            continue
+        entries[path] = {"stamp": list(read.stamp), "fact": {
+            "id": fact.id, "subject": fact.subject, "attribute": fact.attribute, "text": fact.text,
+            "source": fact.source, "said": fact.said.isoformat(), "kept": fact.kept.isoformat(),
+            "edited": fact.edited.isoformat() if fact.edited else None, "replaces": list(fact.replaces),
+            "replaced_by": fact.replaced_by, "until": fact.until.isoformat() if fact.until else None}}
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".facts.", suffix=".tmp", dir=cache_file.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"format": 1, "files": entries}, handle, ensure_ascii=False, separators=(",", ":"))
+        os.replace(temp, cache_file)
+    except OSError:
+        pass  # a cache we cannot write only costs the next process some parsing
 
 
 def load_prompt() -> str:

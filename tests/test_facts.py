@@ -286,3 +286,24 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
     assert quick is None or quick == fact
     post = frontmatter.loads(data.decode())
     assert fact_from_fields(post.metadata, post.content, fact.id) == fact
+
+
+def test_a_new_process_reads_parsed_facts_from_the_cache(memory, facts, monkeypatch) -> None:
+    import fsmem.facts as module
+
+    monkeypatch.setattr(module, "CACHE_AFTER", 1)
+    old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
+    new = facts.keep("Ana", "role", "Ana works in research.", said="2026-10-12")
+    expected = Facts(memory.drive).all()  # parses both, then saves the cache
+    assert (memory.root / ".fsmem/cache/facts.json").is_file()
+
+    parsed: list[str] = []
+    real_parse = module.parse
+    monkeypatch.setattr(module, "parse", lambda data, fid: parsed.append(fid) or real_parse(data, fid))
+    assert Facts(memory.drive).all() == expected and parsed == []
+    path = memory.root / new.fact.path
+    path.write_text(path.read_text().replace("research.", "research, on search."))
+    assert [f.text for f in Facts(memory.drive).current()] == ["Ana works in research, on search."]
+    assert parsed == [new.fact.id]
+    (memory.root / ".fsmem/cache/facts.json").write_text('{"format": 1, "files": {"x": 3}}')
+    assert [f.id for f in Facts(memory.drive).all()] == [old.fact.id, new.fact.id]
