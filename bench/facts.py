@@ -121,8 +121,16 @@ def main(argv: list[str] | None = None) -> int:
 
         _row("current() after a hand edit of one file", _timed(after_hand_edit, max(10, args.samples // 5)),
              list_base)
-        _row("current() in a fresh process (parses all)",
-             _timed(lambda: Facts(memory.drive).current(), 3), list_base)
+        cache = root / ".fsmem" / "cache" / "facts.json"
+
+        def fresh_without_cache() -> None:
+            cache.unlink(missing_ok=True)
+            Facts(memory.drive).current()
+
+        _row("current() in a new process, no cache (parses all)", _timed(fresh_without_cache, 3), list_base)
+        Facts(memory.drive).current()  # leaves the cache behind
+        _row("current() in a new process, with the cache", _timed(lambda: Facts(memory.drive).current(), 5),
+             list_base)
 
         search = getattr(memory, "search", None)
         if search is None:
