@@ -226,11 +226,12 @@ def _choice(text: str, count: int) -> list[int]:
               help="Which proposals to keep; without it you are asked one by one (at a terminal).")
 @click.option("--ask", is_flag=True, help="Ask about each proposal, even when stdin is not a terminal.")
 @click.option("--source", help="Where the facts came from (default: `chat: TITLE` or `a conversation`).")
+@click.option("--said", metavar="DATE", help="When the conversation took place (default: its `date`, else now).")
 @root_option
 @json_option
 def remember(conversation_file: Path, model_url: str | None, model_name: str | None, api_key_env: str,
-             timeout: float, keep_choice: str | None, ask: bool, source: str | None, root: str | None,
-             as_json: bool) -> None:
+             timeout: float, keep_choice: str | None, ask: bool, source: str | None, said: str | None,
+             root: str | None, as_json: bool) -> None:
     """Propose the durable facts of a conversation through a model; keep the ones you choose."""
     from fsmem.llm import OpenAICompatibleModel
 
@@ -240,7 +241,7 @@ def remember(conversation_file: Path, model_url: str | None, model_name: str | N
         raise ModelError("no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
                          "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server")
     model = OpenAICompatibleModel(model_url, model_name, api_key_env=api_key_env, timeout=timeout)
-    extraction = store.propose(conversation, model, source=source)
+    extraction = store.propose(conversation, model, source=source, said=said)
     proposals = extraction.proposals
     keepable = [p for p in proposals if p.status != "known"]
     if keep_choice is not None:

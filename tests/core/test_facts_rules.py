@@ -511,3 +511,19 @@ def test_advancing_a_resolution_matches_resolving_again(steps, data) -> None:
         folder.apply(ops)
         live.apply(ops)
         _same(live, folder.resolution())
+
+
+@pytest.mark.parametrize("name", ["facts", "extract"])
+def test_fact_rules_are_pure(name: str) -> None:
+    import ast
+    import sys
+    from pathlib import Path
+
+    source = (Path(F.__file__).parent / f"{name}.py").read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for module in modules:
+                assert (module.split(".")[0] in sys.stdlib_module_names or module == "fsmem.errors"
+                        or module.startswith("fsmem.core.")), module
+    assert "open(" not in source and "os." not in source
