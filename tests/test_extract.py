@@ -207,8 +207,10 @@ def test_a_dated_conversation_is_said_on_its_date(memory) -> None:
 def test_remember_said_sets_the_date(memory, tmp_path) -> None:
     answer = {"facts": [{"subject": "Ana", "attribute": "role", "fact": "Ana leads the data team."}]}
     with ChatServer([json.dumps(answer)]) as server:
-        result = _remember(memory, server, tmp_path, "--said", "2026-09-01", "--keep", "1", "--json")
+        result = _remember(memory, server, tmp_path, "--said", "2026-09-01", "--keep", "1", "--json",
+                           "--no-thinking")
     assert result.exit_code == 0, result.output
+    assert server.requests[0].body["chat_template_kwargs"] == {"enable_thinking": False}
     data = json.loads(result.output)
     assert data["proposals"][0]["said"] == "2026-09-01" and data["proposals"][0]["status"] == "history"
     assert data["kept"][0]["outcome"] == "history"

@@ -222,6 +222,9 @@ def _choice(text: str, count: int) -> list[int]:
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
               help="The environment variable holding the API key (sent only when set).")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds to wait for the model.")
+@click.option("--no-thinking", is_flag=True,
+              help="Ask a model that thinks (Qwen3 and the like) not to: sends chat_template_kwargs "
+                   "enable_thinking=false (vLLM, llama.cpp, SGLang).")
 @click.option("--keep", "keep_choice", metavar="1,3|all|none",
               help="Which proposals to keep; without it you are asked one by one (at a terminal).")
 @click.option("--ask", is_flag=True, help="Ask about each proposal, even when stdin is not a terminal.")
@@ -230,7 +233,7 @@ def _choice(text: str, count: int) -> list[int]:
 @root_option
 @json_option
 def remember(conversation_file: Path, model_url: str | None, model_name: str | None, api_key_env: str,
-             timeout: float, keep_choice: str | None, ask: bool, source: str | None, said: str | None,
+             timeout: float, no_thinking: bool, keep_choice: str | None, ask: bool, source: str | None, said: str | None,
              root: str | None, as_json: bool) -> None:
     """Propose the durable facts of a conversation through a model; keep the ones you choose."""
     from fsmem.llm import OpenAICompatibleModel
@@ -240,7 +243,9 @@ def remember(conversation_file: Path, model_url: str | None, model_name: str | N
     if not model_url or not model_name:
         raise ModelError("no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
                          "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server")
-    model = OpenAICompatibleModel(model_url, model_name, api_key_env=api_key_env, timeout=timeout)
+    extra = {"chat_template_kwargs": {"enable_thinking": False}} if no_thinking else None
+    model = OpenAICompatibleModel(model_url, model_name, api_key_env=api_key_env, timeout=timeout,
+                                  extra_body=extra)
     extraction = store.propose(conversation, model, source=source, said=said)
     proposals = extraction.proposals
     keepable = [p for p in proposals if p.status != "known"]
