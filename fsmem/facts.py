@@ -208,37 +208,44 @@ class Facts:
     def _now(self) -> datetime:
         return self._clock().astimezone(timezone.utc).replace(microsecond=0)
 
-    def _scan(self) -> dict[str, tuple[int, int, int] | str]:
-        """Every entry under the facts folders: path -> stamp, or a problem for what is no fact."""
-        found: dict[str, tuple[int, int, int] | str] = {}
+    def _scan(self) -> tuple[dict[str, tuple[int, int, int]], list[Problem]]:
+        """The stamp (size, mtime, inode) of every fact file, and what under the facts folders is
+        no fact. One ``stat`` a file: this is the freshness check every read pays."""
+        stamps: dict[str, tuple[int, int, int]] = {}
+        problems: list[Problem] = []
+        known = self._files
+        regular, link, folder_mode = stat_module.S_ISREG, stat_module.S_ISLNK, stat_module.S_ISDIR
         for folder in (FACTS_DIR, HISTORY_DIR):
             try:
-                real = self.drive.resolve(folder)
-                entries = list(os.scandir(real))
+                entries = list(os.scandir(self.drive.resolve(folder)))
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except Exception as error:  # noqa: BLE001 - a link leading out, a folder we may not read
-                found[folder] = f"the folder cannot be read ({getattr(error, 'message', error)})"
+                problems.append(Problem(folder, f"the folder cannot be read ({getattr(error, 'message', error)})"))
                 continue
+            prefix = folder + "/"
             for entry in entries:
-                if entry.name.startswith("."):
+                name = entry.name
+                if name[0] == ".":
                     continue  # temp files of an atomic write, editor swap files
-                path = f"{folder}/{entry.name}"
-                if folder == FACTS_DIR and entry.name == "history" and entry.is_dir(follow_symlinks=False):
-                    continue
+                path = prefix + name
                 info = entry.stat(follow_symlinks=False)
-                if path in self._files and stat_module.S_ISREG(info.st_mode):
-                    found[path] = (info.st_size, info.st_mtime_ns, info.st_ino)  # a name known good
-                elif stat_module.S_ISLNK(info.st_mode):
-                    found[path] = "a link, not a fact file; facts are plain files written by fsmem"
-                elif stat_module.S_ISDIR(info.st_mode):
-                    found[path] = "a folder inside the facts folder; facts are files, one a fact"
+                mode = info.st_mode
+                if path in known and regular(mode):  # a name known good: the common case
+                    stamps[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+                elif folder == FACTS_DIR and name == "history" and folder_mode(mode):
+                    continue
+                elif link(mode):
+                    problems.append(Problem(path, "a link, not a fact file; facts are plain files written by fsmem"))
+                elif folder_mode(mode):
+                    problems.append(Problem(path, "a folder inside the facts folder; facts are files, one a fact"))
                 elif rules.fact_id_of_path(path) is None:
-                    found[path] = ("not a fact file: facts are named <id>.md (letters, digits, - and _); "
-                                   "keep notes elsewhere, or keep the fact with `fsmem facts keep`")
+                    problems.append(Problem(path, "not a fact file: facts are named <id>.md (letters, digits, "
+                                                  "- and _); keep notes elsewhere, or keep the fact with "
+                                                  "`fsmem facts keep`"))
                 else:
-                    found[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
-        return found
+                    stamps[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+        return stamps, problems
 
     def _read_one(self, path: str) -> _Read:
         fid, location = rules.fact_id_of_path(path)  # type: ignore[misc]
@@ -259,10 +266,7 @@ class Facts:
         """The canonical state of the facts now: cached while no file changed, advanced file by
         file when some did (a full rebuild only when an unreadable file appears or goes)."""
         with self._guard:
-            scanned = self._scan()
-            stamps = {path: value for path, value in scanned.items() if isinstance(value, tuple)}
-            self._scan_problems = [Problem(path, value) for path, value in scanned.items()
-                                   if isinstance(value, str)]
+            stamps, self._scan_problems = self._scan()
             if self._resolution is not None and stamps == self._snapshot:
                 return self._resolution
             incremental = self._resolution is not None
