@@ -28,7 +28,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
+import threading
+
 from filelock import FileLock, Timeout as LockTimeout
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: filelock does the locking
+    fcntl = None  # type: ignore[assignment]
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
@@ -95,8 +102,11 @@ class Drive:
         self.root = Path(os.path.realpath(root))
         self.settings = settings
         self.state = self.root / STATE_DIR
+        self._root_str, self._state_str = str(self.root), str(self.state)
         self.on_commit: list[Callable[[set[str]], None]] = []
-        self._lock = FileLock(str(self.state / LOCK_FILE), timeout=settings.lock_timeout)
+        lock_file = str(self.state / LOCK_FILE)
+        self._lock = (RootLock(lock_file, settings.lock_timeout) if fcntl is not None
+                      else FileLock(lock_file, timeout=settings.lock_timeout))
 
     # ---- locating ---------------------------------------------------------------------------
 
@@ -106,13 +116,33 @@ class Drive:
         A symlink anywhere on the way may point inside the root, never out of it, and never into
         ``.fsmem/``.
         """
-        candidate = self.root / path if path else self.root
-        real = Path(os.path.realpath(candidate))
-        if real != self.root and self.root not in real.parents:
+        real = self._real(path)
+        where = str(real)  # real paths are normalized: a prefix test is the parents test, faster
+        if where != self._root_str and not where.startswith(self._root_str + "/"):
             raise BadPath(f"{path!r} leads outside the memory folder (through a link); use a path inside it")
-        if real == self.state or self.state in real.parents:
+        if where == self._state_str or where.startswith(self._state_str + "/"):
             raise BadPath(f"{path!r} leads into fsmem's own state, which is not memory; use another path")
         return real
+
+    def _real(self, path: str) -> Path:
+        """``os.path.realpath`` of ``root/path``, cheaply: the root is real already, so only the parts
+        under it can be links; with none among them (the usual case) the path is its own real path."""
+        candidate = self.root / path if path else self.root
+        parts = path.split("/") if path else []
+        if any(part in ("", ".", "..") for part in parts):  # not normalized: let realpath settle it
+            return Path(os.path.realpath(candidate))
+        current = str(self.root)
+        for part in parts:
+            current = f"{current}/{part}"
+            try:
+                mode = os.lstat(current).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return candidate  # nothing exists below here, so nothing below is a link
+            except OSError:
+                return Path(os.path.realpath(candidate))
+            if stat_module.S_ISLNK(mode):
+                return Path(os.path.realpath(candidate))
+        return candidate
 
     def canonical(self, path: str) -> str:
         """The root-relative path of where ``path`` really is (links inside the root resolved)."""
@@ -129,7 +159,10 @@ class Drive:
 
     def read(self, path: str) -> bytes | None:
         """The bytes of a file, or None when there is no file there."""
-        real = self.resolve(path)
+        return self._read_real(self.resolve(path), path)
+
+    def _read_real(self, real: Path, path: str) -> bytes | None:
+        """``read`` of a path already resolved (and so guarded) by ``resolve``."""
         try:
             fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
@@ -217,6 +250,8 @@ class Drive:
             return []
         kept = []
         for item in sorted(folder.iterdir(), reverse=True):
+            if not item.is_file() or item.name.startswith("."):
+                continue  # a folder's files keep their own versions; a dot-name is a crash's temp file
             stamp, _, rest = item.name.partition("-")
             version, _, command = rest.partition("-")
             kept.append(
@@ -231,8 +266,12 @@ class Drive:
             return
         with open(log_file, encoding="utf-8") as handle:
             for line in handle:
-                if line.strip():
+                if not line.strip():
+                    continue
+                try:
                     yield LogEntry.from_json(line)
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line torn by a crash in the middle of its append
 
     def last_change(self, path: str) -> LogEntry | None:
         """The newest log entry that changed ``path``."""
@@ -241,6 +280,55 @@ class Drive:
             if path in (entry.path, entry.new_path):
                 last = entry
         return last
+
+
+class RootLock:
+    """The root's write lock: ``flock`` on ``.fsmem/lock``, re-entrant within a thread.
+
+    The same lock filelock's ``FileLock`` takes on that file (so the two exclude each other), in a
+    few system calls instead of filelock's dozen (it re-checks the folder and the file on every
+    acquire, a third of a write's own cost). Each acquire opens its own descriptor, so threads of
+    one process exclude each other like processes do. Waits poll from 1 ms up to 20 ms, until the
+    timeout (then filelock's ``Timeout``, which ``Drive.locked`` turns into ``BUSY``).
+    """
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.lock_file = path
+        self.timeout = timeout
+        self._held = threading.local()
+
+    def __enter__(self) -> "RootLock":
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            return self
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockTimeout(self.lock_file) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)
+            except BaseException:
+                os.close(fd)
+                raise
+        self._held.fd, self._held.depth = fd, 1
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._held.depth -= 1
+        if self._held.depth == 0:
+            fd, self._held.fd = self._held.fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
 
 
 class Transaction:
@@ -258,10 +346,11 @@ class Transaction:
     def write(self, path: str, data: bytes) -> str:
         """Write a whole file atomically, keeping what it held before. Returns the new version."""
         target = self.drive.resolve(path)
-        before = self.drive.read(path)
+        before = self.drive._read_real(target, path)  # resolved once: realpath is a good part of a write's cost
         if before is not None:
             self._keep(path, target, before)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.parent.is_dir():  # a stat; mkdir of an existing folder costs a journal round on ext4
+            target.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(target, data, durable=self.drive.settings.durable)
         after = version_of(data)
         self._log(path, _version(before), after)
@@ -271,11 +360,14 @@ class Transaction:
         """Remove a file or a folder, keeping every file's content in versions/."""
         target = self.drive.resolve(path)
         if target.is_dir():
-            for entry in list(self.drive.walk_files(path)) + self._other_files(path):
-                data = self.drive.read(entry.path)
+            # Read everything first: a file that cannot be kept (a link leading out) refuses the
+            # delete before anything is kept, logged or removed.
+            held = [(entry.path, self.drive.read(entry.path))
+                    for entry in list(self.drive.walk_files(path)) + self._other_files(path)]
+            for entry_path, data in held:
                 if data is not None:
-                    self._keep(entry.path, self.drive.resolve(entry.path), data)
-                    self._log(entry.path, version_of(data), None)
+                    self._keep(entry_path, self.drive.resolve(entry_path), data)
+                    self._log(entry_path, version_of(data), None)
             shutil.rmtree(target)
         else:
             data = self.drive.read(path)
@@ -323,24 +415,40 @@ class Transaction:
 
     def _keep(self, path: str, real: Path, data: bytes) -> None:
         folder = self.drive.state / VERSIONS_DIR / path
-        folder.mkdir(parents=True, exist_ok=True)
         kept = folder / f"{_stamp()}-{version_of(data)}-{self.command}.md"
         try:
-            os.link(real, kept)  # the old inode lives on under versions/ once os.replace swaps it out
+            try:
+                os.link(real, kept)  # the old inode lives on under versions/ once os.replace swaps it out
+            except FileNotFoundError:  # the file's first kept version: make its folder (only then)
+                folder.mkdir(parents=True, exist_ok=True)
+                os.link(real, kept)
         except OSError:
+            folder.mkdir(parents=True, exist_ok=True)
             _atomic_write(kept, data, durable=False)
-        old = sorted(folder.iterdir())
-        for extra in old[: max(0, len(old) - self.drive.settings.versions_kept)]:
-            extra.unlink()
+        names = sorted(os.listdir(folder))
+        for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
+            os.unlink(folder / extra)
 
     def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None) -> None:
         entry = {"time": now_iso(), "command": self.command, "path": path,
                  "before": before, "after": after, "thread": self.thread}
         if new_path is not None:
             entry["new_path"] = new_path
-        with open(self.drive.state / LOG_FILE, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        _append_line(self.drive.state / LOG_FILE, json.dumps(entry, ensure_ascii=False))
         self.changed.append(path)
+
+
+def _append_line(log_file: Path, line: str) -> None:
+    """Append one line; if a crash left the last line torn (no newline), start on a fresh one."""
+    with open(log_file, "ab") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        prefix = b""
+        if size:
+            with open(log_file, "rb") as tail:
+                tail.seek(size - 1)
+                if tail.read(1) != b"\n":
+                    prefix = b"\n"
+        handle.write(prefix + line.encode("utf-8") + b"\n")
 
 
 def _version(data: bytes | None) -> str | None:

@@ -186,13 +186,19 @@ class Run:
             return {"ok": True, "path": path, "text": self._tree(path)}
         data = self.drive.read(path)
         if data is None:
+            # The run has now seen that the file is gone: it may make it anew without a conflict.
+            self.seen.pop(path, None)
             raise NotFound(f"there is no file {path!r}; read the folder \"/\" to see what exists")
+        version = version_of(data)
+        # Seen even when it cannot be shown: the refusal below says to write it whole, which needs it.
+        self.mark_seen(path, version)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise BadRequest(f"{path} is not UTF-8 text; fsmem reads only UTF-8 markdown") from error
-        version = version_of(data)
-        self.mark_seen(path, version)
+            raise BadRequest(
+                f"{path} is not UTF-8 text (edited outside fsmem?), so it cannot be shown; write it whole "
+                "with content to replace it (its bytes stay in the versions kept)"
+            ) from error
         info = self.drive.stat(path)
         view = render.file_view(path, text, version, info.st_mtime if info else 0.0,
                                 request.start_line, request.end_line)
@@ -209,18 +215,24 @@ class Run:
 
     def _write(self, request: Write) -> dict[str, Any]:
         path = self._path(request.path)
+        self._refuse_secret_path(path)
         ensure_markdown_file(path)
         self._check_writable(path, "writing")
         if self.drive.is_dir(path):
             raise Exists(f"{path} is a folder; write to a file inside it")
         with self.drive.change("write", self.thread_id) as tx:
             before = tx.read(path)
+            if before is not None and request.create:
+                raise Exists(f"{path} already exists; nothing was written. Choose another path, or change it")
             if before is not None:
                 self._check_version(path, before, request.expected_version, "write")
             elif request.expected_version or path in self.seen:
                 raise Conflict(self._changed_since(path, request.expected_version or self.seen[path], None))
-            whole = request.content is not None and not has_markers(request.content)
+            whole = request.content is not None and (request.literal or not has_markers(request.content))
             before_text = None if before is None else _decode(before, path, lenient=whole)
+            # What the call brings in is checked before the merge: a merge refusal names lines.
+            self._refuse_secret(path, before_text or "", request.content if request.content is not None
+                                else request.new_text)
             after_text = self._new_text(path, before_text, request)
             after = self._checked_bytes(path, before_text or "", after_text)
             if before is not None and after == before:
@@ -241,7 +253,7 @@ class Run:
 
     def _new_text(self, path: str, before: str | None, request: Write) -> str:
         if request.content is not None:
-            if not has_markers(request.content):
+            if request.literal or not has_markers(request.content):
                 return request.content
             if before is None:
                 raise EditUnplaced(
@@ -264,19 +276,34 @@ class Run:
                 f"{path} would be {len(data):,} bytes; the limit is {limit:,}. Keep the file short: move "
                 "details into topic files and leave a pointer here"
             )
+        self._refuse_secret(path, before, after)
+        return data
+
+    @staticmethod
+    def _refuse_secret(path: str, before: str, after: str) -> None:
         kind = find_secret(_added_lines(before, after))
         if kind is not None:
             raise Sensitive(
                 f"the change to {path} looks like it holds {kind}; secrets never go into memory. "
                 "Nothing was written: remove it (say where the secret is kept instead) and write again"
             )
-        return data
+
+    @staticmethod
+    def _refuse_secret_path(path: str) -> None:
+        """A path is stored too (file name, log, versions/); it is never repeated back."""
+        kind = find_secret(path.replace("/", " ").replace(".", " "))
+        if kind is not None:
+            raise Sensitive(
+                f"the path looks like it holds {kind}; secrets never go into memory, not even in a "
+                "file name. Nothing was written: choose a plain descriptive name"
+            )
 
     # ---- rename -----------------------------------------------------------------------------
 
     def _rename(self, request: Rename) -> dict[str, Any]:
         source = self._path(request.path)
         destination = self._path(request.new_path)
+        self._refuse_secret_path(destination)
         if source == destination:
             raise BadRequest("path and new_path are the same; give a different new_path")
         for end, label in ((source, "path"), (destination, "new_path")):
@@ -397,6 +424,9 @@ class Run:
     def _search(self, request: Search) -> dict[str, Any]:
         settings = self.memory.settings
         limit = min(request.limit or settings.search_limit, settings.max_search_limit)
+        for name, globs in (("include", request.include), ("exclude", request.exclude)):
+            for glob in globs:
+                _check_glob(name, glob)
         accept = compile_globs(request.include or None, request.exclude or None)
         since = parse_since(request.since, utc_now()) if request.since else None
         pattern = compile_pattern(request.query, literal=not request.regex)
@@ -407,6 +437,15 @@ class Run:
             text = "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in hits)
         return {"ok": True, "text": text,
                 "hits": [{"path": h.path, "line": h.line, "text": h.text} for h in hits]}
+
+
+def _check_glob(name: str, glob: str) -> None:
+    """A glob names paths, so it obeys the path rules: no "..", no hidden or state folders, no
+    invisible characters. Nothing outside them could match anyway; saying so beats "No match"."""
+    try:
+        normalize_path(glob)
+    except BadPath as error:
+        raise BadPath(f"The {name} glob is not a memory path: {error.message}") from error
 
 
 def _decode(data: bytes, path: str, lenient: bool = False) -> str:

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "log": "fsmem.cli.files:log",
     "agents": "fsmem.cli.levels:agents",
     "routines": "fsmem.cli.levels:routines",
+    "mcp": "fsmem.cli.mcp:mcp",
     "proposals": "fsmem.cli.proposals:proposals",
     "facts": "fsmem.cli.facts:facts",
     "remember": "fsmem.cli.facts:remember",

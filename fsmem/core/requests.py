@@ -26,6 +26,9 @@ class Write:
     old_text: str | None = None
     new_text: str | None = None
     expected_version: str | None = None
+    # Not in the model's schema; set by faces that map another tool onto write (Claude's memory tool):
+    literal: bool = False  # content is the whole file as is: a <!-- ... --> line in it is text, not a marker
+    create: bool = False  # only make a new file: refused with EXISTS when the path exists
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ def request_to_dict(request: Request) -> dict[str, Any]:
     command = next(name for name, kind in _TYPES.items() if isinstance(request, kind))
     data: dict[str, Any] = {"command": command}
     for name, value in vars(request).items():
-        if value is None or value == () or (name == "regex" and value is False):
+        if value is None or value == () or value is False:  # False is every flag's default
             continue
         data[name] = list(value) if isinstance(value, tuple) else value
     return data

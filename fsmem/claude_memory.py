@@ -1,0 +1,382 @@
+"""Claude's built-in memory tool (``memory_20250818``) backed by an fsmem root.
+
+    import anthropic, fsmem
+    from fsmem.claude_memory import FsmemMemoryTool
+
+    tool = FsmemMemoryTool(fsmem.open("memory", create=True), thread_id="t-1")
+    runner = anthropic.Anthropic().beta.messages.tool_runner(
+        model="claude-sonnet-4-5", max_tokens=2048, tools=[tool],
+        messages=[{"role": "user", "content": "Titles end with | Field Notes. Remember that."}])
+    for message in runner: ...
+
+``/memories`` is the root. Every command goes through the same :class:`fsmem.tool.Run` as fsmem's own
+tool, so the path and symlink guard, the secret guard, read versions, ``versions/``, ``log.jsonl`` and
+the index all apply:
+
+    view         → read (a file view marks its version as seen)
+    create       → write of the whole content, refused when the file exists
+    str_replace  → write with old_text / new_text
+    insert       → write of the whole file computed from the version the last view saw
+    delete       → delete (a level's top file is emptied instead)
+    rename       → rename, never over an existing path
+
+Results and error texts are those of the SDK's local-filesystem tool, which models are trained on,
+wherever fsmem's rules allow; a refusal that only fsmem makes (a secret, a conflict, a file not viewed
+yet, a protected file) is explained in fsmem's words. Errors are raised as the SDK's ``ToolError``,
+which its tool runner sends back with ``is_error``.
+
+This module is the only one that imports ``anthropic`` (the ``anthropic`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
+from anthropic.types.beta import (
+    BetaCacheControlEphemeralParam,
+    BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
+    BetaMemoryTool20250818InsertCommand,
+    BetaMemoryTool20250818RenameCommand,
+    BetaMemoryTool20250818StrReplaceCommand,
+    BetaMemoryTool20250818ViewCommand,
+)
+
+import fsmem
+from fsmem.core import paths as _paths
+from fsmem.core.paths import normalize_path
+from fsmem.core.requests import Delete, Read, Rename, Request, Write
+from fsmem.core.secrets import find_secret
+from fsmem.core.versions import version_of
+from fsmem.errors import BadPath, RequestError
+from fsmem.levels import Scope
+from fsmem.memory import Memory
+from fsmem.tool import Run, error_result
+
+__all__ = ["FsmemMemoryTool", "MEMORIES"]
+
+MEMORIES = "/memories"
+LINE_NUMBER_WIDTH = 6  # as the SDK numbers lines: right-aligned in six columns, then a tab
+_VIEW_ATTEMPTS = 3
+# fsmem's messages name its own commands; this tool's model knows them by other names.
+_WORDING = (("since you read it", "since you viewed it"), ("Read it again", "View it again"),
+            ("(command read)", "(command view)"), ("read it first", "view it first"))
+_PATH_EXAMPLES = getattr(_paths, "_EXAMPLES", "\0")  # the path hint of fsmem's own tool
+
+
+class FsmemMemoryTool(BetaAbstractMemoryTool):
+    """Claude's memory tool on an fsmem root; one instance per conversation (it keeps read versions).
+
+    ``memory`` is a :class:`fsmem.Memory` or a folder (made into a root when ``create``). Changes are
+    logged as ``thread_id`` (default ``claude-<8 hex digits>``). Pass ``run`` to share one
+    :class:`fsmem.tool.Run` with the harness (so context injection counts as a view).
+    """
+
+    def __init__(
+        self,
+        memory: Memory | str | os.PathLike[str] | None = None,
+        *,
+        scope: Scope | None = None,
+        thread_id: str | None = None,
+        run: Run | None = None,
+        create: bool = True,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        if run is None:
+            if memory is None:
+                raise TypeError("FsmemMemoryTool needs a memory (a fsmem.Memory or a folder) or a run")
+            if not isinstance(memory, Memory):
+                memory = fsmem.open(Path(memory), create=create)
+            run = memory.run(scope or Scope.chat(), thread_id=thread_id or f"claude-{uuid.uuid4().hex[:8]}")
+        self.run = run
+
+    @property
+    def memory(self) -> Memory:
+        return self.run.memory
+
+    def execute(self, command: Any) -> str:  # type: ignore[override]
+        """The SDK's dispatch, plus one outcome it has no text for: a change held for a person."""
+        try:
+            return super().execute(command)  # type: ignore[return-value]
+        except _Proposed as proposed:
+            return proposed.text
+
+    # ---- the six commands -------------------------------------------------------------------
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        shown = _field(command, "path", str)
+        path = self._path(shown)
+        view_range = getattr(command, "view_range", None)
+        for _ in range(_VIEW_ATTEMPTS):
+            result = self._call(Read(path=path), shown, "view")
+            if "version" not in result:  # a folder
+                return self._listing(result["path"], shown)
+            data = self.memory.drive.read(result["path"])
+            if data is not None and version_of(data) == result["version"]:
+                return _file_view(data.decode("utf-8"), shown, view_range)
+        # The file kept changing between the read and our look at it; show what the read saw.
+        return result["text"]
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        shown = _field(command, "path", str)
+        text = _field(command, "file_text", str)
+        self._call(Write(path=self._path(shown), content=text, literal=True, create=True), shown, "create")
+        return f"File created successfully at: {shown}"
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        shown = _field(command, "path", str)
+        old = _field(command, "old_str", str)
+        new = _field(command, "new_str", str)
+        path = self._path(shown)
+        before = self._require_file(path, shown).decode("utf-8", errors="replace")
+        result = self._call(Write(path=path, old_text=old, new_text=new), shown, "str_replace", old_str=old)
+        after = self.memory.drive.read(result["path"])
+        position = before.find(old)
+        if after is None or version_of(after) != result["version"] or position < 0 or \
+                after.decode("utf-8") != before[:position] + new + before[position + len(old):]:
+            return "The memory file has been edited."  # changed by someone else meanwhile: no snippet to vouch for
+        changed_line = before[:position].count("\n")
+        lines = after.decode("utf-8").split("\n")
+        start, end = max(0, changed_line - 2), min(len(lines), changed_line + 3)
+        snippet = "\n".join(_numbered(number, lines[number - 1]) for number in range(start + 1, end + 1))
+        return ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
+                + snippet)
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        shown = _field(command, "path", str)
+        line = _field(command, "insert_line", int)
+        text = _field(command, "insert_text", str)
+        path = self._path(shown)
+        data = self._require_file(path, shown)
+        real = self._canonical(path, shown)
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(f"The file {shown} is not UTF-8 text; only UTF-8 markdown can be edited.") from None
+        lines = _split_lines_keeping_cr(content)
+        if line < 0 or line > len(lines):
+            raise ToolError(
+                f"Invalid `insert_line` parameter: {line}. It should be within the range [0, {len(lines)}]."
+            )
+        lines.insert(line, text.rstrip("\n"))
+        new_content = "\n".join(lines)
+        if not new_content.endswith("\n"):
+            new_content += "\n"
+        # The new file is computed from the bytes just read, so it may land only over those very bytes,
+        # and only if they are what this conversation last viewed (fsmem's read-version rule).
+        seen, current = self.run.seen.get(real), version_of(data)
+        if seen is None and data.strip():
+            raise ToolError(self._error_text("NOT_READ", "", Write(path=path), shown, "insert"))
+        if seen is not None and seen != current:
+            raise ToolError(
+                f"The file {shown} changed since you viewed it (you saw version {seen}; it is now version "
+                f"{current}). Nothing was changed: view it again, then redo your change on what it holds now."
+            )
+        expected = current
+        self._call(Write(path=path, content=new_content, literal=True, expected_version=expected), shown, "insert")
+        return f"The file {shown} has been edited."
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        shown = _field(command, "path", str)
+        path = self._path(shown)
+        if path == "":
+            raise ToolError(f"Cannot delete the {MEMORIES} directory itself")
+        result = self._call(Delete(path=path), shown, "delete")
+        if "version" in result:  # a level's top file: emptied, never removed
+            return (f"{shown} is a top memory file, loaded in every conversation of its level, so it was "
+                    f"emptied instead of deleted.")
+        return f"Successfully deleted {shown}"
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        old_shown = _field(command, "old_path", str)
+        new_shown = _field(command, "new_path", str)
+        old_path = self._path(old_shown)
+        new_path = self._path(new_shown)
+        if old_path == "":
+            raise ToolError(f"Cannot rename the {MEMORIES} directory itself")
+        self._call(Rename(path=old_path, new_path=new_path), old_shown, "rename", new_shown=new_shown)
+        return f"Successfully renamed {old_shown} to {new_shown}"
+
+    # ---- paths ------------------------------------------------------------------------------
+
+    def _path(self, shown: str) -> str:
+        """``/memories/a/b.md`` → ``a/b.md`` (the root is ""); the SDK's refusals for what leaves it."""
+        if shown != MEMORIES and not shown.startswith(MEMORIES + "/"):
+            raise ToolError(f"Path must start with {MEMORIES}, got: {shown}")
+        relative = shown[len(MEMORIES):].lstrip("/")
+        if ".." in relative.split("/"):
+            raise ToolError(f"Path {shown} would escape {MEMORIES} directory")
+        candidate = self.memory.root / relative
+        real = Path(os.path.realpath(candidate))
+        if real != self.memory.root and self.memory.root not in real.parents:
+            raise ToolError(f"Path would escape {MEMORIES} directory via symlink")
+        return relative
+
+    def _canonical(self, path: str, shown: str) -> str:
+        try:
+            return self.memory.drive.canonical(normalize_path(path))
+        except BadPath as error:
+            raise ToolError(_with_display_path(error.message, path, shown)) from None
+
+    def _require_file(self, path: str, shown: str) -> bytes:
+        """The file's bytes, or the SDK's refusal for a missing path or a folder."""
+        real = self._canonical(path, shown)
+        drive = self.memory.drive
+        if not drive.exists(real):
+            raise ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+        data = None if drive.is_dir(real) else drive.read(real)
+        if data is None:
+            raise ToolError(f"The path {shown} is not a file.")
+        return data
+
+    # ---- calling the run --------------------------------------------------------------------
+
+    def _call(self, request: Request, shown: str, command: str, **details: str) -> dict[str, Any]:
+        result = _execute(self.run, request)
+        if result.get("ok"):
+            if "proposal" in result:  # a review-mode run held the change for a person: nothing changed yet
+                raise _Proposed(result["text"])
+            return result
+        code, message = result["error"]["code"], result["error"]["message"]
+        raise ToolError(self._error_text(code, message, request, shown, command, **details))
+
+    def _error_text(self, code: str, message: str, request: Request, shown: str, command: str,
+                    old_str: str | None = None, new_shown: str | None = None) -> str:
+        """The SDK's text for a refusal it also makes; fsmem's own explanation otherwise."""
+        path = getattr(request, "path", "")
+        if code == "NOT_FOUND":
+            if command in ("view", "str_replace", "insert"):
+                return f"The path {shown} does not exist. Please provide a valid path."
+            if command in ("delete", "rename"):
+                return f"The path {shown} does not exist"
+        if code == "EXISTS":
+            if command == "create":
+                return f"File {shown} already exists"
+            if command == "rename" and new_shown is not None:
+                return f"The destination {new_shown} already exists"
+        if command == "str_replace" and old_str is not None:
+            quoted = "old_str" if find_secret(old_str) else f"old_str `{old_str}`"
+            if code == "EDIT_UNPLACED":
+                return f"No replacement was performed, {quoted} did not appear verbatim in {shown}."
+            if code == "NOT_UNIQUE":
+                lines = _occurrence_lines(self.memory.drive.read(self._canonical(path, shown)) or b"", old_str)
+                return (f"No replacement was performed. Multiple occurrences of {quoted} in lines: "
+                        f"{', '.join(map(str, lines))}. Please ensure it is unique")
+        if code == "NOT_READ":
+            return (f"The file {shown} has content you have not viewed in this conversation. Nothing was "
+                    f"changed: view it first, then make your change with what it holds in mind.")
+        paths = {path: shown}
+        if isinstance(request, Rename) and new_shown is not None:
+            paths[request.new_path] = new_shown
+        text = message.replace(_PATH_EXAMPLES, f'Use a path under {MEMORIES}, like "{MEMORIES}/notes.md".')
+        for relative, display in paths.items():
+            text = _with_display_path(text, relative, display)
+        for fsmem_words, sdk_words in _WORDING:
+            text = text.replace(fsmem_words, sdk_words)
+        return text
+
+    # ---- folder listing ---------------------------------------------------------------------
+
+    def _listing(self, folder: str, shown: str) -> str:
+        """The SDK's two-level listing: sizes as the file system reports them, hidden items left out."""
+        drive = self.memory.drive
+        lines = [f"{_format_file_size(_size(drive, folder))}\t{shown}"]
+        base = shown.rstrip("/") or shown
+
+        def collect(path: str, depth: int) -> None:
+            for entry in drive.entries(path):
+                relative = entry.path[len(folder):].lstrip("/")
+                if entry.is_dir:
+                    lines.append(f"{_format_file_size(_size(drive, entry.path))}\t{base}/{relative}/")
+                    if depth < 2:
+                        collect(entry.path, depth + 1)
+                else:
+                    lines.append(f"{_format_file_size(entry.size)}\t{base}/{relative}")
+
+        collect(folder, 1)
+        header = f"Here're the files and directories up to 2 levels deep in {shown}, excluding hidden items:"
+        return header + "\n" + "\n".join(lines)
+
+
+# ---- helpers (pure, mirroring the SDK's local-filesystem tool) --------------------------------
+
+
+class _Proposed(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _execute(run: Run, request: Request) -> dict[str, Any]:
+    """Run a typed request the way ``Run.call`` runs a dict: refusals come back, never raised."""
+    try:
+        return run.execute(request)
+    except RequestError as error:
+        return error_result(error)
+
+
+def _field(command: object, name: str, kind: type) -> Any:
+    value = getattr(command, name, None)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        what = "a string" if kind is str else "an integer"
+        raise ToolError(f"The `{name}` parameter is missing or is not {what}.")
+    return value
+
+
+def _numbered(number: int, line: str) -> str:
+    return f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line}"
+
+
+def _file_view(content: str, shown: str, view_range: Any) -> str:
+    lines = content.split("\n")
+    first = 1
+    if isinstance(view_range, (list, tuple)) and len(view_range) == 2 and all(
+            isinstance(n, int) for n in view_range):
+        start = max(1, view_range[0]) - 1
+        end = len(lines) if view_range[1] == -1 else view_range[1]
+        lines, first = lines[start:end], start + 1
+    numbered = "\n".join(_numbered(first + i, line) for i, line in enumerate(lines))
+    return f"Here's the content of {shown} with line numbers:\n" + numbered
+
+
+def _split_lines_keeping_cr(content: str) -> list[str]:
+    lines = content.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _occurrence_lines(data: bytes, old: str) -> list[int]:
+    content = data.decode("utf-8", errors="replace")
+    found, start = [], 0
+    while (position := content.find(old, start)) != -1:
+        found.append(content[:position].count("\n") + 1)
+        start = position + 1
+    return found
+
+
+def _format_file_size(size: int) -> str:
+    if size == 0:
+        return "0B"
+    units = ["B", "K", "M", "G"]
+    i = min((size.bit_length() - 1) // 10, len(units) - 1)
+    value = size / (1024 ** i)
+    return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
+
+
+def _size(drive: Any, path: str) -> int:
+    info = drive.stat(path)
+    return info.st_size if info else 0
+
+
+def _with_display_path(text: str, relative: str, display: str) -> str:
+    if not relative:
+        return text
+    return re.sub(r"(?<![\w./-])'?" + re.escape(relative) + r"'?(?![\w/-])", display, text)
+
