@@ -1,7 +1,7 @@
 """How facts scale: keep 10,000 facts about 1,000 subjects, then time keep, current() and search.
 
     python -m bench.facts                 # the full run (10,000 facts)
-    python -m bench.facts --facts 2000    # smaller
+    python -m bench.facts --quick         # 2,000 facts (bin/bench facts --quick)
 
 Each figure is printed with its median and 95th percentile, and as a ratio against a baseline measured
 in the same run on the same disk (a plain one-file change through the drive; a bare listing of the
@@ -52,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=200, help="facts per change while building")
     parser.add_argument("--samples", type=int, default=100, help="timed calls per figure")
     parser.add_argument("--root", type=Path, help="build here instead of a temporary folder")
+    parser.add_argument("--quick", action="store_true", help="2,000 facts about 200 subjects, fewer samples")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.facts, args.subjects, args.samples = min(args.facts, 2_000), min(args.subjects, 200), 20
 
     import fsmem
     from fsmem.facts import Facts

@@ -307,3 +307,19 @@ def test_a_new_process_reads_parsed_facts_from_the_cache(memory, facts, monkeypa
     assert parsed == [new.fact.id]
     (memory.root / ".fsmem/cache/facts.json").write_text('{"format": 1, "files": {"x": 3}}')
     assert [f.id for f in Facts(memory.drive).all()] == [old.fact.id, new.fact.id]
+
+
+@pytest.mark.slow
+def test_the_facts_bench_runs(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    done = subprocess.run([sys.executable, "-m", "bench", "facts", "--facts", "60", "--subjects", "6",
+                           "--batch", "20", "--samples", "3"], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    for row in ("built in", "keep (one fact, its own change)", "current() - every fact that holds",
+                "current(subject)", "current() after a hand edit", "no cache", "with the cache"):
+        assert row in done.stdout, row
