@@ -179,6 +179,8 @@ def test_broken_files_are_reported_skipped_and_never_crash(memory, facts) -> Non
     with pytest.raises(BadFact, match="has a file fsmem cannot read; run `fsmem check`"):
         facts.keep("Ana", "role", "Ana leads search.")
     assert broken.read_text().startswith("---\nid: [unclosed")
+    with pytest.raises(BadFact, match=f"fact {old.fact.id} cannot be read: its file is damaged"):
+        facts.get(old.fact.id)
 
 
 def test_check_reports_rule_breaks_in_hand_edits(memory, facts) -> None:

@@ -434,6 +434,9 @@ class Resolution:
         try:
             return self.facts[fact_id]
         except KeyError:
+            if fact_id in self.broken:
+                raise BadFact(f"fact {fact_id} cannot be read: its file is damaged. `fsmem check` says "
+                              "what is wrong; mend the file, or restore it with `fsmem versions`") from None
             raise NotFound(f"no fact {fact_id}: `fsmem facts list` shows the facts that hold, "
                            "`fsmem facts history ID` a chain") from None
 
