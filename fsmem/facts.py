@@ -37,7 +37,7 @@ from fsmem.core.extract import (Proposal, classify, conversation_meta, conversat
 from fsmem.core.facts import Draft, Fact, Op, Resolution
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem.drive import Drive, Transaction
-from fsmem.errors import BadFact, FsmemError, SetupError
+from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 
 __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]
 
@@ -288,7 +288,7 @@ class Facts:
                         incremental = False
                     ops.append(Op("delete", path))
             self._files = files
-            self._snapshot = {path: read.stamp for path, read in files.items()}
+            self._snapshot = stamps  # a file changed between scan and read is simply read again
             if len(ops) >= CACHE_AFTER:
                 _write_cache(self._cache_file, files)
             if incremental and self._resolution is not None:
@@ -378,16 +378,21 @@ class Facts:
                 tx.write(op.path, render(op.fact))
             else:
                 tx.delete(op.path)
+        snapshot = self._snapshot if self._snapshot is not None else {
+            path: read.stamp for path, read in self._files.items()}
         final = {op.path: op for op in ops}  # a batch may write a file and delete it later
         for path, op in final.items():
             if op.kind == "delete":
                 self._files.pop(path, None)
+                snapshot.pop(path, None)
             else:
                 info = os.stat(self.drive.root / path, follow_symlinks=False)
                 found = rules.fact_id_of_path(path)
                 assert found is not None and op.fact is not None
-                self._files[path] = _Read((info.st_size, info.st_mtime_ns, info.st_ino), found[1], op.fact)
-        self._snapshot = {path: read.stamp for path, read in self._files.items()}
+                stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
+                self._files[path] = _Read(stamp, found[1], op.fact)
+                snapshot[path] = stamp
+        self._snapshot = snapshot
         self._resolution = resolution
 
     def _change(self, command: str, thread: str | None,
@@ -463,8 +468,9 @@ class Facts:
                 drafts.append(rules.check_draft(item.get("subject"), item.get("attribute"), item.get("fact"),
                                                 item.get("source", rules.DEFAULT_SOURCE), item.get("said"),
                                                 now=now))
-            except BadFact as error:
-                raise BadFact(f"fact {number}: {error.message}; nothing was kept") from None
+            except (BadFact, FactSensitive) as error:
+                message = error.message.replace(". Nothing was kept;", ";").rstrip(".")
+                raise type(error)(f"fact {number}: {message}; nothing was kept") from None
         return self.keep_drafts(drafts, thread=thread)
 
     def keep_drafts(self, drafts: Iterable[Draft], *, thread: str | None = None) -> list[Kept]:

@@ -134,6 +134,11 @@ def test_refused_facts_change_nothing(memory, facts) -> None:
     with pytest.raises(BadFact, match="fact 2: the subject is 121 characters"):
         facts.keep_many([{"subject": "Ana", "attribute": "role", "fact": "Ana works."},
                          {"subject": "x" * 121, "attribute": "role", "fact": "x"}])
+    with pytest.raises(FactSensitive) as caught:
+        facts.keep_many([{"subject": "Ana", "attribute": "role", "fact": "Ana works."},
+                         {"subject": "Bruno", "attribute": "note", "fact": "card 4111 1111 1111 1111"}])
+    assert caught.value.message == ("fact 2: the fact looks like a secret: a card number; keep secrets in a "
+                                    "secret manager and refer to them by name; nothing was kept")
     assert not (memory.root / "notes").exists()
     assert not (memory.root / ".fsmem/log.jsonl").exists()
 
