@@ -214,3 +214,20 @@ def test_remember_said_sets_the_date(memory, tmp_path) -> None:
     data = json.loads(result.output)
     assert data["proposals"][0]["said"] == "2026-09-01" and data["proposals"][0]["status"] == "history"
     assert data["kept"][0]["outcome"] == "history"
+
+
+def test_remember_reads_the_conversation_from_stdin(memory) -> None:
+    with ChatServer([json.dumps({"facts": []})]) as server:
+        result = CliRunner().invoke(main, ["remember", "--from", "-", "--model-url", server.base_url, "--model",
+                                           "tiny", "--root", str(memory.root)], input=json.dumps(CONVERSATION))
+    assert result.exit_code == 0, result.output
+    assert result.output == "No facts proposed from stdin.\nNothing was kept.\n"
+    assert "Person: Quick update" in server.requests[0].messages[1]["content"]
+
+
+def test_remember_refuses_a_file_that_is_not_json(memory, tmp_path) -> None:
+    (tmp_path / "c.json").write_text("Person: hi")
+    result = CliRunner().invoke(main, ["remember", "--from", str(tmp_path / "c.json"), "--model-url",
+                                       "http://127.0.0.1:9/v1", "--model", "tiny", "--root", str(memory.root)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: [BAD_FACT] {tmp_path / 'c.json'} is not JSON (")
