@@ -8,7 +8,7 @@
     facts.edit(kept.fact.id, fact="Ana works in research, on search.")
     facts.forget(kept.fact.id)         # the fact and the chain it replaced
 
-The rules are :mod:`fsmem.core.facts`; this module reads the files (a cache keyed by each file's
+The rules are :mod:`fsmem.core.facts` and :mod:`fsmem.core.chains`; this module reads the files (a cache keyed by each file's
 size, mtime and inode, so a person's edit is seen at once), and runs each plan through one drive
 transaction: locked, atomic per file, versions kept, logged, indexed on commit. A change cut short
 by a crash is finished by the next change (the repair), and every read already sees it finished.
@@ -34,7 +34,9 @@ import yaml
 from fsmem.core import facts as rules
 from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
                                 extraction_messages, parse_proposals)
-from fsmem.core.facts import Draft, Fact, Op, Resolution
+from fsmem.core import chains
+from fsmem.core.chains import Op, Resolution
+from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem.drive import Drive, Transaction
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
@@ -300,7 +302,7 @@ class Facts:
                     pairs.append((read.location, read.fact))
                 else:
                     broken.add(rules.fact_id_of_path(path)[0])  # type: ignore[index]
-            self._resolution = rules.resolve(pairs, broken)  # type: ignore[arg-type]
+            self._resolution = chains.resolve(pairs, broken)  # type: ignore[arg-type]
             return self._resolution
 
     def _problems(self) -> list[Problem]:
@@ -484,7 +486,7 @@ class Facts:
             now = self._now()
             ops: list[Op] = []
             for draft in drafts:
-                step = rules.plan_keep(resolution, draft, new_id=self._new_id(resolution, now), now=now)
+                step = chains.plan_keep(resolution, draft, new_id=self._new_id(resolution, now), now=now)
                 resolution.apply(step.ops)
                 ops.extend(step.ops)
                 results.append(Kept(step.outcome, resolution.facts.get(step.fact.id, step.fact),
@@ -505,7 +507,7 @@ class Facts:
         edited: list[Fact] = []
 
         def plan(resolution: Resolution) -> list[Op]:
-            step = rules.plan_edit(resolution, fact_id, now=self._now(), fact=fact, subject=subject,
+            step = chains.plan_edit(resolution, fact_id, now=self._now(), fact=fact, subject=subject,
                                    attribute=attribute)
             edited.append(step.fact)
             return list(step.ops)
@@ -518,7 +520,7 @@ class Facts:
         deleted: list[Fact] = []
 
         def plan(resolution: Resolution) -> list[Op]:
-            step = rules.plan_forget(resolution, fact_id)
+            step = chains.plan_forget(resolution, fact_id)
             deleted.extend(step.deleted)
             return list(step.ops)
 

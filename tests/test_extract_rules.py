@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fsmem.core import extract as X
+from fsmem.core import chains as C
 from fsmem.core import facts as F
 from fsmem.errors import BadFact, ModelError
 
@@ -22,8 +23,8 @@ def _fact(fid: str, subject: str, attribute: str, text: str, said: str, **links)
                   said=when, kept=when, **links)
 
 
-def _state(*facts: F.Fact) -> F.Resolution:
-    return F.resolve([(fact.location, fact) for fact in facts])
+def _state(*facts: F.Fact) -> C.Resolution:
+    return C.resolve([(fact.location, fact) for fact in facts])
 
 
 def test_only_the_persons_and_the_models_turns_are_read() -> None:

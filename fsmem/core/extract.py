@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from fsmem.core.facts import Draft, Fact, Resolution, check_draft, format_when, same_sentence
+from fsmem.core.chains import Resolution
+from fsmem.core.facts import Draft, Fact, check_draft, format_when, same_sentence
 from fsmem.errors import BadFact, FactSensitive, ModelError
 
 __all__ = ["CONVERSATION_LIMIT", "CURRENT_FACTS_SHOWN", "Proposal", "conversation_text",

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from fsmem.core import chains as C
 from fsmem.core import facts as F
 from fsmem.errors import BadFact, FactSensitive, NotFound
 
@@ -20,8 +21,8 @@ class Folder:
         self.files: dict[tuple[str, str], F.Fact] = {}
         self.counter = 0
 
-    def resolution(self) -> F.Resolution:
-        return F.resolve([(loc, fact) for (loc, _), fact in self.files.items()])
+    def resolution(self) -> C.Resolution:
+        return C.resolve([(loc, fact) for (loc, _), fact in self.files.items()])
 
     def apply(self, ops, upto: int | None = None) -> None:
         for op in list(ops)[:upto]:
@@ -38,12 +39,12 @@ class Folder:
         self.counter += 1
         return F.new_fact_id(NOW, f"{self.counter:08x}")
 
-    def keep(self, subject, attribute, text, said=None, *, now=NOW) -> F.KeepPlan:
+    def keep(self, subject, attribute, text, said=None, *, now=NOW) -> C.KeepPlan:
         resolution = self.resolution()
         self.apply(resolution.fixes)
         resolution = self.resolution()
         draft = F.check_draft(subject, attribute, text, said=said, now=now)
-        plan = F.plan_keep(resolution, draft, new_id=self.new_id(), now=now)
+        plan = C.plan_keep(resolution, draft, new_id=self.new_id(), now=now)
         self.apply(plan.ops)
         return plan
 
@@ -235,7 +236,7 @@ def test_edit_keeps_id_and_history_and_replaces_nothing() -> None:
     folder = Folder()
     old = folder.keep("Ana", "role", "Ana leads the data team.", "2026-09-01")
     new = folder.keep("Ana", "role", "Ana works in reserch.", "2026-10-12")
-    plan = F.plan_edit(folder.resolution(), new.fact.id, fact="Ana works in research.", now=NOW)
+    plan = C.plan_edit(folder.resolution(), new.fact.id, fact="Ana works in research.", now=NOW)
     folder.apply(plan.ops)
     state = folder.resolution()
     fact = state.facts[new.fact.id]
@@ -250,8 +251,8 @@ def test_edit_of_subject_keeps_the_chain_but_refuses_to_stand_beside_another() -
     ana = folder.keep("Ana", "role", "Ana works in research.", "2026-10-12")
     bruno = folder.keep("Bruno", "role", "Bruno works in ops.")
     with pytest.raises(BadFact, match=r"Bruno / role already has a fact that holds .* an edit replaces nothing"):
-        F.plan_edit(folder.resolution(), ana.fact.id, subject="bruno", now=NOW)
-    plan = F.plan_edit(folder.resolution(), ana.fact.id, subject="Ana Lima", now=NOW)
+        C.plan_edit(folder.resolution(), ana.fact.id, subject="bruno", now=NOW)
+    plan = C.plan_edit(folder.resolution(), ana.fact.id, subject="Ana Lima", now=NOW)
     folder.apply(plan.ops)
     state = folder.resolution()
     assert state.facts[ana.fact.id].subject == "Ana Lima"
@@ -264,8 +265,8 @@ def test_edit_of_a_replaced_fact_corrects_words_only() -> None:
     old = folder.keep("Ana", "role", "Ana leads the data tem.", "2026-09-01")
     folder.keep("Ana", "role", "Ana works in research.", "2026-10-12")
     with pytest.raises(BadFact, match="only the sentence of a replaced fact can be corrected"):
-        F.plan_edit(folder.resolution(), old.fact.id, attribute="team", now=NOW)
-    plan = F.plan_edit(folder.resolution(), old.fact.id, fact="Ana leads the data team.", now=NOW)
+        C.plan_edit(folder.resolution(), old.fact.id, attribute="team", now=NOW)
+    plan = C.plan_edit(folder.resolution(), old.fact.id, fact="Ana leads the data team.", now=NOW)
     assert [op.path for op in plan.ops] == [f"notes/memory/history/{old.fact.id}.md"]
 
 
@@ -273,11 +274,11 @@ def test_edit_refuses_secrets_and_nothing() -> None:
     folder = Folder()
     kept = folder.keep("Bruno", "team", "Bruno is in ops.")
     with pytest.raises(FactSensitive):
-        F.plan_edit(folder.resolution(), kept.fact.id, fact="Bruno's password is x", now=NOW)
+        C.plan_edit(folder.resolution(), kept.fact.id, fact="Bruno's password is x", now=NOW)
     with pytest.raises(BadFact, match="nothing to edit"):
-        F.plan_edit(folder.resolution(), kept.fact.id, now=NOW)
+        C.plan_edit(folder.resolution(), kept.fact.id, now=NOW)
     with pytest.raises(NotFound, match="no fact nope"):
-        F.plan_edit(folder.resolution(), "nope", fact="x", now=NOW)
+        C.plan_edit(folder.resolution(), "nope", fact="x", now=NOW)
 
 
 def test_forget_deletes_the_fact_and_the_chain_it_replaced() -> None:
@@ -286,7 +287,7 @@ def test_forget_deletes_the_fact_and_the_chain_it_replaced() -> None:
     b = folder.keep("Ana", "role", "Ana leads the data team.", "2026-09-01")
     c = folder.keep("Ana", "role", "Ana works in research.", "2026-10-12")
     other = folder.keep("Bruno", "role", "Bruno works in ops.")
-    plan = F.plan_forget(folder.resolution(), c.fact.id)
+    plan = C.plan_forget(folder.resolution(), c.fact.id)
     assert [f.id for f in plan.deleted] == [c.fact.id, b.fact.id, a.fact.id]
     folder.apply(plan.ops)
     assert set(folder.resolution().facts) == {other.fact.id}
@@ -297,7 +298,7 @@ def test_forget_in_the_middle_keeps_later_facts() -> None:
     a = folder.keep("Ana", "role", "Ana is an intern.", "2026-08-01")
     b = folder.keep("Ana", "role", "Ana leads the data team.", "2026-09-01")
     c = folder.keep("Ana", "role", "Ana works in research.", "2026-10-12")
-    plan = F.plan_forget(folder.resolution(), b.fact.id)
+    plan = C.plan_forget(folder.resolution(), b.fact.id)
     assert [f.id for f in plan.deleted] == [b.fact.id, a.fact.id]
     folder.apply(plan.ops)
     state = folder.resolution()
@@ -325,7 +326,7 @@ def _crash_cases():
 def test_a_keep_cut_short_at_any_step_reads_as_the_old_state_or_the_new(setup) -> None:
     probe = Folder()
     draft = setup(probe)
-    plan = F.plan_keep(probe.resolution(), draft, new_id="20261130-100000-99999999", now=NOW)
+    plan = C.plan_keep(probe.resolution(), draft, new_id="20261130-100000-99999999", now=NOW)
     assert len(plan.ops) >= 2
     old_state = probe.resolution().facts
     full = Folder()
@@ -359,7 +360,7 @@ def test_a_chain_touching_an_unreadable_file_is_left_alone() -> None:
     old = folder.keep("Ana", "role", "Ana leads the data team.", "2026-09-01")
     folder.keep("Ana", "role", "Ana works in research.", "2026-10-12")
     del folder.files[("history", old.fact.id)]
-    state = F.resolve([(loc, f) for (loc, _), f in folder.files.items()], broken={old.fact.id})
+    state = C.resolve([(loc, f) for (loc, _), f in folder.files.items()], broken={old.fact.id})
     assert state.fixes == []
 
 
@@ -412,7 +413,7 @@ def _day(n: int) -> str:
     return (datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(days=n)).date().isoformat()
 
 
-def _check_chains(state: F.Resolution) -> None:
+def _check_chains(state: C.Resolution) -> None:
     for chain_ids in state.chains.values():
         chain = [state.facts[i] for i in chain_ids]
         assert chain == sorted(chain, key=F.Fact.order)
@@ -454,7 +455,7 @@ def test_forget_removes_the_chain_back_to_the_first(keeps, data) -> None:
     ana_chain = state.chain(state.current("ana")[0].id)
     target = data.draw(st.sampled_from(ana_chain))
     cut = ana_chain.index(target) + 1
-    plan = F.plan_forget(state, target.id)
+    plan = C.plan_forget(state, target.id)
     folder.apply(plan.ops)
     after = folder.resolution()
     assert {f.id for f in plan.deleted} == {f.id for f in ana_chain[:cut]}
@@ -483,7 +484,7 @@ def test_thing_key_is_blind_to_case_and_spacing(subject, attribute, gap) -> None
     assert F.thing_key(subject.casefold(), attribute) == F.thing_key(subject, attribute)
 
 
-def _same(a: F.Resolution, b: F.Resolution) -> None:
+def _same(a: C.Resolution, b: C.Resolution) -> None:
     assert a.facts == b.facts
     assert sorted(map(sorted, a.chains.values())) == sorted(map(sorted, b.chains.values()))
     assert [f.id for f in a.current()] == [f.id for f in b.current()]
@@ -500,20 +501,20 @@ def test_advancing_a_resolution_matches_resolving_again(steps, data) -> None:
     for action, subject, sentence, said in steps:
         if action == "keep":
             draft = F.check_draft(subject, "role", f"{subject} {sentence}.", said=_day(said), now=NOW)
-            ops = F.plan_keep(live, draft, new_id=folder.new_id(), now=NOW).ops
+            ops = C.plan_keep(live, draft, new_id=folder.new_id(), now=NOW).ops
         elif not live.facts:
             continue
         elif action == "forget":
-            ops = F.plan_forget(live, data.draw(st.sampled_from(sorted(live.facts)))).ops
+            ops = C.plan_forget(live, data.draw(st.sampled_from(sorted(live.facts)))).ops
         else:
             target = data.draw(st.sampled_from(sorted(live.facts)))
-            ops = F.plan_edit(live, target, fact=f"edited {sentence}.", now=NOW).ops
+            ops = C.plan_edit(live, target, fact=f"edited {sentence}.", now=NOW).ops
         folder.apply(ops)
         live.apply(ops)
         _same(live, folder.resolution())
 
 
-@pytest.mark.parametrize("name", ["facts", "extract"])
+@pytest.mark.parametrize("name", ["facts", "chains", "extract"])
 def test_fact_rules_are_pure(name: str) -> None:
     import ast
     import sys
