@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat as stat_module
 import tempfile
@@ -28,14 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-import threading
-
 from filelock import FileLock, Timeout as LockTimeout
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: filelock does the locking
-    fcntl = None  # type: ignore[assignment]
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
@@ -43,6 +37,7 @@ from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Busy, Exists, NotFound
 
 VERSIONS_DIR = "versions"
+_VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
 LOG_FILE = "log.jsonl"
 LOCK_FILE = "lock"
 
@@ -105,8 +100,7 @@ class Drive:
         self._root_str, self._state_str = str(self.root), str(self.state)
         self.on_commit: list[Callable[[set[str]], None]] = []
         lock_file = str(self.state / LOCK_FILE)
-        self._lock = (RootLock(lock_file, settings.lock_timeout) if fcntl is not None
-                      else FileLock(lock_file, timeout=settings.lock_timeout))
+        self._lock = FileLock(lock_file, timeout=settings.lock_timeout)
 
     # ---- locating ---------------------------------------------------------------------------
 
@@ -171,9 +165,10 @@ class Drive:
             return None
         except OSError as error:
             raise BadPath(f"{path!r} cannot be read ({error.strerror}); use a plain file path") from error
+        if stat_module.S_ISDIR(os.fstat(fd).st_mode):  # os.fdopen would raise on a folder
+            os.close(fd)
+            return None
         with os.fdopen(fd, "rb") as handle:
-            if stat_module.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-                return None
             return handle.read()
 
     def stat(self, path: str) -> os.stat_result | None:
@@ -282,55 +277,6 @@ class Drive:
         return last
 
 
-class RootLock:
-    """The root's write lock: ``flock`` on ``.fsmem/lock``, re-entrant within a thread.
-
-    The same lock filelock's ``FileLock`` takes on that file (so the two exclude each other), in a
-    few system calls instead of filelock's dozen (it re-checks the folder and the file on every
-    acquire, a third of a write's own cost). Each acquire opens its own descriptor, so threads of
-    one process exclude each other like processes do. Waits poll from 1 ms up to 20 ms, until the
-    timeout (then filelock's ``Timeout``, which ``Drive.locked`` turns into ``BUSY``).
-    """
-
-    def __init__(self, path: str, timeout: float) -> None:
-        self.lock_file = path
-        self.timeout = timeout
-        self._held = threading.local()
-
-    def __enter__(self) -> "RootLock":
-        depth = getattr(self._held, "depth", 0)
-        if depth:
-            self._held.depth = depth + 1
-            return self
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        deadline = time.monotonic() + self.timeout
-        pause = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise LockTimeout(self.lock_file) from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.02)
-            except BaseException:
-                os.close(fd)
-                raise
-        self._held.fd, self._held.depth = fd, 1
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._held.depth -= 1
-        if self._held.depth == 0:
-            fd, self._held.fd = self._held.fd, None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
-
-
 class Transaction:
     """The operations of one change, made while the root's lock is held."""
 
@@ -425,7 +371,9 @@ class Transaction:
         except OSError:
             folder.mkdir(parents=True, exist_ok=True)
             _atomic_write(kept, data, durable=False)
-        names = sorted(os.listdir(folder))
+        # Only kept versions count: the folder may also hold the version folders of files that
+        # lived under a folder of this name once, or a crash's temp file.
+        names = sorted(name for name in os.listdir(folder) if _VERSION_NAME.match(name))
         for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
             os.unlink(folder / extra)
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem.core.versions import version_of
 from fsmem.drive import _atomic_write, now_iso
-from fsmem.errors import Conflict, NotFound
+from fsmem.core.requests import parse_request
+from fsmem.errors import Conflict, NotFound, RequestError
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -96,9 +97,12 @@ def approve(memory: "Memory", proposal_id: str) -> dict[str, Any]:
     for path, version in proposal.base.items():
         if version is not None:
             run.mark_seen(path, version)
-    result = run.call(proposal.request)
-    if not result["ok"]:
-        raise Conflict(f"proposal {proposal_id} was not applied: {result['error']['message']}")
+    # The request was checked when it was proposed; it may carry flags a face set that the model's
+    # schema does not offer (e.g. Claude's create), so it is parsed, not re-validated against the schema.
+    try:
+        result = run.execute(parse_request(proposal.request))
+    except RequestError as error:
+        raise Conflict(f"proposal {proposal_id} was not applied: {error.message}") from error
     discard(memory, proposal_id)
     return result
 

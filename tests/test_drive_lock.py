@@ -162,3 +162,14 @@ def test_processes_doing_read_modify_writes_lose_nothing(tmp_path) -> None:
     assert len(writes) == 240
     for earlier, later in zip(writes, writes[1:]):  # one chain: each write starts from the one before
         assert later.before == earlier.after
+
+
+def test_the_lock_makes_the_state_folder_again_if_it_was_removed(tmp_path) -> None:
+    import shutil
+
+    memory = _memory(tmp_path)
+    shutil.rmtree(memory.drive.state)
+    with memory.drive.change("write") as tx:
+        tx.write("a.md", b"a\n")
+    assert (memory.drive.state / "lock").exists()
+    assert (memory.root / "a.md").read_bytes() == b"a\n"

@@ -80,3 +80,23 @@ def test_fast_real_path_agrees_with_realpath_on_random_paths(tree) -> None:
     for _ in range(400):
         path = "/".join(rng.choice(names) for _ in range(rng.randint(1, 4)))
         assert tree.drive._real(path) == Path(os.path.realpath(root / path)), path
+
+
+def test_versions_of_a_file_named_like_an_old_folder_are_trimmed_safely(tmp_path) -> None:
+    from fsmem.config import Settings
+
+    fsmem.open(tmp_path / "root", create=True)
+    memory = fsmem.open(tmp_path / "root", settings=Settings(durable=False, versions_kept=3))
+    drive = memory.drive
+    # "2024.md" is first a folder whose file gets versions, then (folder gone) a file of its own.
+    for number in range(2):
+        with drive.change("write") as tx:
+            tx.write("2024.md/1.md", f"one {number}\n".encode())
+    with drive.change("delete") as tx:
+        tx.delete("2024.md")
+    for number in range(6):
+        with drive.change("write") as tx:
+            tx.write("2024.md", f"year {number}\n".encode())
+    kept = drive.versions("2024.md")
+    assert [v.file.read_text() for v in kept] == ["year 4\n", "year 3\n", "year 2\n"]
+    assert [v.file.read_text() for v in drive.versions("2024.md/1.md")] == ["one 1\n", "one 0\n"]

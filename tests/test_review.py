@@ -88,3 +88,20 @@ def test_cli_lists_approves_and_discards(memory):
     assert runner.invoke(main, ["proposals", "discard", second.id, "--root", str(memory.root)]).output == \
         f"Discarded {second.id}.\n"
     assert memory.read("MEMORY.md") == "# Rules\n- 1\n- two\n"
+
+
+def test_a_held_create_from_a_face_applies_on_approve(memory):
+    from fsmem.core.requests import Write
+
+    run = reviewer(memory)
+    (memory.root / "t.md").write_text("a\nb\n")
+    assert run.call({"command": "read", "path": "t.md"})["ok"]
+    held = run.execute(Write(path="t.md", content="b\n", literal=True))
+    assert held["proposal"]
+    memory.approve(held["proposal"])
+    assert memory.read("t.md") == "b\n"
+
+
+def test_drive_read_of_a_folder_is_none(memory):
+    (memory.root / "folder").mkdir()
+    assert memory.drive.read("folder") is None

@@ -57,6 +57,8 @@ def is_marker(line: str) -> bool:
 
 def has_markers(content: str) -> bool:
     """Whether ``content`` holds at least one marker line, i.e. is a partial edit."""
+    if "<!--" not in content:  # the common case, without splitting the content into lines
+        return False
     return any(is_marker(line) for line in _split_lines(content))
 
 
@@ -115,11 +117,14 @@ def _parse(content: str) -> list[_Run] | None:
 def _place(run: _Run, keys: list[str], position: int) -> tuple[int, int]:
     """The range of original lines (first, last; inclusive) that ``run`` replaces."""
     rest = Counter(keys[position:])
+    where: dict[str, int] = {}
+    for index in range(len(keys) - 1, position - 1, -1):
+        where[keys[index]] = index
     anchors: list[tuple[int, int]] = []  # (index in the original, index in the run)
     for at, line in enumerate(run.lines):
         key = _key(line)
         if key and rest[key] == 1:
-            anchors.append((keys.index(key, position), at))
+            anchors.append((where[key], at))
     if not anchors:
         raise _unplaced(run, keys, position, rest)
     for (before, _), (after, at) in zip(anchors, anchors[1:]):

@@ -114,6 +114,8 @@ def _compile_all(patterns: Patterns, name: str) -> re.Pattern[str] | None:
 def _translate(pattern: str, name: str) -> str:
     """The regular expression (for ``fullmatch``) of one glob."""
     glob = unicodedata.normalize("NFC", pattern.strip())
+    if glob.startswith("./"):  # "./seo/*.md" is the root's seo folder, as "/seo/*.md" is
+        glob = glob[1:]
     folders_only = glob.endswith("/") and not glob.endswith("\\/")
     body = glob.strip("/") if folders_only else glob.lstrip("/")
     if not body:

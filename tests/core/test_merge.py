@@ -216,8 +216,9 @@ MARKER_LINE = st.sampled_from([M, "<!-- … -->", "  <!-- ... unchanged -->", "<
 
 
 @st.composite
-def edits(draw: st.DrawFn) -> tuple[str, str, str]:
-    """(original, partial content, the directly edited file)."""
+def edits(draw: st.DrawFn, context: bool = False) -> tuple[str, str, str]:
+    """(original, partial content, the directly edited file); with ``context``, runs also carry
+    unchanged lines copied from around their anchors, as models often send."""
     lines = draw(st.lists(LINE, min_size=1, max_size=25))
     n = len(lines)
     cuts = sorted(set(draw(st.lists(st.integers(0, n), min_size=2, max_size=8))))
@@ -242,13 +243,20 @@ def edits(draw: st.DrawFn) -> tuple[str, str, str]:
     for (s, e), new in reversed(list(zip(ranges, news))):
         edited[s:e] = new
     content: list[str] = []
-    for (s, e), new in zip(ranges, news):
+    low = 0  # the first original line no run has copied yet
+    for number, ((s, e), new) in enumerate(zip(ranges, news)):
+        high = ranges[number + 1][0] - 1 if number + 1 < len(ranges) else n  # the next run's anchor
+        before = draw(st.integers(0, max(0, s - 1 - low))) if context and s > 0 else 0
+        after = draw(st.integers(0, max(0, high - e - 1))) if context and e < n else 0
         if s > 0:
             content.append(draw(MARKER_LINE))
+            content.extend(lines[s - 1 - before:s - 1])
             content.append(lines[s - 1])
         content.extend(new)
         if e < n:
             content.append(lines[e])
+            content.extend(lines[e + 1:e + 1 + after])
+        low = e + 1 + after
     if ranges[-1][1] < n:
         content.append(draw(MARKER_LINE))
     return ("\n".join(lines) + "\n", "\n".join(content) + "\n", "\n".join(edited) + "\n")
@@ -257,6 +265,13 @@ def edits(draw: st.DrawFn) -> tuple[str, str, str]:
 @settings(deadline=None)  # no timing: shared machines are slow at times
 @given(edits())
 def test_edits_round_trip(case: tuple[str, str, str]) -> None:
+    original, content, expected = case
+    assert merge_markers(original, content) == expected
+
+
+@settings(deadline=None)  # no timing: shared machines are slow at times
+@given(edits(context=True))
+def test_copied_context_around_anchors_changes_nothing(case: tuple[str, str, str]) -> None:
     original, content, expected = case
     assert merge_markers(original, content) == expected
 

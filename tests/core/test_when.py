@@ -92,6 +92,7 @@ def test_no_patterns_keep_everything() -> None:
 @pytest.mark.parametrize(("include", "expected"), [
     ("MEMORY.md", ["MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"]),      # no "/": any depth
     ("/MEMORY.md", ["MEMORY.md"]),                                        # leading "/": the root
+    ("./MEMORY.md", ["MEMORY.md"]),                                       # so is "./"
     ("seo/*.md", ["seo/titles.md"]),                                      # "*" stays in its folder
     ("seo/**", ["seo/titles.md", "seo/deep/keywords.md"]),
     ("seo/**/*.md", ["seo/titles.md", "seo/deep/keywords.md"]),           # "**" may be no folder
@@ -140,7 +141,7 @@ def test_globs_must_be_strings(value: object) -> None:
         compile_globs(None, value)  # type: ignore[arg-type]
 
 
-NAME = st.text("abcxyz-_. ", min_size=1, max_size=8).filter(lambda s: s.strip() == s and s != "**")
+NAME = st.text("abcxyz-_. ", min_size=1, max_size=8).filter(lambda s: s.strip() == s and not s.startswith("."))  # valid names
 FOLDERS = st.lists(NAME, max_size=4)
 
 
