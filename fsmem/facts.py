@@ -54,7 +54,7 @@ _TIME_FIELDS = {"said", "kept", "edited", "until"}
 
 _PLAIN = re.compile(r"[A-Za-z_][\w .,/()'+-]*")
 _YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
-_OWN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")  # YAML reads these as text: no date, no number
+_OWN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")  # YAML reads these as text: no date, no number
 
 
 def _yaml_scalar(value: str) -> str:

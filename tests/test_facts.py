@@ -35,7 +35,7 @@ def test_a_fact_is_a_readable_file_with_a_fixed_key_order(memory) -> None:
     kept = facts.keep("Ana", "role", "Ana works in research.", source="chat: Planning", said="2026-10-12")
     assert kept.outcome == "current" and kept.replaced is None
     fid = kept.fact.id
-    assert fid.startswith("20261130-100000-")
+    assert fid.startswith("20261130T100000-")
     assert (memory.root / f"notes/memory/{fid}.md").read_text() == (
         "---\n"
         f"id: {fid}\n"
@@ -285,8 +285,8 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
     parts = [clean_name(subject), clean_name(attribute), clean_name(source), clean_sentence(sentence)]
     if not all(parts):
         return
-    fact = Fact(id="20261130-100000-0000abcd", subject=parts[0], attribute=parts[1], source=parts[2],
-                text=parts[3], said=NOW, kept=NOW, replaces=("20261130-090000-0000abcd",))
+    fact = Fact(id="20261130T100000-0000abcd", subject=parts[0], attribute=parts[1], source=parts[2],
+                text=parts[3], said=NOW, kept=NOW, replaces=("20261130T090000-0000abcd",))
     data = render(fact)
     assert parse(data, fact.id) == fact
     quick = _parse_own(data, fact.id)

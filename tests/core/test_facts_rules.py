@@ -80,9 +80,9 @@ def test_a_date_that_is_not_one_is_refused() -> None:
 def test_ids_sort_by_the_time_they_were_kept() -> None:
     early = F.new_fact_id(NOW, "ffffffff")
     late = F.new_fact_id(NOW + timedelta(seconds=1), "00000000")
-    assert early == "20261130-100000-ffffffff"
+    assert early == "20261130T100000-ffffffff"
     assert early < late
-    assert F.fact_path(early, "current") == "notes/memory/20261130-100000-ffffffff.md"
+    assert F.fact_path(early, "current") == "notes/memory/20261130T100000-ffffffff.md"
     assert F.fact_id_of_path("notes/memory/history/x1.md") == ("x1", "history")
     assert F.fact_id_of_path("notes/memory/x1.md") == ("x1", "current")
     assert F.fact_id_of_path("notes/memory/sub/x1.md") is None
@@ -326,7 +326,7 @@ def _crash_cases():
 def test_a_keep_cut_short_at_any_step_reads_as_the_old_state_or_the_new(setup) -> None:
     probe = Folder()
     draft = setup(probe)
-    plan = C.plan_keep(probe.resolution(), draft, new_id="20261130-100000-99999999", now=NOW)
+    plan = C.plan_keep(probe.resolution(), draft, new_id="20261130T100000-99999999", now=NOW)
     assert len(plan.ops) >= 2
     old_state = probe.resolution().facts
     full = Folder()
@@ -528,3 +528,16 @@ def test_fact_rules_are_pure(name: str) -> None:
                 assert (module.split(".")[0] in sys.stdlib_module_names or module == "fsmem.errors"
                         or module.startswith("fsmem.core.")), module
     assert "open(" not in source and "os." not in source
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31),
+                    timezones=st.just(timezone.utc)),
+       st.integers(0, 2**32 - 1))
+def test_an_id_never_looks_like_a_secret(moment, tail) -> None:
+    from fsmem.core.secrets import find_fact_secret
+
+    fid = F.new_fact_id(moment, f"{tail:08x}")
+    assert find_fact_secret(fid) is None
+    assert find_fact_secret(f"Ana's role was replaced by {fid} on 2026-10-12.") is None
+    assert find_fact_secret(f"{fid} {F.new_fact_id(moment, f'{tail ^ 0xffff:08x}')}") is None
