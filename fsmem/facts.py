@@ -442,11 +442,10 @@ class Facts:
             micro = moment.microsecond if moment.replace(microsecond=0) == now else 999_999
             tail = (micro << 12) | random_source.randbelow(1 << 12)
             candidate = rules.new_fact_id(now, f"{tail:08x}")
-            if self._last_id is not None and candidate <= self._last_id:
-                if candidate[:15] == self._last_id[:15] and self._last_id[16:] < "ffffffff":
-                    candidate = candidate[:16] + f"{int(self._last_id[16:], 16) + 1:08x}"
-                else:
-                    continue
+            last = self._last_id
+            if last is not None and candidate <= last and last[16:] < "ffffffff":
+                # the clock stood still or went back: follow the last id rather than wait for it
+                candidate = last[:16] + f"{int(last[16:], 16) + 1:08x}"
             if (candidate not in resolution.stored and candidate not in resolution.broken
                     and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "current"))
                     and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "history"))):

@@ -330,3 +330,14 @@ def test_the_facts_bench_runs(tmp_path) -> None:
     for row in ("built in", "keep (one fact, its own change)", "current() - every fact that holds",
                 "current(subject)", "current() after a hand edit", "no cache", "with the cache"):
         assert row in done.stdout, row
+
+
+def test_ids_keep_their_order_when_the_clock_goes_back(memory) -> None:
+    from datetime import timedelta
+
+    back = NOW - timedelta(hours=1)
+    moments = iter([NOW, NOW, NOW, back, back, back])  # three clock reads a keep
+    facts = Facts(memory.drive, clock=lambda: next(moments))
+    first = facts.keep("Ana", "role", "Ana works in research.").fact.id
+    second = facts.keep("Bruno", "role", "Bruno works in ops.").fact.id
+    assert first < second and second.startswith(first[:16])
