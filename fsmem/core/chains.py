@@ -185,8 +185,11 @@ def _relinked(chain: Sequence[Fact], present: Mapping[str, object] | None = None
             replaced_by, until = fact.replaced_by, fact.until
         else:
             replaced_by, until = (after.id, after.said) if after else (None, None)
-        out.append(replace(fact, replaces=(before.id,) if before else (), replaced_by=replaced_by,
-                           until=until))
+        replaces = (before.id,) if before else ()
+        if (fact.replaces, fact.replaced_by, fact.until) == (replaces, replaced_by, until):
+            out.append(fact)  # the common case: the file already says so
+        else:
+            out.append(replace(fact, replaces=replaces, replaced_by=replaced_by, until=until))
     return out
 
 

@@ -15,7 +15,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime, time, timezone
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Literal, Mapping
 
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
@@ -76,6 +76,7 @@ def clean_sentence(text: str) -> str:
     return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
 
 
+@lru_cache(maxsize=65_536)  # subjects and attributes repeat across thousands of facts
 def thing_key(subject: str, attribute: str) -> tuple[str, str]:
     """What decides replacement: subject and attribute, ignoring case and extra spaces."""
     return (clean_name(subject).casefold(), clean_name(attribute).casefold())
