@@ -28,6 +28,9 @@ COMMANDS: dict[str, str] = {
     "watch": "fsmem.cli.search:watch",
     "mcp": "fsmem.cli.mcp:mcp",
     "proposals": "fsmem.cli.proposals:proposals",
+    "facts": "fsmem.cli.facts:facts",
+    "remember": "fsmem.cli.facts:remember",
+    "check": "fsmem.cli.facts:check",
     "chat": "fsmem.cli.chat:chat",
     "demo": "fsmem.cli.chat:demo",
 }
