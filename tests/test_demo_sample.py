@@ -56,3 +56,12 @@ def test_a_copy_opens_and_every_scope_of_the_records_resolves_to_the_sample_fold
         files = memory.scope_files(Scope.routine(SEO.id, routine.id))
         assert all((memory.root / f).read_text().strip() for f in files)
     assert not (SAMPLE_DIR / ".fsmem").exists()
+
+
+def test_the_facts_api_reads_the_sample_facts_with_no_problem(tmp_path):
+    memory = fsmem.open(copy_sample(tmp_path / "root"), create=True)
+    assert memory.facts.check() == []
+    assert [(f.subject, f.attribute) for f in memory.facts.current()] == [
+        ("Sourdough from scratch class", "price"), ("Tom", "role"), ("Saturday market stall", "opening time")]
+    chain = memory.facts.history("20261109-162000-9d3e7f15")
+    assert [f.id for f in chain] == ["20261109-162000-9d3e7f15", "20261005-091500-4be1c0a2"]
