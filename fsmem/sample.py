@@ -10,7 +10,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsmem.errors import SetupError
+from fsmem.errors import RootNotFound
 
 __all__ = ["RoutineRecord", "AgentRecord", "SAMPLE_DIR", "PROJECT", "SEO", "TITLE_TUNING", "RANK_CHECK",
            "copy_sample"]
@@ -47,8 +47,9 @@ def copy_sample(destination: Path, source: Path | None = None) -> Path:
     """Copy the sample memory root (without any ``.fsmem`` state) to ``destination``; return it."""
     source = source or SAMPLE_DIR
     if not (source / "MEMORY.md").is_file():
-        raise SetupError(
-            f"no sample project at {source}: run from fsmem's source tree, or pass the folder to copy"
+        raise RootNotFound(
+            f"no memory root to copy at {source} (it has no MEMORY.md): run from fsmem's source tree, "
+            "or pass a memory root with --project"
         )
     shutil.copytree(source, destination, ignore=shutil.ignore_patterns(".fsmem"))
     return destination

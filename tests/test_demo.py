@@ -87,3 +87,10 @@ def test_fsmem_demo_in_a_real_process():
     result = run_fsmem("demo")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("✓") == 10 and "✗" not in result.stdout
+
+
+def test_fsmem_demo_on_a_folder_without_a_memory_root_says_what_to_pass(tmp_path):
+    result = CliRunner().invoke(main, ["demo", "--project", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: [NO_ROOT] no memory root to copy at {tmp_path} (it has no MEMORY.md): "
+                             "run from fsmem's source tree, or pass a memory root with --project\n")

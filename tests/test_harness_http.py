@@ -130,3 +130,12 @@ def test_chat_and_demo_have_help():
     for command in ("chat", "demo"):
         result = CliRunner().invoke(main, [command, "--help"])
         assert result.exit_code == 0 and "--model-url" in result.output
+
+
+def test_fsmem_chat_reports_a_failing_model_server_in_one_line(root):
+    with ChatServer([]) as server:  # nothing scripted: the server answers HTTP 500
+        result = CliRunner().invoke(main, ["chat", "--root", str(root), "--model-url", server.base_url,
+                                           "--model", "m", "-m", "hi"])
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: [MODEL_ERROR] ")
+    assert len(result.output.splitlines()) == 1
