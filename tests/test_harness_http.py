@@ -139,3 +139,15 @@ def test_fsmem_chat_reports_a_failing_model_server_in_one_line(root):
     assert result.exit_code == 2
     assert result.output.startswith("Error: [MODEL_ERROR] ")
     assert len(result.output.splitlines()) == 1
+
+
+def test_fsmem_chat_with_recall_shows_and_sends_the_matches(root):
+    with ChatServer(["Saturdays, 14:00 to 17:00."]) as server:
+        result = CliRunner().invoke(main, ["chat", "--root", str(root), "--model-url", server.base_url,
+                                           "--model", "m", "--recall", "--show-context",
+                                           "-m", "When is the sourdough class?"])
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert lines[1:] == ["[recall When is the sourdough class?]", "Saturdays, 14:00 to 17:00."]
+        sent = server.requests[0].messages[-1]["content"]
+        assert sent.startswith('<recall query="When is the sourdough class?">') and "classes.md" in sent
