@@ -427,9 +427,16 @@ class Run:
         for name, globs in (("include", request.include), ("exclude", request.exclude)):
             for glob in globs:
                 _check_glob(name, glob)
+        if not request.regex:  # ranked full-text search over the index
+            from fsmem.index import render_hits
+
+            found = self.memory.search(request.query, include=request.include or None,
+                                       exclude=request.exclude or None, since=request.since, limit=limit)
+            return {"ok": True, "text": render_hits(found, request.query),
+                    "hits": [hit.to_dict() for hit in found]}
         accept = compile_globs(request.include or None, request.exclude or None)
         since = parse_since(request.since, utc_now()) if request.since else None
-        pattern = compile_pattern(request.query, literal=not request.regex)
+        pattern = compile_pattern(request.query, literal=False)
         hits = grep(self.drive, pattern, accept=accept, since=since, limit=limit, timeout=settings.regex_timeout)
         if not hits:
             text = f"No match for {request.query!r}."

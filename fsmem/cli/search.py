@@ -1,0 +1,135 @@
+"""``fsmem search``, ``fsmem index status|rebuild`` and ``fsmem watch``.
+
+The search path imports click and the index (tantivy) only: no drive, tool, facts, jsonschema,
+frontmatter or watchdog, so a search from the shell starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import click
+
+from fsmem.cli.options import echo_json, find_root, json_option, root_option
+
+
+@contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """Index warnings (rebuilt from the files, …) reach the person as one ``Warning:`` line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for item in caught:
+                click.echo(f"Warning: {item.message}", err=True)
+
+
+def _open_index(root: str | None) -> Any:
+    from fsmem.index import Index
+
+    return Index(find_root(root))
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--regex", "use_regex", is_flag=True, help="Treat QUERY as a regular expression; print path:line: text.")
+@click.option("--include", multiple=True, metavar="GLOB", help="Only paths matching GLOB (repeatable), e.g. 'seo/**'.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out paths matching GLOB (repeatable).")
+@click.option("--since", metavar="WHEN", help="Only files changed since WHEN: 8w, 30d, 12h or 2026-08-01.")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="At most this many results.")
+@root_option
+@json_option
+def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], exclude: tuple[str, ...],
+           since: str | None, limit: int, root: str | None, as_json: bool) -> None:
+    """Search the memory: ranked files with snippets (or regex lines with --regex).
+
+    All words must match first; if that finds nothing, any word does. The last word also matches as
+    a prefix; put phrases in "double quotes". Facts that hold come before replaced ones.
+    """
+    text = " ".join(query)
+    with _warnings_to_stderr():
+        if use_regex:  # not the fast path: the files themselves, through the drive
+            import fsmem
+
+            hits = fsmem.open(find_root(root)).search(text, regex=True, include=include or None,
+                                                      exclude=exclude or None, since=since, limit=limit)
+        else:
+            hits = _open_index(root).search(text, include=include, exclude=exclude, since=since,
+                                            limit=limit)
+    if as_json:
+        echo_json([hit.to_dict() for hit in hits])
+        return
+    if use_regex:
+        for hit in hits:
+            click.echo(f"{hit.path}:{hit.line}: {hit.text}")
+        if not hits:
+            click.echo(f"No matches for {text!r}.")
+        return
+    from fsmem.index import render_hits
+
+    click.echo(render_hits(hits, text))
+
+
+@click.group()
+def index() -> None:
+    """The full-text index: how fresh it is, and rebuilding it."""
+
+
+@index.command()
+@root_option
+@json_option
+def status(root: str | None, as_json: bool) -> None:
+    """Documents, files, how many are stale, and whether a watcher keeps the index current."""
+    with _warnings_to_stderr():
+        info = _open_index(root).status()
+    if as_json:
+        echo_json(info)
+        return
+    watcher = f"running (pid {info['watcher_pid']})" if info["watcher"] else "not running"
+    click.echo(
+        f"documents: {info['documents']}\n"
+        f"files:     {info['files']}\n"
+        f"stale:     {info['stale']}\n"
+        f"watcher:   {watcher}\n"
+        f"size:      {info['index_bytes']} bytes"
+    )
+
+
+@index.command()
+@root_option
+@json_option
+def rebuild(root: str | None, as_json: bool) -> None:
+    """Rebuild the index from the files, beside the live one; searches keep working meanwhile."""
+    target = _open_index(root)
+    with _warnings_to_stderr():
+        if as_json:
+            count = target.rebuild()
+        else:
+            with click.progressbar(length=1, label="Indexing", file=sys.stderr) as bar:
+                def progress(done: int, total: int) -> None:
+                    bar.length = max(total, 1)
+                    bar.update(done - bar.pos)
+
+                count = target.rebuild(progress)
+    if as_json:
+        echo_json({"files": count})
+    else:
+        click.echo(f"Rebuilt the index from {count} files.")
+
+
+@click.command()
+@root_option
+@click.option("--debounce", type=click.FloatRange(min=0.01), default=0.15, show_default=True,
+              help="Seconds of quiet before a batch of changes is indexed.")
+def watch(root: str | None, debounce: float) -> None:
+    """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
+    from fsmem.watch import Watcher
+
+    target = _open_index(root)
+    click.echo(f"Watching {target.root} (Ctrl-C to stop).", err=True)
+    with _warnings_to_stderr():
+        Watcher(target, debounce=debounce).run_forever()

@@ -1,0 +1,445 @@
+"""The tantivy index in-process: ranking, filters, freshness, recovery."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from fsmem.errors import BadRequest
+from fsmem.index import Index, IndexWarning
+from fsmem.index_state import MANIFEST, index_dir, read_current
+
+CURRENT_FACT = """---
+id: f2
+subject: Ana
+attribute: role
+source: chat
+said: 2026-10-12
+replaces: [f1]
+---
+Ana works in research.
+"""
+
+REPLACED_FACT = """---
+id: f1
+subject: Ana
+attribute: role
+source: chat
+said: 2026-09-01
+until: 2026-10-12
+replaced_by: f2
+---
+Ana leads the data team and works in research planning.
+"""
+
+
+def write(root: Path, path: str, text: str) -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / ".fsmem").mkdir()
+    write(tmp_path, "MEMORY.md", "# Project\n\nWe deploy to staging every Friday.\nSee seo/titles.md.\n")
+    write(tmp_path, "seo/titles.md", "# Titles\n\nKeep titles under 60 characters.\nDeployment happens weekly.\n")
+    write(tmp_path, "agents/seo-3f9a1c2e/MEMORY.md", "# SEO agent\n\nThe client prefers British spelling.\n")
+    write(tmp_path, "notes/memory/f2.md", CURRENT_FACT)
+    write(tmp_path, "notes/memory/history/f1.md", REPLACED_FACT)
+    return tmp_path
+
+
+def paths(hits) -> list[str]:
+    return [hit.path for hit in hits]
+
+
+def test_all_words_are_required_first(root: Path) -> None:
+    hits = Index(root).search("deploy staging")
+    assert paths(hits) == ["MEMORY.md"]
+    hit = hits[0]
+    assert (hit.title, hit.kind, hit.level, hit.line) == ("Project", "memory", "project", 1)
+    assert "deploy to staging" in hit.snippet
+
+
+def test_any_word_when_all_words_find_nothing(root: Path) -> None:
+    assert set(paths(Index(root).search("staging british "))) == {"MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"}
+
+
+def test_the_last_word_matches_as_a_prefix(root: Path) -> None:
+    index = Index(root)
+    assert paths(index.search("brit")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
+    assert paths(index.search("brit ")) == []  # a finished word is matched whole
+
+
+def test_phrases_in_quotes(root: Path) -> None:
+    index = Index(root)
+    assert paths(index.search('"under 60 characters"')) == ["seo/titles.md"]
+    assert paths(index.search('"60 under characters"')) == []
+
+
+def test_a_title_match_ranks_above_a_body_match(root: Path) -> None:
+    write(root, "body-only.md", "# Other\n\nsome words about titles here\n")
+    assert paths(Index(root).search("titles "))[0] == "seo/titles.md"
+
+
+def test_facts_that_hold_rank_before_replaced_ones(root: Path) -> None:
+    hits = Index(root).search("ana research")
+    assert paths(hits) == ["notes/memory/f2.md", "notes/memory/history/f1.md"]
+    assert hits[0].snippet == "Ana works in research. (said 2026-10-12)"
+    assert hits[1].snippet.endswith("(said 2026-09-01; held until 2026-10-12)")
+    assert hits[1].kind == "replaced_fact" and hits[1].title == "Ana · role"
+
+
+def test_held_until_is_searchable(root: Path) -> None:
+    assert paths(Index(root).search('"held until"')) == ["notes/memory/history/f1.md"]
+
+
+def test_include_exclude_and_since_are_applied_inside_the_query(root: Path) -> None:
+    index = Index(root)
+    assert paths(index.search("ana", include=["notes/**"], exclude="history/")) == ["notes/memory/f2.md"]
+    assert paths(index.search("deploy", include="seo")) == ["seo/titles.md"]
+    assert set(paths(index.search("deploy", exclude=["seo/*.md"]))) == {"MEMORY.md"}
+    old = 1_600_000_000
+    os.utime(root / "seo/titles.md", (old, old))
+    assert paths(index.search("deploy", since="30d")) == ["MEMORY.md"]
+    assert set(paths(index.search("deploy", since="2020-01-01"))) == {"MEMORY.md", "seo/titles.md"}
+
+
+GLOB_CASES = [
+    ("*.md", "MEMORY.md"), ("*.md", "seo/titles.md"), ("seo/*.md", "seo/titles.md"),
+    ("seo/*.md", "seo/deep/titles.md"), ("seo/**", "seo/deep/titles.md"), ("seo", "seo/titles.md"),
+    ("seo", "seoul/titles.md"), ("history/", "notes/memory/history/f1.md"), ("history/", "history.md"),
+    ("agents/*/MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"),
+    ("agents/*/MEMORY.md", "agents/seo-3f9a1c2e/routines/x-1/MEMORY.md"),
+    ("**/NOTES.md", "agents/a-1/routines/b-2/NOTES.md"), ("titl?s.md", "seo/titles.md"),
+    ("[st]eo/*.md", "seo/titles.md"), ("[!s]eo/*.md", "seo/titles.md"), ("[a-z]*", "x/y.md"),
+    ("a+b (1).md", "a+b (1).md"), ("/MEMORY.md", "MEMORY.md"),
+    ("/MEMORY.md", "agents/a-1/MEMORY.md"), ("caf\u00e9.md", "caf\u00e9.md"), ("x\\*.md", "x*.md"),
+]
+
+
+@pytest.fixture(scope="module")
+def path_index():
+    """A bare in-memory tantivy index of paths, to run include/exclude regexes as search does."""
+    import tantivy
+
+    from fsmem.index import _analyzer, _schema
+
+    schema = _schema()
+    index = tantivy.Index(schema)
+    index.register_tokenizer("fsmem", _analyzer())
+    writer = index.writer(15_000_000, 1)
+    for _, path in GLOB_CASES:
+        writer.add_document(tantivy.Document(path=path))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    return schema, index
+
+
+@pytest.mark.parametrize(("pattern", "path"), GLOB_CASES)
+def test_globs_inside_the_query_match_as_the_tool_s_globs_do(path_index, pattern: str, path: str) -> None:
+    import tantivy
+
+    from fsmem.core.search import glob_to_regex
+    from fsmem.core.when import compile_globs
+
+    schema, index = path_index
+    query = tantivy.Query.regex_query(schema, "path", glob_to_regex(pattern))
+    searcher = index.searcher()
+    found = {searcher.doc(address)["path"][0] for _, address in searcher.search(query, 100).hits}
+    assert (path in found) is compile_globs(pattern)(path)
+
+
+def test_limit_counts_replaced_facts_last(root: Path) -> None:
+    assert paths(Index(root).search("ana", limit=1)) == ["notes/memory/f2.md"]
+
+
+def test_bad_requests_change_nothing(root: Path) -> None:
+    index = Index(root)
+    with pytest.raises(BadRequest, match="no words to search for"):
+        index.search('  "" ,, ')
+    with pytest.raises(BadRequest, match="limit must be"):
+        index.search("ana", limit=0)
+    with pytest.raises(BadRequest, match="is not an age or a date"):
+        index.search("ana", since="yesterday-ish")
+
+
+def test_hand_edits_are_seen_by_the_next_search(root: Path) -> None:
+    index = Index(root)
+    assert paths(index.search("friday")) == ["MEMORY.md"]
+    write(root, "MEMORY.md", "# Project\n\nWe ship on Mondays now.\n")
+    assert paths(index.search("friday")) == []
+    assert paths(index.search("mondays")) == ["MEMORY.md"]
+
+
+def test_an_edit_within_one_timestamp_tick_is_still_seen(root: Path) -> None:
+    index = Index(root)
+    assert paths(index.search("friday")) == ["MEMORY.md"]
+    target = root / "MEMORY.md"
+    info = target.stat()
+    # Same size, same mtime, same inode: only the racy-entry hash check can tell.
+    target.write_text(target.read_text().replace("Friday", "Sunday"))
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert paths(index.search("sunday")) == ["MEMORY.md"]
+
+
+def test_files_and_folders_moved_in_and_out(root: Path, tmp_path_factory) -> None:
+    index = Index(root)
+    outside = tmp_path_factory.mktemp("outside")
+    write(outside, "incoming/plan.md", "# Plan\n\nquarterly roadmap\n")
+    shutil.move(str(root / "seo"), str(outside / "seo"))
+    shutil.move(str(outside / "incoming"), str(root / "incoming"))
+    assert paths(index.search("characters")) == []
+    assert paths(index.search("roadmap")) == ["incoming/plan.md"]
+    os.rename(root / "incoming/plan.md", root / "incoming/renamed.md")
+    assert paths(index.search("roadmap")) == ["incoming/renamed.md"]
+
+
+def test_refresh_of_a_folder_covers_everything_under_it(root: Path) -> None:
+    index = Index(root)
+    index.search("x")
+    write(root, "seo/new.md", "# New\n\nmeta descriptions\n")
+    shutil.rmtree(root / "agents")
+    with index.locked():
+        assert index.refresh(["seo", "agents"]) == 3  # new.md, titles.md re-read, agent file removed
+    assert paths(index.search("descriptions", fresh=False)) == ["seo/new.md"]
+    assert paths(index.search("british", fresh=False)) == []
+
+
+def test_what_is_not_markdown_or_is_hidden_is_not_indexed(root: Path, tmp_path_factory) -> None:
+    write(root, "notes.txt", "zebra")
+    write(root, ".hidden/a.md", "zebra")
+    write(root, ".MEMORY.md.swp", "zebra")
+    write(root, "MEMORY.md~", "zebra")
+    outside = tmp_path_factory.mktemp("elsewhere")
+    write(outside, "secret.md", "zebra")
+    os.symlink(outside / "secret.md", root / "link-out.md")
+    os.symlink(outside, root / "dir-out")
+    os.symlink(root / "seo/titles.md", root / "link-in.md")
+    index = Index(root)
+    assert paths(index.search("zebra")) == []
+    assert paths(index.search('"under 60"')) == ["link-in.md", "seo/titles.md"] or \
+        sorted(paths(index.search('"under 60"'))) == ["link-in.md", "seo/titles.md"]
+
+
+def test_a_deleted_index_is_rebuilt_with_a_warning(root: Path) -> None:
+    Index(root).search("ana")
+    shutil.rmtree(index_dir(root))
+    with pytest.warns(IndexWarning, match="was missing; rebuilt it from the 5 files"):
+        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+
+
+def test_a_first_build_is_silent(root: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+
+
+@pytest.mark.parametrize("damage", ["meta", "current", "schema", "segments", "generation"])
+def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> None:
+    Index(root).search("ana")
+    generation = index_dir(root) / read_current(root)["generation"]
+    if damage == "meta":
+        (generation / "meta.json").write_text("{not json")
+    elif damage == "current":
+        (index_dir(root) / "CURRENT").write_text("garbage")
+    elif damage == "generation":
+        shutil.rmtree(generation)
+    elif damage == "schema":
+        (index_dir(root) / "CURRENT").write_text('{"schema": 999, "generation": "%s"}' % generation.name)
+    else:
+        for segment_file in generation.iterdir():
+            if segment_file.suffix in {".idx", ".store", ".term"}:
+                segment_file.write_bytes(b"\0" * 16)
+    with pytest.warns(IndexWarning, match="rebuilt it"):
+        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+    assert paths(Index(root).search("british")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
+
+
+def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) -> None:
+    index = Index(root)
+    assert paths(index.search("friday")) == ["MEMORY.md"]
+    shutil.rmtree(index_dir(root) / read_current(root)["generation"])
+    write(root, "MEMORY.md", "# Project\n\nnow on Tuesdays\n")
+    with pytest.warns(IndexWarning, match="rebuilt it"):
+        assert paths(index.search("tuesdays")) == ["MEMORY.md"]
+
+
+def test_a_torn_manifest_line_only_costs_a_reread(root: Path) -> None:
+    index = Index(root)
+    index.search("ana")
+    manifest = index_dir(root) / read_current(root)["generation"] / MANIFEST
+    with open(manifest, "a") as handle:
+        handle.write("+\tdeadbeef\t12")  # a crash mid-append
+    write(root, "MEMORY.md", "# Project\n\nnew words: kiwi\n")
+    fresh = Index(root)
+    assert paths(fresh.search("kiwi")) == ["MEMORY.md"]
+    assert fresh.status()["stale"] == 0
+
+
+def test_rebuild_swaps_in_a_new_generation_and_collects_the_old(root: Path) -> None:
+    index = Index(root)
+    index.search("ana")
+    first = read_current(root)["generation"]
+    seen: list[tuple[int, int]] = []
+    assert index.rebuild(lambda done, total: seen.append((done, total))) == 5
+    assert seen[-1] == (5, 5)
+    second = read_current(root)["generation"]
+    assert second != first
+    assert sorted(p.name for p in index_dir(root).iterdir()) == sorted(["CURRENT", second])
+    assert paths(index.search("friday")) == ["MEMORY.md"]
+
+
+def test_a_reader_opened_before_a_rebuild_follows_the_swap(root: Path) -> None:
+    reader = Index(root)
+    assert paths(reader.search("friday")) == ["MEMORY.md"]
+    Index(root).rebuild()
+    write(root, "MEMORY.md", "# Project\n\nplums\n")
+    assert paths(reader.search("plums")) == ["MEMORY.md"]
+
+
+def test_status_counts_stale_files_without_fixing_them(root: Path) -> None:
+    index = Index(root)
+    index.search("ana")
+    write(root, "new.md", "fresh")
+    (root / "seo/titles.md").unlink()
+    info = index.status()
+    assert (info["documents"], info["files"], info["stale"], info["watcher"]) == (5, 5, 2, False)
+    index.reconcile()
+    info = index.status()
+    assert (info["documents"], info["files"], info["stale"]) == (5, 5, 0)
+
+
+@pytest.mark.slow
+def test_segment_files_orphaned_by_a_crashed_writer_are_collected(root: Path) -> None:
+    import subprocess
+    import sys
+
+    index = Index(root)
+    index.search("ana")
+    generation = index_dir(root) / read_current(root)["generation"]
+    before = {p.name for p in generation.iterdir()}
+    crash = (
+        "import os, sys; sys.path.insert(0, sys.argv[2]); import tantivy;"
+        "from fsmem.index import _analyzer;"
+        "ix = tantivy.Index.open(sys.argv[1]); ix.register_tokenizer('fsmem', _analyzer());"
+        "w = ix.writer(heap_size=15_000_000, num_threads=1)\n"
+        "for i in range(40000): w.add_document(tantivy.Document(path=f'x{i}.md', body='word ' * 60 + str(i)))\n"
+        "os._exit(1)"
+    )
+    subprocess.run([sys.executable, "-c", crash, str(generation), str(Path(__file__).parent.parent)],
+                   check=False, timeout=60)
+    orphans = {p.name for p in generation.iterdir()} - before - {".tantivy-writer.lock"}
+    assert orphans, "the crashed writer should have flushed segment files without committing them"
+    write(root, "MEMORY.md", "# Project\n\nchanged\n")
+    assert paths(index.search("changed")) == ["MEMORY.md"]
+    left = {p.name for p in generation.iterdir()} & orphans
+    assert left == set()
+
+
+@pytest.fixture(scope="module")
+def shared_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hypothesis-root")
+    (root / ".fsmem").mkdir()
+    write(root, "MEMORY.md", "# Project\n\nWe deploy to staging every Friday. café crème, C++ & foo-bar.\n")
+    write(root, "notes/memory/f2.md", CURRENT_FACT)
+    index = Index(root)
+    index.search("warm")
+    return index
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(list('abcé "*:+-()[]{}^~!?\\/\'.,&|') + ["staging", "café", "AND", "OR",
+                                                                             "NOT", " ", "stag"]),
+                max_size=12).map("".join))
+def test_any_query_text_gives_hits_or_a_clear_refusal(shared_index, query: str) -> None:
+    try:
+        hits = shared_index.search(query, fresh=False)
+    except BadRequest as error:
+        assert "no words to search for" in error.message
+        return
+    assert all(hit.path in {"MEMORY.md", "notes/memory/f2.md"} for hit in hits)
+
+
+@pytest.mark.slow
+def test_threads_writing_editing_and_searching_share_one_memory(tmp_path: Path) -> None:
+    import threading
+
+    import fsmem
+
+    memory = fsmem.open(tmp_path, create=True)
+    memory.search("warm")
+    errors: list[BaseException] = []
+
+    def guarded(work):
+        def run() -> None:
+            try:
+                work()
+            except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+                errors.append(error)
+        return run
+
+    def tool_writer(name: str):
+        def work() -> None:
+            run = memory.run(thread_id=name)
+            for i in range(10):
+                result = run.call({"command": "write", "path": f"{name}/n{i}.md", "content": f"# {name}\n\ntw{name}{i}\n"})
+                assert result["ok"], result
+        return work
+
+    def hand_editor() -> None:
+        for i in range(10):
+            write(tmp_path, f"hand/h{i}.md", f"# Hand\n\nhandword{i}\n")
+
+    def searcher() -> None:
+        for _ in range(15):
+            memory.search("handword0 twa0 twb0")
+
+    threads = [threading.Thread(target=guarded(work)) for work in
+               (tool_writer("a"), tool_writer("b"), hand_editor, searcher, searcher)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    status = memory.index.status()
+    assert (status["documents"], status["files"], status["stale"]) == (31, 31, 0)
+    for word, path in (("twa9", "a/n9.md"), ("twb9", "b/n9.md"), ("handword9", "hand/h9.md")):
+        assert [hit.path for hit in memory.search(word)] == [path]
+
+
+@pytest.mark.slow
+def test_searches_keep_working_while_a_rebuild_runs(root: Path) -> None:
+    import threading
+
+    for i in range(300):
+        write(root, f"bulk/{i // 50}/n{i}.md", f"# N{i}\n\nbulk words {i}\n")
+    index = Index(root)
+    assert len(index.search("bulk", limit=100)) == 100
+    done = threading.Event()
+    answers: list[int] = []
+
+    def keep_searching() -> None:
+        reader = Index(root)
+        while not done.is_set():
+            answers.append(len(reader.search("bulk", limit=100, fresh=False)))
+
+    thread = threading.Thread(target=keep_searching)
+    thread.start()
+    try:
+        for _ in range(3):
+            assert Index(root).rebuild() == 305
+    finally:
+        done.set()
+        thread.join(timeout=60)
+    assert answers and set(answers) == {100}

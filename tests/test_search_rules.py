@@ -1,0 +1,111 @@
+"""The pure rules of search (fsmem.core.search): no disk, no tantivy."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsmem.core.search import (
+    RACY_WINDOW_NS,
+    Indexed,
+    Stamp,
+    file_doc,
+    is_indexable_name,
+    plan_reconcile,
+    split_front_matter,
+    split_query,
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "words", "phrases", "prefix"),
+    [
+        ("deploy", ("deploy",), (), True),
+        ("deploy ", ("deploy",), (), False),
+        ('deploy "release notes" stag', ("deploy", "stag"), ("release notes",), True),
+        ('"release notes"', (), ("release notes",), False),
+        ('"unclosed phrase', (), ("unclosed phrase",), False),
+        ('""  ', (), (), False),
+        ("", (), (), False),
+    ],
+)
+def test_split_query(query: str, words: tuple, phrases: tuple, prefix: bool) -> None:
+    parts = split_query(query)
+    assert (parts.words, parts.phrases, parts.last_is_prefix) == (words, phrases, prefix)
+
+
+@given(st.text(max_size=60))
+def test_split_query_never_raises_and_keeps_every_word(query: str) -> None:
+    parts = split_query(query)
+    for word in parts.words:
+        assert word in query and '"' not in word
+
+
+FACT = """---
+id: f1
+subject: Ana
+attribute: role
+source: "chat: Planning"
+said: 2026-09-01
+until: 2026-10-12
+replaced_by: f2
+---
+Ana leads the data team.
+"""
+
+
+def test_a_replaced_fact_says_until_when_it_held() -> None:
+    doc = file_doc("notes/memory/history/f1.md", FACT)
+    assert doc.kind == "replaced_fact" and doc.level == "project"
+    assert doc.title == "Ana · role"
+    assert doc.body == "Ana leads the data team.\n"
+    assert doc.body_line == 10
+    assert doc.said == datetime(2026, 9, 1, tzinfo=timezone.utc)
+    assert "held until 2026-10-12" in doc.meta and "chat: Planning" in doc.meta
+
+
+def test_a_topic_keeps_its_heading_as_title() -> None:
+    doc = file_doc("agents/seo-3f9a1c2e/titles.md", "intro\n## Title rules\nunder 60 chars\n")
+    assert (doc.title, doc.kind, doc.level, doc.folder) == ("Title rules", "topic", "agent", "agents/seo-3f9a1c2e")
+    assert doc.said is None and doc.meta == ""
+
+
+def test_front_matter_only_at_the_start() -> None:
+    fields, raw, body, line = split_front_matter("text\n---\nkey: v\n---\n")
+    assert (fields, raw, line) == ({}, "", 1)
+    fields, raw, body, line = split_front_matter("---\nkey: 'v'\nnested:\n  - a\n---\nbody")
+    assert fields == {"key": "v", "nested": ""} and body == "body" and line == 6
+
+
+def stamp(size: int = 10, mtime: int = 1_000, ctime: int = 1_000, inode: int = 7) -> Stamp:
+    return Stamp(size, mtime, ctime, inode)
+
+
+def test_plan_finds_new_changed_removed_and_racy_files() -> None:
+    old = Indexed(stamp(), "v1", 1_000 + 10 * RACY_WINDOW_NS)
+    racy = Indexed(stamp(), "v1", 1_000 + RACY_WINDOW_NS // 2)
+    on_disk = {"same.md": stamp(), "edited.md": stamp(size=11), "renamed-over.md": stamp(inode=8),
+               "new.md": stamp(), "racy.md": stamp()}
+    indexed = {"same.md": old, "edited.md": old, "renamed-over.md": old, "gone.md": old, "racy.md": racy}
+    plan = plan_reconcile(on_disk, indexed)
+    assert plan.changed == ("edited.md", "new.md", "renamed-over.md")
+    assert plan.removed == ("gone.md",)
+    assert plan.racy == ("racy.md",)
+    assert plan
+
+
+def test_an_unchanged_root_plans_nothing() -> None:
+    entry = Indexed(stamp(), "v1", 1_000 + 10 * RACY_WINDOW_NS)
+    assert not plan_reconcile({"a.md": stamp()}, {"a.md": entry})
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("MEMORY.md", True), ("notes.txt", False), (".MEMORY.md.swp", False), ("a.md~", False),
+     ("#a.md#", False), (".#a.md", False), ("a.md.tmp", False), ("4913", False)],
+)
+def test_only_markdown_and_never_editor_temp_files(name: str, expected: bool) -> None:
+    assert is_indexable_name(name) is expected
