@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             print("  search: not on this branch yet (the index is issue 3); rerun after it lands")
         else:
             queries = ["Person 0042 role", "what was the role of Person 0007 in March", "moved on"]
-            _row("search (text, limit 10)", _timed(lambda: search(rng.choice(queries), limit=10), args.samples))
+            _row("search (text, limit 10)", _timed(lambda: search(rng.choice(queries), limit=10), args.samples),
+                 list_base)
     return 0
 
 

@@ -7,6 +7,7 @@
 """
 
 from fsmem.errors import (
+    BadFact,
     BadPath,
     BadPattern,
     BadRequest,
@@ -14,7 +15,9 @@ from fsmem.errors import (
     Conflict,
     EditUnplaced,
     Exists,
+    FactSensitive,
     FsmemError,
+    ModelError,
     NotFound,
     NotRead,
     NotUnique,
@@ -79,4 +82,7 @@ __all__ = [
     "Busy",
     "RootNotFound",
     "ScopeError",
+    "FactSensitive",
+    "BadFact",
+    "ModelError",
 ]

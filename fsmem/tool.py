@@ -221,9 +221,9 @@ class Run:
 
     def _write(self, request: Write) -> dict[str, Any]:
         path = self._path(request.path)
-        self._refuse_secret_path(path)
         ensure_markdown_file(path)
         self._check_writable(path, "writing")
+        self._refuse_secret_path(path)
         if self.drive.is_dir(path):
             raise Exists(f"{path} is a folder; write to a file inside it")
         with self.drive.change("write", self.thread_id) as tx:
@@ -309,7 +309,6 @@ class Run:
     def _rename(self, request: Rename) -> dict[str, Any]:
         source = self._path(request.path)
         destination = self._path(request.new_path)
-        self._refuse_secret_path(destination)
         if source == destination:
             raise BadRequest("path and new_path are the same; give a different new_path")
         for end, label in ((source, "path"), (destination, "new_path")):
@@ -327,6 +326,7 @@ class Run:
         if not source_is_dir:
             ensure_markdown_file(destination)
         self._check_writable(destination, "renaming")
+        self._refuse_secret_path(destination)
         with self.drive.change("rename", self.thread_id) as tx:
             if source_is_dir:
                 self._check_folder_seen(source)

@@ -105,3 +105,10 @@ def test_a_held_create_from_a_face_applies_on_approve(memory):
 def test_drive_read_of_a_folder_is_none(memory):
     (memory.root / "folder").mkdir()
     assert memory.drive.read("folder") is None
+
+
+def test_proposal_ids_never_read_as_card_numbers(memory):
+    from fsmem.core.secrets import find_secret
+    from fsmem.proposals import new_id
+
+    assert all(find_secret(f"see proposal {new_id()}") is None for _ in range(200))
