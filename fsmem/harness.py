@@ -111,16 +111,27 @@ class Session:
         return [{"role": "system", "content": self.system}, *self.messages]
 
     def turn(self, text: str) -> Turn:
-        """Append the message and the memory it needs, then let the model work until it answers."""
+        """Append the message and the memory it needs, then let the model work until it answers.
+
+        If the model fails before any tool call ran, the thread is left as it was, so the turn can be
+        retried; once a call changed memory, the thread keeps what happened.
+        """
         start = len(self.messages)
-        self.messages.append({"role": "user", "content": text})
+        user = {"role": "user", "content": text}
         options: dict[str, Any] = {"routines": self.routines}
         if self.recall_tokens is not None:
             options["recall_tokens"] = self.recall_tokens
-        self.messages.extend(
-            self.run.context(self.messages, recall=text if self.recall else None, **options)
-        )
+        extra = self.run.context([*self.messages, user], recall=text if self.recall else None, **options)
+        self.messages.extend([user, *extra])
         turn = Turn(given=[dict(m) for m in self.messages[start:]])
+        try:
+            return self._work(turn)
+        except Exception:
+            if not turn.steps:
+                del self.messages[start:]
+            raise
+
+    def _work(self, turn: Turn) -> Turn:
         for _ in range(self.max_steps):
             reply = self.model.complete(self.model_input(), tools=self.tools, temperature=self.temperature)
             turn.model_calls += 1

@@ -216,3 +216,23 @@ def test_the_tool_given_to_the_model_is_the_checked_in_openai_form():
     assert spec["function"]["description"].startswith("Read and change the project's shared memory")
     parameters = spec["function"]["parameters"]
     assert parameters["required"] == ["command"] and "allOf" not in parameters
+
+
+def test_a_model_failure_before_any_tool_call_leaves_the_thread_as_it_was(memory):
+    from fsmem.errors import ModelError
+
+    s, model = session(memory, Scope.chat(), ModelError("the server is down"), "Back.")
+    with pytest.raises(ModelError):
+        s.turn("hello")
+    assert s.messages == []
+    assert s.turn("hello").answer == "Back."
+    assert [m["content"] for m in model.requests[1] if m["role"] == "user"][0] == "hello"
+
+
+def test_a_model_failure_after_a_tool_call_keeps_what_happened(memory):
+    from fsmem.errors import ModelError
+
+    s, _ = session(memory, Scope.chat(), call(command="read", path="brand.md"), ModelError("down"))
+    with pytest.raises(ModelError):
+        s.turn("read brand")
+    assert [m["role"] for m in s.messages] == ["user", "user", "assistant", "tool"]
