@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
-from fsmem.errors import ScopeError, SetupError
+from fsmem.errors import ModelError, ScopeError, SetupError
 
 
 def _model_options(command: Any) -> Any:
@@ -152,7 +152,14 @@ def chat(root: str | None, model_url: str | None, model_name: str | None, api_ke
             if not as_json:
                 click.echo(f"[compacted: {summary.splitlines()[0] if summary else 'no summary'}]")
         else:
-            turn = session.turn(text)
+            try:
+                turn = session.turn(text)
+            except ModelError as error:
+                if not interactive:
+                    raise
+                # a person at the prompt keeps the conversation; the failed message can be sent again
+                click.echo(f"Error: [{error.code}] {error.message}", err=True)
+                continue
             turns.append({"message": text, "given": turn.given,
                           "steps": [{"arguments": s.arguments, "result": s.result} for s in turn.steps],
                           "answer": turn.answer})
