@@ -184,7 +184,7 @@ def _describe_given(message: dict[str, Any], shown: set[tuple[str, str, str]]) -
     text = message_text(message)
     header = parse_header(text)
     if header is None:
-        return "  you said:\n" + _indent(text)
+        return "  the message:\n" + _indent(text)
     tag, attributes = header
     body = text.split("\n", 1)[1].rsplit("\n", 1)[0] if "\n" in text else ""
     key = attributes.get("path") or attributes.get("id") or ""
