@@ -29,14 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-import threading
-
 from filelock import FileLock, Timeout as LockTimeout
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: filelock does the locking
-    fcntl = None  # type: ignore[assignment]
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
@@ -107,8 +100,7 @@ class Drive:
         self._root_str, self._state_str = str(self.root), str(self.state)
         self.on_commit: list[Callable[[set[str]], None]] = []
         lock_file = str(self.state / LOCK_FILE)
-        self._lock = (RootLock(lock_file, settings.lock_timeout) if fcntl is not None
-                      else FileLock(lock_file, timeout=settings.lock_timeout))
+        self._lock = FileLock(lock_file, timeout=settings.lock_timeout)
 
     # ---- locating ---------------------------------------------------------------------------
 
@@ -283,60 +275,6 @@ class Drive:
             if path in (entry.path, entry.new_path):
                 last = entry
         return last
-
-
-class RootLock:
-    """The root's write lock: ``flock`` on ``.fsmem/lock``, re-entrant within a thread.
-
-    The same lock filelock's ``FileLock`` takes on that file (so the two exclude each other), in a
-    few system calls instead of filelock's dozen (it re-checks the folder and the file on every
-    acquire, a third of a write's own cost). Each acquire opens its own descriptor, so threads of
-    one process exclude each other like processes do. Waits poll from 1 ms up to 20 ms, until the
-    timeout (then filelock's ``Timeout``, which ``Drive.locked`` turns into ``BUSY``).
-    """
-
-    def __init__(self, path: str, timeout: float) -> None:
-        self.lock_file = path
-        self.timeout = timeout
-        self._held = threading.local()
-
-    def __enter__(self) -> "RootLock":
-        depth = getattr(self._held, "depth", 0)
-        if depth:
-            self._held.depth = depth + 1
-            return self
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(self.lock_file, flags, 0o644)
-        except FileNotFoundError:  # .fsmem/ was removed by hand: make it again, as filelock would
-            os.makedirs(os.path.dirname(self.lock_file), exist_ok=True)
-            fd = os.open(self.lock_file, flags, 0o644)
-        deadline = time.monotonic() + self.timeout
-        pause = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise LockTimeout(self.lock_file) from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.02)
-            except BaseException:
-                os.close(fd)
-                raise
-        self._held.fd, self._held.depth = fd, 1
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._held.depth -= 1
-        if self._held.depth == 0:
-            fd, self._held.fd = self._held.fd, None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
 
 
 class Transaction:

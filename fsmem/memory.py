@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -23,6 +24,7 @@ from fsmem.errors import NotFound, RootNotFound
 from fsmem.levels import Scope
 
 if TYPE_CHECKING:
+    from fsmem.facts import Facts
     from fsmem.index import Index, SearchHit
     from fsmem.watch import Watcher
 
@@ -80,6 +82,13 @@ class Memory:
         from fsmem.tool import Run
 
         return Run(self, scope or Scope.chat(), thread_id, review=review)
+
+    @cached_property
+    def facts(self) -> "Facts":
+        """The facts of this root: keep, edit, forget, current, history, known, propose."""
+        from fsmem.facts import Facts
+
+        return Facts(self.drive)
 
     def read(self, path: str) -> str:
         data = self.drive.read(normalize_path(path))

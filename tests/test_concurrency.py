@@ -24,6 +24,23 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.fixture
+def launch():
+    """Start a worker process; any still running when the test ends (a failure) is killed."""
+    started = []
+
+    def _start(script: str, *args: object):
+        proc = spawn(script, *args)
+        started.append(proc)
+        return proc
+
+    yield _start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 def seed(root: Path, path: str, text: str) -> str:
     """Write a file through fsmem (as a separate thread) and return its version."""
     run = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="seeder")
@@ -297,13 +314,13 @@ def test_expected_version_through_the_cli_in_real_processes(root: Path) -> None:
 
 
 @pytest.mark.slow
-def test_two_processes_racing_exactly_one_wins_and_nothing_is_lost(root: Path, tmp_path: Path) -> None:
+def test_two_processes_racing_exactly_one_wins_and_nothing_is_lost(root: Path, tmp_path: Path, launch) -> None:
     for round_no in range(4):
         path = f"race/r{round_no}.md"
         start = f"# Race {round_no}\n"
         seed(root, path, start)
         go = tmp_path / f"go-{round_no}"
-        procs = {name: spawn("race_worker.py", root, path, name, go) for name in ("racer-a", "racer-b")}
+        procs = {name: launch("race_worker.py", root, path, name, go) for name in ("racer-a", "racer-b")}
         for proc in procs.values():
             assert "read" in read_json_line(proc)
         go.touch()
@@ -327,12 +344,14 @@ def test_two_processes_racing_exactly_one_wins_and_nothing_is_lost(root: Path, t
 
 
 @pytest.mark.slow
-def test_four_processes_200_read_modify_writes_each_all_accounted_for(root: Path, tmp_path: Path) -> None:
+def test_four_processes_200_read_modify_writes_each_all_accounted_for(
+    root: Path, tmp_path: Path, launch
+) -> None:
     workers, per_worker, path = 4, 200, "shared/counter.md"
     start = "# Shared\n"
     v0 = seed(root, path, start)
     go = tmp_path / "go"
-    procs = [spawn("rmw_worker.py", root, path, w, per_worker, go) for w in range(workers)]
+    procs = [launch("rmw_worker.py", root, path, w, per_worker, go) for w in range(workers)]
     for proc in procs:
         assert "ready" in read_json_line(proc)
     go.touch()
@@ -384,6 +403,10 @@ def test_a_held_lock_ends_in_busy_and_changes_nothing(
         assert run.call({"command": "read", "path": "brand.md"})["ok"]  # reads take no lock
         result = run.call({"command": "write", "path": "brand.md", "content": "# Brand v2\n"})
         assert code(result) == "BUSY", result
+        assert "try again" in result["error"]["message"]
+        cli = run_fsmem("write", "brand.md", "--root", str(root), "--expect", version_of(b"# Brand\n"),
+                        input="# Brand v2\n", env={"FSMEM_LOCK_TIMEOUT": "0.3"})
+        assert cli.returncode == 1 and cli.stderr.startswith("Error: [BUSY]"), cli
         assert snapshot(root) == before, diff(before, snapshot(root))
     finally:
         release.touch()

@@ -18,6 +18,7 @@ import pytest
 
 import fsmem
 from fsmem.core.versions import version_of
+from fsmem.levels import PARKED_PREFIX
 from tests.procs.common import crash_content, diff, parse_crash_header, read_json_line, snapshot, spawn
 
 N_FILES = 4
@@ -155,6 +156,36 @@ def test_sigkill_inside_folder_renames_and_deletes_loses_nothing(root: Path) -> 
                 for i in range(n_files):
                     run.call({"command": "read", "path": f"{folder}/f{i}.md"})
                 assert run.call({"command": "delete", "path": folder})["ok"]
+
+
+def test_sigkill_inside_a_deleting_block_puts_the_folder_back_on_next_open(root: Path) -> None:
+    """A harness that dies between moving an agent's folder aside and its own delete loses nothing."""
+    agent_id = "3f9a1c2e-77"
+    memory = fsmem.open(root)
+    folder = memory.create_agent(agent_id, "SEO")
+    run = memory.run(fsmem.Scope.agent(agent_id), thread_id="t-1")
+    files = {f"{folder}/MEMORY.md": "# SEO\n- hold /stories\n", f"{folder}/titles.md": "# Titles\n"}
+    for path, text in files.items():
+        assert run.call({"command": "write", "path": path, "content": text})["ok"]
+    before = snapshot(root / folder)
+
+    proc = spawn("lifecycle_worker.py", root, agent_id)
+    try:
+        inside = read_json_line(proc)
+        assert inside["inside"] is True and inside["held"] == files
+        assert not (root / folder).exists()  # parked while the harness does its part
+        other = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="other")
+        assert other.call({"command": "read", "path": f"{folder}/MEMORY.md"})["error"]["code"] == "NOT_FOUND"
+        refused = other.call({"command": "write", "path": f"{folder}/late.md", "content": "# Late\n"})
+        assert refused["error"]["code"] == "PROTECTED", refused
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    reopened = fsmem.open(root)  # finds the folder the dead process parked, and puts it back
+    assert snapshot(root / folder) == before
+    assert reopened.scope_files(fsmem.Scope.agent(agent_id))[-1] == f"{folder}/MEMORY.md"
+    assert not list((root / ".fsmem").glob(f"{PARKED_PREFIX}*")), "the parked copy was left behind"
 
 
 # --- failures inside the write path, in-process ----------------------------------------------

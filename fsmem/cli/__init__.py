@@ -28,6 +28,9 @@ COMMANDS: dict[str, str] = {
     "watch": "fsmem.cli.search:watch",
     "mcp": "fsmem.cli.mcp:mcp",
     "proposals": "fsmem.cli.proposals:proposals",
+    "facts": "fsmem.cli.facts:facts",
+    "remember": "fsmem.cli.facts:remember",
+    "check": "fsmem.cli.facts:check",
 }
 
 # Exit codes by error family; one place, so scripts can rely on them.

@@ -1,0 +1,335 @@
+"""``fsmem facts keep|list|show|history|edit|forget|known``, ``fsmem remember``, ``fsmem check``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.core.facts import DEFAULT_SOURCE, Fact, format_when
+from fsmem.errors import BadFact, ModelError
+
+THREAD = "cli"
+
+
+def _facts(root: str | None):
+    import fsmem
+
+    return fsmem.open(find_root(root)).facts
+
+
+def _line(fact: Fact) -> str:
+    """One fact on one line: id, thing, sentence, when."""
+    if fact.holds:
+        when = f"said {format_when(fact.said)}"
+    else:
+        until = format_when(fact.until) if fact.until else "?"
+        when = f"held {format_when(fact.said)} to {until}"
+    return f"{fact.id}  {fact.subject} / {fact.attribute}: {fact.text} ({when})"
+
+
+@click.group()
+def facts() -> None:
+    """Dated facts: what holds now about a subject, and what held before."""
+
+
+@facts.command()
+@click.argument("subject")
+@click.argument("attribute")
+@click.argument("fact")
+@click.option("--source", default=DEFAULT_SOURCE, show_default=True, help="Where the fact came from.")
+@click.option("--said", metavar="DATE", help="When it was said (YYYY-MM-DD or ISO time; default now; "
+                                             "a future date is taken as now).")
+@root_option
+@json_option
+def keep(subject: str, attribute: str, fact: str, source: str, said: str | None, root: str | None,
+         as_json: bool) -> None:
+    """Keep FACT about SUBJECT's ATTRIBUTE. A later fact about the same thing replaces the one that
+    holds (which moves to the history); an earlier one goes to the history at once."""
+    kept = _facts(root).keep(subject, attribute, fact, source=source, said=said, thread=THREAD)
+    if as_json:
+        echo_json(kept.to_dict())
+        return
+    _echo_kept(kept)
+
+
+def _echo_kept(kept: Any, prefix: str = "") -> None:
+    fact = kept.fact
+    if kept.outcome == "known":
+        click.echo(f"{prefix}Already known as {fact.id}: {fact.text} Nothing was kept.")
+    elif kept.outcome == "history" or not fact.holds and kept.replaced is None:
+        until = format_when(fact.until) if fact.until else "?"
+        click.echo(f"{prefix}Kept {fact.id} in the history at once: {fact.subject} / {fact.attribute}: "
+                   f"{fact.text} (held {format_when(fact.said)} to {until}; {fact.replaced_by} was said later)")
+    else:
+        click.echo(f"{prefix}Kept {fact.id}: {fact.subject} / {fact.attribute}: {fact.text}")
+        if kept.replaced is not None:
+            old = kept.replaced
+            click.echo(f"{prefix}It replaces {old.id}, now in the history: {old.text} "
+                       f"(held {format_when(old.said)} to {format_when(old.until) if old.until else '?'})")
+
+
+@facts.command(name="list")
+@click.argument("subject", required=False)
+@click.option("--all", "everything", is_flag=True, help="Replaced facts too, after those that hold.")
+@root_option
+@json_option
+def list_(subject: str | None, everything: bool, root: str | None, as_json: bool) -> None:
+    """The facts that hold now (about SUBJECT, ignoring case), oldest said first."""
+    store = _facts(root)
+    shown = store.current(subject)
+    if everything:
+        wanted = None if subject is None else " ".join(subject.split()).casefold()
+        shown += [f for f in store.all() if not f.holds and (wanted is None or f.key[0] == wanted)]
+    if as_json:
+        echo_json([f.to_dict() for f in shown])
+        return
+    if not shown:
+        about = f" about {subject}" if subject else ""
+        click.echo(f"No facts hold{about}. Keep one with `fsmem facts keep SUBJECT ATTRIBUTE FACT`.")
+        return
+    for fact in shown:
+        click.echo(_line(fact))
+
+
+@facts.command()
+@click.argument("fact_id", metavar="ID")
+@root_option
+@json_option
+def show(fact_id: str, root: str | None, as_json: bool) -> None:
+    """One fact with everything it records."""
+    fact = _facts(root).get(fact_id)
+    if as_json:
+        echo_json(fact.to_dict())
+        return
+    click.echo(f"{fact.subject} / {fact.attribute}: {fact.text}")
+    if fact.holds:
+        click.echo("holds: yes")
+    else:
+        until = format_when(fact.until) if fact.until else "?"
+        click.echo(f"holds: no, replaced by {fact.replaced_by} on {until}")
+    click.echo(f"said: {format_when(fact.said)}")
+    click.echo(f"source: {fact.source}")
+    click.echo(f"kept: {format_when(fact.kept)}")
+    if fact.edited:
+        click.echo(f"edited: {format_when(fact.edited)}")
+    if fact.replaces:
+        click.echo(f"replaces: {', '.join(fact.replaces)}")
+    click.echo(f"file: {fact.path}")
+
+
+@facts.command()
+@click.argument("fact_id", metavar="ID")
+@root_option
+@json_option
+def history(fact_id: str, root: str | None, as_json: bool) -> None:
+    """The chain ID belongs to, newest first: what holds now, then what it replaced."""
+    chain = _facts(root).history(fact_id)
+    if as_json:
+        echo_json([f.to_dict() for f in chain])
+        return
+    for fact in chain:
+        click.echo(_line(fact))
+
+
+@facts.command()
+@click.argument("fact_id", metavar="ID")
+@click.option("--fact", "text", help="The corrected sentence.")
+@click.option("--subject", help="The corrected subject.")
+@click.option("--attribute", help="The corrected attribute.")
+@root_option
+@json_option
+def edit(fact_id: str, text: str | None, subject: str | None, attribute: str | None, root: str | None,
+         as_json: bool) -> None:
+    """Correct a fact's words, subject or attribute. It keeps its id and history and replaces nothing."""
+    fact = _facts(root).edit(fact_id, fact=text, subject=subject, attribute=attribute, thread=THREAD)
+    if as_json:
+        echo_json(fact.to_dict())
+        return
+    click.echo(f"Edited {fact.id}: {fact.subject} / {fact.attribute}: {fact.text}")
+
+
+@facts.command()
+@click.argument("fact_id", metavar="ID")
+@root_option
+@json_option
+def forget(fact_id: str, root: str | None, as_json: bool) -> None:
+    """Delete a fact and the facts it replaced, back to the first (their files stay in versions/)."""
+    deleted = _facts(root).forget(fact_id, thread=THREAD)
+    if as_json:
+        echo_json([f.to_dict() for f in deleted])
+        return
+    click.echo(f"Forgot {len(deleted)} fact{'s' if len(deleted) != 1 else ''}:")
+    for fact in deleted:
+        click.echo(f"  {_line(fact)}")
+
+
+@facts.command()
+@root_option
+@json_option
+def known(root: str | None, as_json: bool) -> None:
+    """The subjects and attributes in use, so new facts can name things the same way."""
+    pairs = _facts(root).known()
+    if as_json:
+        echo_json([{"subject": s, "attribute": a} for s, a in pairs])
+        return
+    if not pairs:
+        click.echo("No facts hold yet.")
+        return
+    grouped: dict[str, list[str]] = {}
+    for subject, attribute in pairs:
+        grouped.setdefault(subject, []).append(attribute)
+    for subject, attributes in grouped.items():
+        click.echo(f"{subject}: {', '.join(attributes)}")
+
+
+# --------------------------------------------------------------------------- remember
+
+
+def _choice(text: str, count: int) -> list[int]:
+    text = text.strip().lower()
+    if text == "all":
+        return list(range(1, count + 1))
+    if text in ("", "none"):
+        return []
+    chosen: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        if "-" in part:
+            low, _, high = part.partition("-")
+            numbers = list(range(int(low), int(high) + 1)) if low.isdigit() and high.isdigit() else []
+        else:
+            numbers = [int(part)] if part.isdigit() else []
+        if not numbers or any(n < 1 or n > count for n in numbers):
+            raise BadFact(f"--keep {text!r}: give proposal numbers between 1 and {count} "
+                          "(like 1,3 or 2-4), `all`, or `none`")
+        chosen += [n for n in numbers if n not in chosen]
+    return chosen
+
+
+@click.command()
+@click.option("--from", "conversation_file", required=True, metavar="CONVERSATION.json",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="A JSON list of {role, content} messages, or an object with `messages` "
+                   "(and optionally `title`, `date`). `-` reads stdin.")
+@click.option("--model-url", envvar="FSMEM_MODEL_URL", metavar="URL",
+              help="An OpenAI-compatible base URL, e.g. http://localhost:11434/v1 ($FSMEM_MODEL_URL).")
+@click.option("--model", "model_name", envvar="FSMEM_MODEL", metavar="NAME",
+              help="The model's name on that server ($FSMEM_MODEL).")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
+              help="The environment variable holding the API key (sent only when set).")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds to wait for the model.")
+@click.option("--no-thinking", is_flag=True,
+              help="Ask a model that thinks (Qwen3 and the like) not to: sends chat_template_kwargs "
+                   "enable_thinking=false (vLLM, llama.cpp, SGLang).")
+@click.option("--keep", "keep_choice", metavar="1,3|all|none",
+              help="Which proposals to keep; without it you are asked one by one (at a terminal).")
+@click.option("--ask", is_flag=True, help="Ask about each proposal, even when stdin is not a terminal.")
+@click.option("--source", help="Where the facts came from (default: `chat: TITLE` or `a conversation`).")
+@click.option("--said", metavar="DATE", help="When the conversation took place (default: its `date`, else now).")
+@root_option
+@json_option
+def remember(conversation_file: Path, model_url: str | None, model_name: str | None, api_key_env: str,
+             timeout: float, no_thinking: bool, keep_choice: str | None, ask: bool, source: str | None, said: str | None,
+             root: str | None, as_json: bool) -> None:
+    """Propose the durable facts of a conversation through a model; keep the ones you choose."""
+    from fsmem.llm import OpenAICompatibleModel
+
+    store = _facts(root)
+    conversation = _read_conversation(conversation_file)
+    if not model_url or not model_name:
+        raise ModelError("no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
+                         "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server")
+    extra = {"chat_template_kwargs": {"enable_thinking": False}} if no_thinking else None
+    model = OpenAICompatibleModel(model_url, model_name, api_key_env=api_key_env, timeout=timeout,
+                                  extra_body=extra)
+    extraction = store.propose(conversation, model, source=source, said=said)
+    proposals = extraction.proposals
+    keepable = [p for p in proposals if p.status != "known"]
+    if keep_choice is not None:
+        numbers = _choice(keep_choice, len(proposals))
+        chosen = [p for p in proposals if p.number in numbers and p.status != "known"]
+    elif not ask and (as_json or not sys.stdin.isatty()):
+        chosen = []
+    else:
+        _echo_proposals(extraction, conversation_file)
+        chosen = [p for p in keepable
+                  if click.confirm(f"Keep {p.number}. {p.draft.subject} / {p.draft.attribute}: {p.draft.text}",
+                                   default=False)]
+        if not chosen:
+            click.echo("Nothing was kept.")
+            return
+        _echo_kept_all(store.keep_drafts([p.draft for p in chosen], thread=THREAD))
+        return
+    kept = store.keep_drafts([p.draft for p in chosen], thread=THREAD) if chosen else []
+    if as_json:
+        echo_json({**extraction.to_dict(), "kept": [k.to_dict() for k in kept]})
+        return
+    _echo_proposals(extraction, conversation_file)
+    if kept:
+        _echo_kept_all(kept)
+    elif keepable and keep_choice is None:
+        click.echo("Nothing was kept. Choose with --keep 1,3 or --keep all.")
+    else:
+        click.echo("Nothing was kept.")
+
+
+def _read_conversation(path: Path) -> Any:
+    try:
+        raw = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BadFact(f"cannot read {path} ({error.strerror}); give the path of a conversation JSON file") from None
+    except UnicodeDecodeError:
+        raise BadFact(f"{path} is not UTF-8 text; save the conversation as UTF-8 JSON") from None
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise BadFact(f"{path} is not JSON ({error}); give a JSON list of "
+                      '{"role": ..., "content": ...} messages') from None
+
+
+def _echo_proposals(extraction: Any, conversation_file: Path) -> None:
+    proposals = extraction.proposals
+    name = "stdin" if str(conversation_file) == "-" else conversation_file.name
+    count = len(proposals)
+    click.echo(f"{count} fact{'s' if count != 1 else ''} proposed from {name}:" if count
+               else f"No facts proposed from {name}.")
+    for p in proposals:
+        click.echo(f"  {p.number}. {p.draft.subject} / {p.draft.attribute}: {p.draft.text}")
+        click.echo(f"     {p.describe()}")
+    for note in extraction.notes:
+        click.echo(f"Note: {note}")
+
+
+def _echo_kept_all(kept: list[Any]) -> None:
+    for result in kept:
+        _echo_kept(result)
+
+
+# --------------------------------------------------------------------------- check
+
+
+@click.command()
+@click.option("--repair", is_flag=True, help="Also finish changes a crash left half-written.")
+@root_option
+@json_option
+def check(repair: bool, root: str | None, as_json: bool) -> None:
+    """Report fact files fsmem cannot use as they are (broken front matter, rule breaks)."""
+    store = _facts(root)
+    repaired = store.repair(thread=THREAD) if repair else []
+    problems = store.check()
+    if as_json:
+        echo_json({"repaired": repaired, "problems": [p.to_dict() for p in problems],
+                   "facts": len(store.all())})
+    else:
+        for path in repaired:
+            click.echo(f"Repaired {path}")
+        for problem in problems:
+            click.echo(f"{problem.path}: {problem.message}")
+        if not problems:
+            click.echo(f"No problems in {len(store.all())} facts.")
+    if problems:
+        sys.exit(1)
