@@ -236,8 +236,8 @@ def index_generation_bytes(root: Path) -> int:
 
 def render(results: list[dict]) -> str:
     rows = []
-    header = ("| files | fsmem search p50/p95 ms | FTS5 p50/p95 ms | vs FTS5 | rg p50 ms | vs rg "
-              "| cold fsmem p50 (no watcher / watcher) ms | cold rg p50 ms | cold ratio (watcher) "
+    header = ("| files | fsmem search p50/p95 ms | FTS5 p50/p95 ms | FTS5 ÷ fsmem | rg p50 ms | rg ÷ fsmem "
+              "| cold fsmem p50 (no watcher / watcher) ms | cold rg p50 ms | cold fsmem ÷ cold rg, watcher (without) "
               "| write→searchable p50/p95 ms | rebuild files/s | index / corpus |")
     rows.append(header)
     rows.append("|" + "---|" * (header.count("|") - 1))
@@ -250,9 +250,9 @@ def render(results: list[dict]) -> str:
         rc50, _ = r["rg_cold"]
         l50, l95 = r["write_to_searchable"]
         rows.append(
-            f"| {r['files']:,} | {f50:.2f} / {f95:.2f} | {s50:.2f} / {s95:.2f} | {s50 / f50:.1f}× faster "
-            f"| {g50:.0f} | {g50 / f50:.0f}× faster | {c50:.0f} / {w50:.0f} | {rc50:.0f} "
-            f"| {w50 / rc50:.2f}× rg ({c50 / rc50:.2f}× without) | {l50:.1f} / {l95:.1f} "
+            f"| {r['files']:,} | {f50:.2f} / {f95:.2f} | {s50:.2f} / {s95:.2f} | {s50 / f50:.2f}× "
+            f"| {g50:.0f} | {g50 / f50:.0f}× | {c50:.0f} / {w50:.0f} | {rc50:.0f} "
+            f"| {w50 / rc50:.2f}× ({c50 / rc50:.2f}×) | {l50:.1f} / {l95:.1f} "
             f"| {r['rebuild_files_per_s']:,.0f} | {r['index_bytes'] / r['corpus_bytes']:.2f} "
             f"({r['index_bytes'] / 1e6:.1f} / {r['corpus_bytes'] / 1e6:.1f} MB) |"
         )

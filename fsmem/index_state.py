@@ -54,7 +54,7 @@ def walk_files(root: Path) -> dict[str, tuple[int, int, int, int]]:
         with entries:
             for entry in entries:
                 name = entry.name
-                if name[0] == ".":
+                if name[0] == "." or not _is_utf8(name):  # no valid path to give the tool or tantivy
                     continue
                 try:
                     if entry.is_dir(follow_symlinks=False):
@@ -74,6 +74,14 @@ def walk_files(root: Path) -> dict[str, tuple[int, int, int, int]]:
                     continue
                 found[prefix + name] = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
     return found
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes in the name (os.fsdecode's surrogates)
+        return False
+    return True
 
 
 def _link_stays_inside(link: str, root_real: str) -> bool:

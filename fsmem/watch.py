@@ -38,7 +38,7 @@ from watchdog.observers import Observer
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.search import is_indexable_name
 from fsmem.index import Index
-from fsmem.index_state import HEARTBEAT_INTERVAL, heartbeat_file, write_heartbeat
+from fsmem.index_state import HEARTBEAT_INTERVAL, heartbeat_file, read_heartbeat, write_heartbeat
 
 log = logging.getLogger("fsmem.watch")
 
@@ -99,6 +99,10 @@ class Watcher(FileSystemEventHandler):
             self._observer.start()
         except OSError as error:  # watch limit or instance limit: fall back to periodic reconciles
             self._events_lost(f"cannot watch the root ({error}); comparing periodically instead")
+            try:
+                self._observer.stop()  # release whatever watches were already placed
+            except Exception:  # noqa: BLE001 - it may never have started
+                pass
             self._observer = None
             self.reconcile_every = min(self.reconcile_every, 5.0)
         self.index.reconcile()  # after the watch is in place: nothing slips between the two
@@ -117,10 +121,12 @@ class Watcher(FileSystemEventHandler):
         if self._thread is not None:
             self._thread.join(timeout=10)
         logging.getLogger("watchdog").removeHandler(self._log_handler)
-        try:
-            heartbeat_file(self.root).unlink()
-        except FileNotFoundError:
-            pass
+        beat = read_heartbeat(self.root)
+        if beat is not None and beat.get("pid") == os.getpid():  # another watcher's beat stays
+            try:
+                heartbeat_file(self.root).unlink()
+            except FileNotFoundError:
+                pass
 
     def __enter__(self) -> Watcher:
         return self if self._thread is not None else self.start()

@@ -443,3 +443,28 @@ def test_searches_keep_working_while_a_rebuild_runs(root: Path) -> None:
         done.set()
         thread.join(timeout=60)
     assert answers and set(answers) == {100}
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(root: Path) -> None:
+    import os as _os
+
+    _os.close(_os.open(_os.fsencode(str(root)) + b"/bad-\xff.md", _os.O_CREAT | _os.O_WRONLY, 0o644))
+    assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+
+
+def test_a_large_difference_is_applied_in_chunks_and_a_recreated_file_is_kept(root: Path, monkeypatch) -> None:
+    import fsmem.index as index_module
+
+    index = Index(root)
+    index.search("ana")
+    monkeypatch.setattr(index_module, "RECONCILE_CHUNK", 7)
+    for i in range(30):
+        write(root, f"many/n{i}.md", f"# N{i}\n\nmanyword{i}\n")
+    plan = index.reconcile()
+    assert len(plan.changed) == 30
+    assert index.status()["stale"] == 0
+    assert paths(index.search("manyword29", fresh=False)) == ["many/n29.md"]
+    # A removal planned from an old comparison must not drop a file that exists again.
+    with index.locked():
+        index._apply([], ["many/n0.md"])
+    assert paths(index.search("manyword0", fresh=False)) == ["many/n0.md"]

@@ -18,7 +18,7 @@ def test_search_bench_runs_and_reports() -> None:
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("| files | fsmem search p50/p95 ms | FTS5 p50/p95 ms | vs FTS5 |")
+    assert lines[0].startswith("| files | fsmem search p50/p95 ms | FTS5 p50/p95 ms | FTS5 ÷ fsmem |")
     assert lines[2].startswith("| 80 | ")
     assert "in-process search *with* the size/mtime comparison" in done.stdout
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.options import echo_json, expect_option, find_root, json_option, root_option
 from fsmem.cli import exit_code_for
 from fsmem.errors import BadRequest, from_code
 
@@ -44,6 +44,10 @@ def _stdin_text() -> str:
         raise BadRequest(f"stdin is not UTF-8 text (byte {error.start}); fsmem stores UTF-8 markdown") from error
 
 
+def _with_expect(request: dict, expected_version: str | None) -> dict:
+    return {**request, "expected_version": expected_version} if expected_version else request
+
+
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 def init(directory: Path | None) -> None:
@@ -77,8 +81,7 @@ def read(path: str, start_line: int | None, end_line: int | None, root: str | No
 @click.command()
 @click.argument("path")
 @click.option("--file", "source", type=click.File("r", encoding="utf-8"), help="Read the content from FILE (default: stdin).")
-@click.option("--expect", "expected_version", metavar="VERSION",
-              help="Refuse unless the file is still at VERSION (as shown by `fsmem read`).")
+@expect_option
 @click.option("--old", "old_text", help="Replace this exact text (with --new) instead of writing the whole file.")
 @click.option("--new", "new_text", help="The replacement for --old.")
 @root_option
@@ -93,9 +96,7 @@ def write(path: str, source, expected_version: str | None, old_text: str | None,
         request.update(old_text=old_text, new_text=new_text)
     else:
         request["content"] = source.read() if source else _stdin_text()
-    if expected_version:
-        request["expected_version"] = expected_version
-    result = _call(root, request, as_json)
+    result = _call(root, _with_expect(request, expected_version), as_json)
     if not as_json:
         click.echo(result["text"])
 
@@ -103,30 +104,26 @@ def write(path: str, source, expected_version: str | None, old_text: str | None,
 @click.command()
 @click.argument("path")
 @click.argument("new_path")
-@click.option("--expect", "expected_version", metavar="VERSION", help="Refuse unless PATH is still at VERSION.")
+@expect_option
 @root_option
 @json_option
 def rename(path: str, new_path: str, expected_version: str | None, root: str | None, as_json: bool) -> None:
     """Rename a file or folder (never over an existing path)."""
     request = {"command": "rename", "path": path, "new_path": new_path}
-    if expected_version:
-        request["expected_version"] = expected_version
-    result = _call(root, request, as_json)
+    result = _call(root, _with_expect(request, expected_version), as_json)
     if not as_json:
         click.echo(result["text"])
 
 
 @click.command()
 @click.argument("path")
-@click.option("--expect", "expected_version", metavar="VERSION", help="Refuse unless PATH is still at VERSION.")
+@expect_option
 @root_option
 @json_option
 def delete(path: str, expected_version: str | None, root: str | None, as_json: bool) -> None:
     """Delete a file or folder (its content stays in `fsmem versions`)."""
     request = {"command": "delete", "path": path}
-    if expected_version:
-        request["expected_version"] = expected_version
-    result = _call(root, request, as_json)
+    result = _call(root, _with_expect(request, expected_version), as_json)
     if not as_json:
         click.echo(result["text"].split("\n", 1)[0])
 

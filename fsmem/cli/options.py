@@ -45,5 +45,12 @@ def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def expect_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--expect", "expected_version", metavar="VERSION", default=None,
+        help="Refuse unless the file is still at VERSION (as `fsmem read` shows it).",
+    )(command)
+
+
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
