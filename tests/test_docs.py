@@ -1,0 +1,45 @@
+"""Every CLI command has help and is named in the README; the README's set-up commands exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from fsmem.cli import COMMANDS, main
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _commands():
+    context = click.Context(main)
+    for name in sorted(COMMANDS):
+        command = main.get_command(context, name)
+        yield (name,), command
+        if isinstance(command, click.Group):
+            for sub in sorted(command.list_commands(context)):
+                yield (name, sub), command.get_command(context, sub)
+
+
+@pytest.mark.parametrize("words,command", list(_commands()), ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_every_command_has_help(words, command):
+    assert command.help, f"fsmem {' '.join(words)} has no help text"
+    result = CliRunner().invoke(main, [*words, "--help"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Usage: ")
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_is_in_the_readme(name):
+    assert re.search(rf"`fsmem {name}\b", README), f"README.md does not mention `fsmem {name}`"
+
+
+def test_readme_setup_commands_exist_and_ci_runs_the_test_command():
+    assert "bin/demo" in README and "bin/test" in README
+    for script in ("bin/demo", "bin/test"):
+        assert (REPO / script).stat().st_mode & 0o111, f"{script} is not executable"
+    assert "bin/test" in (REPO / ".ci/run").read_text(encoding="utf-8")
