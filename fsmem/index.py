@@ -13,6 +13,7 @@ is never kept across batches.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -65,6 +66,7 @@ LOCK_TIMEOUT = 10.0
 BIG_BATCH = 1000  # a batch this large gets the rebuild's writer (more memory, both cores)
 RECONCILE_CHUNK = 5000  # files re-indexed per hold of the root lock
 BUILT_MARKER = "index.built"
+PENDING_FILE = "index.pending"  # beside index/: paths changed through fsmem, applied by the next search
 
 
 class IndexWarning(UserWarning):
@@ -409,17 +411,46 @@ class Index:
             return self._apply(sorted(changed), sorted(removed - changed))
 
     def after_commit(self, paths: set[str]) -> None:
-        """The drive's ``on_commit`` hook: refresh what a change touched, under the drive's lock.
+        """The drive's ``on_commit`` hook, under the drive's lock: note what a change touched.
 
-        The files are the record and the change has happened: a failure here must not turn it into
-        an error, so it becomes a warning, and the next search's comparison repairs the index.
+        The paths go to a small pending journal instead of a tantivy commit (tens of milliseconds),
+        and every search applies the journal first, under the root lock: a write is searchable from
+        any process as soon as it returns, and costs a line appended to a file.
         """
         try:
-            self.refresh(paths)
-        except Exception as error:  # noqa: BLE001
+            with open(self._pending_file(), "a", encoding="utf-8") as journal:
+                journal.write("".join(json.dumps(path) + "\n" for path in sorted(paths)))
+        except OSError as error:
             warnings.warn(IndexWarning(
-                f"the search index could not be updated after a change ({error}); the next search "
-                "will bring it up to date"), stacklevel=3)
+                f"could not note a change for the search index ({error}); the next search's comparison "
+                "will find it"), stacklevel=3)
+
+    def _pending_file(self) -> Path:
+        return self.root / ".fsmem" / PENDING_FILE
+
+    def apply_pending(self) -> int:
+        """Index the paths changes through fsmem noted since the last search. Returns how many changed."""
+        journal = self._pending_file()
+        try:
+            if journal.stat().st_size == 0:
+                return 0
+        except FileNotFoundError:
+            return 0
+        self._ensure_open()
+        with self._locked():
+            try:
+                lines = journal.read_text(encoding="utf-8").splitlines()
+            except FileNotFoundError:
+                return 0
+            paths = set()
+            for line in lines:
+                try:
+                    paths.add(json.loads(line))
+                except ValueError:  # a line torn by a crash: the comparison will find that change
+                    continue
+            changed = self.refresh(paths) if paths else 0
+            journal.unlink()
+            return changed
 
     def compare(self) -> Plan:
         """What differs between the files and the index (no lock, no writes).
@@ -492,8 +523,9 @@ class Index:
                                if path in entries}, [])
 
     def ensure_fresh(self) -> None:
-        """Skip the comparison while a healthy watcher keeps the index current; else reconcile."""
+        """Apply noted changes; skip the comparison while a healthy watcher keeps the index current."""
         self._ensure_open()
+        self.apply_pending()
         healthy, _ = watcher_health(self.root)
         if not healthy:
             self.reconcile()
@@ -580,6 +612,7 @@ class Index:
     def status(self) -> dict[str, Any]:
         """Documents, files, how many are stale, whether a watcher keeps it current."""
         self._ensure_open()
+        self.apply_pending()  # changes made through fsmem are never counted as stale
         assert self._tv is not None
         self._reload()
         plan = self.compare()
@@ -607,6 +640,7 @@ class Index:
             self.ensure_fresh()
         else:
             self._ensure_open()
+            self.apply_pending()  # changes made through fsmem are always searchable
         assert self._tv is not None
         self._reload()
         clauses = self._text_clauses(query, self._tv.searcher())

@@ -46,7 +46,7 @@ def init_root(root: Path) -> None:
     (root / STATE_DIR).mkdir(parents=True, exist_ok=True)
     gitignore = root / STATE_DIR / ".gitignore"
     if not gitignore.exists():
-        gitignore.write_text("index/\nindex.built\nwatch.json\ncache/\nlock\n", encoding="utf-8")
+        gitignore.write_text("index/\nindex.built\nindex.pending\nwatch.json\ncache/\nlock\n", encoding="utf-8")
     top = root / PROJECT_FILE
     if not top.exists():
         top.touch()

@@ -1,0 +1,38 @@
+"""Writes through fsmem note their paths; the next search, from any process, indexes them first."""
+
+from __future__ import annotations
+
+import json
+
+import fsmem
+from tests.conftest import run_fsmem
+
+
+def test_a_write_is_noted_not_committed_and_found_by_a_search_in_another_process(tmp_path):
+    memory = fsmem.open(tmp_path, create=True)
+    memory.search("anything")  # the index exists from here on
+    run = memory.run(thread_id="t-1")
+    assert run.call({"command": "write", "path": "seo/plan.md", "content": "# Plan\nzephyrine launch\n"})["ok"]
+    pending = tmp_path / ".fsmem" / "index.pending"
+    assert json.loads(pending.read_text().splitlines()[0]) == "seo/plan.md"
+    found = run_fsmem("search", "zephyrine", "--root", str(tmp_path), "--json")
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)] == ["seo/plan.md"]
+    assert not pending.exists()
+
+
+def test_a_delete_is_noted_too(tmp_path):
+    memory = fsmem.open(tmp_path, create=True)
+    run = memory.run()
+    assert run.call({"command": "write", "path": "a.md", "content": "quokkaword\n"})["ok"]
+    assert [h.path for h in memory.search("quokkaword")] == ["a.md"]
+    assert run.call({"command": "delete", "path": "a.md"})["ok"]
+    assert memory.search("quokkaword") == []
+
+
+def test_a_torn_line_from_a_crash_is_skipped_and_the_comparison_repairs(tmp_path):
+    memory = fsmem.open(tmp_path, create=True)
+    memory.search("anything")
+    (tmp_path / "b.md").write_text("wombatword\n")
+    (tmp_path / ".fsmem" / "index.pending").write_text('"b.m')
+    assert [h.path for h in memory.search("wombatword")] == ["b.md"]
