@@ -40,10 +40,11 @@ from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem.drive import Drive, Transaction
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
+from fsmem.resources import data_dir
 
 __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]
 
-PROMPT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "extract_facts.md"
+PROMPT_FILE = data_dir("prompts") / "extract_facts.md"
 CACHE_FILE = "cache/facts.json"  # under .fsmem/: derived, deletable, saves a new process the parsing
 CACHE_AFTER = 200  # files parsed in one load before the cache is written again
 _TIME_FIELDS = {"said", "kept", "edited", "until"}

@@ -26,6 +26,7 @@ from fsmem.levels import Scope
 if TYPE_CHECKING:
     from fsmem.facts import Facts
     from fsmem.index import Index, SearchHit
+    from fsmem.tool import Run
     from fsmem.watch import Watcher
 
 

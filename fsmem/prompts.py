@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Sequence
 
 from fsmem.errors import SetupError
+from fsmem.resources import data_dir
 
 __all__ = [
     "PROMPTS_DIR",
@@ -28,7 +28,7 @@ __all__ = [
     "routine_block",
 ]
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+PROMPTS_DIR = data_dir("prompts")
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 
 

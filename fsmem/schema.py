@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from fsmem.errors import BadRequest
+from fsmem.resources import data_dir
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "tool_schema"
+SCHEMA_DIR = data_dir("tool_schema")
 
 
 @lru_cache(maxsize=1)

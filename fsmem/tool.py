@@ -39,7 +39,6 @@ from fsmem.levels import Scope, scope_folders
 from fsmem.schema import check_request
 
 if TYPE_CHECKING:
-    from fsmem.drive import Transaction
     from fsmem.memory import Memory
 
 

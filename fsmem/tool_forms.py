@@ -26,8 +26,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fsmem.resources import data_dir
+
 __all__ = [
-    "REPO",
     "SCHEMA_DIR",
     "GENERATED",
     "load_source",
@@ -42,9 +43,8 @@ __all__ = [
     "main",
 ]
 
-REPO = Path(__file__).resolve().parent.parent
-SCHEMA_DIR = REPO / "tool_schema"
-PROMPTS_DIR = REPO / "prompts"
+SCHEMA_DIR = data_dir("tool_schema")
+PROMPTS_DIR = data_dir("prompts")
 DESCRIPTION_PROMPT = "tool.md"  # the same text fsmem.prompts.tool_description() renders
 TOOL_NAME = "memory"
 

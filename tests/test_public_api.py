@@ -63,3 +63,22 @@ def test_tool_error_codes_are_those_of_the_design():
     assert TOOL_ERROR_CODES == {
         "NOT_FOUND", "BAD_PATH", "PROTECTED", "EXISTS", "CONFLICT", "NOT_READ", "TOO_LARGE", "SENSITIVE",
         "EDIT_UNPLACED", "NOT_UNIQUE", "BAD_PATTERN", "TIMEOUT", "BUSY", "BAD_REQUEST", "FACT_SENSITIVE"}
+
+
+def test_data_folders_are_found_beside_the_package_in_a_checkout():
+    from fsmem.resources import data_dir
+
+    for name in ("prompts", "tool_schema", "sample_project"):
+        assert data_dir(name) == PACKAGE.parent / name
+
+
+def test_the_wheel_maps_every_data_folder_into_the_package():
+    import tomllib
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    for name in ("prompts", "tool_schema", "sample_project"):
+        assert config["package-dir"][f"fsmem._data.{name}"] == name
+        assert f"fsmem._data.{name}" in config["packages"]
+    subpackages = {p.parent.relative_to(PACKAGE.parent).as_posix().replace("/", ".")
+                   for p in PACKAGE.rglob("__init__.py")}
+    assert subpackages <= set(config["packages"]), "a new subpackage must be listed in pyproject.toml"
