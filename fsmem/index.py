@@ -48,8 +48,13 @@ from fsmem.index_state import (
     new_generation_name,
     read_current,
     read_stable,
+    WALK_CACHE,
+    load_walk_cache,
+    save_walk_cache,
     stamp_of,
+    unchanged_since,
     walk_files,
+    walk_tree,
     watcher_health,
     write_current,
 )
@@ -435,10 +440,16 @@ class Index:
     def _compare_open(self) -> Plan:
         """``compare`` on the generation open now (a rebuild catches up on its new one with it)."""
         assert self._manifest is not None
+        if self._unchanged_since_cached_walk():
+            return Plan((), (), ())
         indexed = self._manifest.load()
-        on_disk = walk_files(self.root)
+        key = self._manifest.key()
+        taken = time.time_ns()
+        on_disk, folders = walk_tree(self.root, record=key is not None)
         self.files_seen = len(on_disk)
         plan = plan_reconcile(on_disk, indexed)
+        if not plan and not plan.racy and folders is not None and key is not None:
+            save_walk_cache(self._manifest.file.parent / WALK_CACHE, key, taken, len(on_disk), folders)
         if not plan.racy:
             return plan
         stale, settle = [], []
@@ -450,6 +461,33 @@ class Index:
             elif max(entry[0][1], entry[0][2]) + RACY_WINDOW_NS < now:
                 settle.append(path)
         return Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, tuple(settle))
+
+    def _unchanged_since_cached_walk(self) -> bool:
+        """True when the last clean walk still holds: same manifest, every file as it was.
+
+        It lists only the folders that changed since (see ``index_state.unchanged_since``); on any
+        difference the caller runs the full comparison.
+        """
+        assert self._manifest is not None
+        cache_file = self._manifest.file.parent / WALK_CACHE
+        cached = load_walk_cache(cache_file)
+        if cached is None:
+            return False
+        key, taken_ns, count, folders = cached
+        try:
+            info = os.stat(self._manifest.file)
+        except OSError:
+            return False
+        if (info.st_ino, info.st_size) != key:
+            return False
+        started = time.time_ns()
+        now = unchanged_since(self.root, taken_ns, folders, RACY_WINDOW_NS)
+        if now is None:
+            return False
+        self.files_seen = count
+        if now != folders:  # folders listed again and found the same: remember their new stamps
+            save_walk_cache(cache_file, key, started, count, now)
+        return True
 
     def _hash_differs(self, path: str, entry: Indexed) -> bool:
         from fsmem.core.versions import version_of  # hashlib: not on the path of a fresh search
