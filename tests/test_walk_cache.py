@@ -148,7 +148,7 @@ def test_a_damaged_or_foreign_cache_is_ignored(tree: Path) -> None:
     index = Index(tree)
     index.search("friday")
     target = cache_file(tree)
-    for junk in (b"", b"fsmem-walk-1\n\x00\x00\x00\x00garbage", b"not a cache at all" * 100):
+    for junk in (b"", b"fsmem-walk-2\n\x00\x00\x00\x00garbage", b"not a cache at all" * 100):
         target.write_bytes(junk)
         assert load_walk_cache(target) is None
         write(tree, "notes/b.md", f"# B\n\nbeta {len(junk)}\n")
