@@ -49,8 +49,13 @@ from fsmem.index_state import (
     new_generation_name,
     read_current,
     read_stable,
+    WALK_CACHE,
+    load_walk_cache,
+    save_walk_cache,
     stamp_of,
+    unchanged_since,
     walk_files,
+    walk_tree,
     watcher_health,
     write_current,
 )
@@ -152,6 +157,7 @@ class Index:
         self._current_file = str(index_dir(self.root) / CURRENT)
         self._meta_file = ""
         self._meta_key: tuple[int, int, int] | None = None
+        self._replaced = Query.term_query(self.schema, "kind", "replaced_fact")
 
     # --- opening ---------------------------------------------------------------------------------
 
@@ -465,10 +471,16 @@ class Index:
     def _compare_open(self) -> Plan:
         """``compare`` on the generation open now (a rebuild catches up on its new one with it)."""
         assert self._manifest is not None
+        if self._unchanged_since_cached_walk():
+            return Plan((), (), ())
         indexed = self._manifest.load()
-        on_disk = walk_files(self.root)
+        key = self._manifest.key()
+        taken = time.time_ns()
+        on_disk, folders = walk_tree(self.root, record=key is not None)
         self.files_seen = len(on_disk)
         plan = plan_reconcile(on_disk, indexed)
+        if not plan and not plan.racy and folders is not None and key is not None:
+            save_walk_cache(self._manifest.file.parent / WALK_CACHE, key, taken, len(on_disk), folders)
         if not plan.racy:
             return plan
         stale, settle = [], []
@@ -480,6 +492,33 @@ class Index:
             elif max(entry[0][1], entry[0][2]) + RACY_WINDOW_NS < now:
                 settle.append(path)
         return Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, tuple(settle))
+
+    def _unchanged_since_cached_walk(self) -> bool:
+        """True when the last clean walk still holds: same manifest, every file as it was.
+
+        It lists only the folders that changed since (see ``index_state.unchanged_since``); on any
+        difference the caller runs the full comparison.
+        """
+        assert self._manifest is not None
+        cache_file = self._manifest.file.parent / WALK_CACHE
+        cached = load_walk_cache(cache_file)
+        if cached is None:
+            return False
+        key, taken_ns, count, folders = cached
+        try:
+            info = os.stat(self._manifest.file)
+        except OSError:
+            return False
+        if (info.st_ino, info.st_size) != key:
+            return False
+        started = time.time_ns()
+        now = unchanged_since(self.root, taken_ns, folders, RACY_WINDOW_NS)
+        if now is None:
+            return False
+        self.files_seen = count
+        if now != folders:  # folders listed again and found the same: remember their new stamps
+            save_walk_cache(cache_file, key, started, count, now)
+        return True
 
     def _hash_differs(self, path: str, entry: Indexed) -> bool:
         from fsmem.core.versions import version_of  # hashlib: not on the path of a fresh search
@@ -656,53 +695,62 @@ class Index:
             return self._run(clauses, filters, limit)
 
     def _run(self, clauses: list[Query], filters: list[tuple[Occur, Query]], limit: int) -> list[SearchHit]:
-        """All words first, any word if that finds nothing; replaced facts only after the rest."""
+        """All words first, any word if that finds nothing; replaced facts only after the rest.
+
+        The files that hold are searched first with replaced facts left out (the same scores: a
+        ``MustNot`` adds nothing to them), and replaced facts fill the places left, if any.
+        """
         assert self._tv is not None
         searcher = self._tv.searcher()
-        replaced = Query.term_query(self.schema, "kind", "replaced_fact")
+        replaced = self._replaced
         modes = [Occur.Must] if len(clauses) == 1 else [Occur.Must, Occur.Should]
         text_query = None
         found: list[tuple[float, Any]] = []
         for occur in modes:
             text_query = Query.boolean_query([(occur, clause) for clause in clauses])
             base = [(Occur.Must, text_query), *filters]
-            found = list(searcher.search(Query.boolean_query(base), limit).hits)
-            kinds = searcher.fast_field_values("kind_rank", [address for _, address in found]) if found else []
-            if any(kinds):  # replaced facts among the best: they go after everything that holds
-                found = list(searcher.search(Query.boolean_query(base + [(Occur.MustNot, replaced)]),
-                                             limit).hits)
-                if len(found) < limit:
-                    found += searcher.search(Query.boolean_query(base + [(Occur.Must, replaced)]),
-                                             limit - len(found)).hits
+            found = searcher.search(Query.boolean_query(base + [(Occur.MustNot, replaced)]), limit).hits
+            if len(found) < limit:
+                found += searcher.search(Query.boolean_query(base + [(Occur.Must, replaced)]),
+                                         limit - len(found)).hits
             if found:
                 break
         if not found or text_query is None:
             return []
         snippets = tantivy.SnippetGenerator.create(searcher, text_query, self.schema, "body")
-        snippets.set_max_num_chars(self._setting("snippet_chars", SNIPPET_CHARS))
-        return [self._hit(searcher.doc(address), score, snippets) for score, address in found]
+        chars = self._setting("snippet_chars", SNIPPET_CHARS)
+        snippets.set_max_num_chars(chars)
+        doc = searcher.doc
+        return [self._hit(doc(address), score, snippets, chars) for score, address in found]
 
-    def _hit(self, doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator) -> SearchHit:
-        body = doc.get_first("body") or ""
-        line = int(doc.get_first("body_line") or 1)
-        limit = self._setting("snippet_chars", SNIPPET_CHARS)
-        leading = body.count("\n", 0, len(body) - len(body.lstrip()))
+    def _hit(self, doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator,
+             limit: int) -> SearchHit:
+        get = doc.get_first
+        body = get("body") or ""
+        line = int(get("body_line") or 1)
         fragment = ""
         if len(body) > limit:  # short files (facts) read better whole than cut
             snippet = snippets.snippet_from_doc(doc)
             fragment = snippet.fragment()
             if fragment.strip():
-                line += body.encode("utf-8")[: snippet.fragment_range().start].count(b"\n")
+                start = snippet.fragment_range().start  # in bytes
+                line += (body.count("\n", 0, start) if body.isascii()
+                         else body.encode("utf-8")[:start].count(b"\n"))
         if not fragment.strip():  # short, or matched only in the title or metadata: the beginning
-            fragment = body.lstrip()[:limit]
-            line += leading
-        kind = doc.get_first("kind") or ""
-        text = " ".join(fragment.split()) + fact_note(kind, doc.get_first("said"), doc.get_first("until"))
-        return SearchHit(
-            path=doc.get_first("path"), title=doc.get_first("title") or "", kind=kind,
-            level=doc.get_first("level") or "", score=round(float(score), 4), snippet=text,
-            modified=_aware(doc.get_first("modified")), line=line,
-        )
+            stripped = body.lstrip()
+            fragment = stripped[:limit]
+            line += body.count("\n", 0, len(body) - len(stripped))
+        kind = get("kind") or ""
+        text = " ".join(fragment.split())
+        if kind == "fact" or kind == "replaced_fact":
+            text += fact_note(kind, get("said"), get("until"))
+        modified = get("modified")
+        if isinstance(modified, datetime) and modified.tzinfo is None:
+            modified = modified.replace(tzinfo=timezone.utc)
+        elif not isinstance(modified, datetime):
+            modified = None
+        return SearchHit(get("path"), get("title") or "", kind, get("level") or "", round(float(score), 4),
+                         text, modified, line)
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -787,8 +835,3 @@ def _file_key(path: str) -> tuple[int, int, int] | None:
         return None
     return info.st_ino, info.st_mtime_ns, info.st_size
 
-
-def _aware(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    return None

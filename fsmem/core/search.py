@@ -15,7 +15,7 @@ from typing import NamedTuple
 from datetime import date, datetime, timezone
 
 from fsmem.core.layout import role_of, title_of
-from fsmem.core.when import _translate, parse_since
+from fsmem.core.when import glob_regex, parse_since
 
 __all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp", "file_doc",
            "fact_note", "glob_to_regex", "is_indexable_name", "parse_since", "plan_reconcile",
@@ -169,7 +169,7 @@ def glob_to_regex(pattern: str, name: str = "include") -> str:
     >>> glob_to_regex("seo/*.md")
     'seo/[^/]*\\.md(?:/.+)?'
     """
-    return _without_lookahead(_translate(pattern, name))
+    return _without_lookahead(glob_regex(pattern, name))
 
 
 def _without_lookahead(source: str) -> str:

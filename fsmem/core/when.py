@@ -38,7 +38,7 @@ from datetime import datetime, timedelta, timezone
 
 from fsmem.errors import BadRequest
 
-__all__ = ["DAYS_PER_MONTH", "parse_since", "compile_globs"]
+__all__ = ["DAYS_PER_MONTH", "parse_since", "compile_globs", "glob_regex"]
 
 DAYS_PER_MONTH = 30
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1),
@@ -107,12 +107,12 @@ def _compile_all(patterns: Patterns, name: str) -> re.Pattern[str] | None:
         raise BadRequest(f'{name} must be a glob or a list of globs, like "*.md" or ["seo/**", "brand.md"].')
     if not patterns:
         return None
-    sources = [_translate(pattern, name) for pattern in patterns]
+    sources = [glob_regex(pattern, name) for pattern in patterns]
     return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
 
 
-def _translate(pattern: str, name: str) -> str:
-    """The regular expression (for ``fullmatch``) of one glob."""
+def glob_regex(pattern: str, name: str = "include") -> str:
+    """The regular expression (for ``fullmatch``) of one glob; ``name`` is the option named in errors."""
     glob = unicodedata.normalize("NFC", pattern.strip())
     if glob.startswith("./"):  # "./seo/*.md" is the root's seo folder, as "/seo/*.md" is
         glob = glob[1:]

@@ -1,0 +1,155 @@
+"""The walk cache: a comparison that lists only changed folders must never miss a change."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import fsmem.index as index_module
+from fsmem.index import Index
+from fsmem.index_state import WALK_CACHE, index_dir, load_walk_cache, read_current, unchanged_since, walk_tree
+from tests.conftest import run_fsmem
+
+FAR_FUTURE = 1 << 62  # "recorded long after every stamp": no folder is too recent to trust
+TICK = 0.03  # longer than one file-system timestamp tick, so a change gets a new stamp
+
+
+def write(root: Path, path: str, text: str) -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    write(tmp_path, "MEMORY.md", "# Project\n\nWe deploy on Friday.\n")
+    write(tmp_path, "seo/titles.md", "# Titles\n\nUnder 60 characters.\n")
+    write(tmp_path, "seo/deep/a.md", "# A\n\nalpha\n")
+    write(tmp_path, "notes/b.md", "# B\n\nbeta\n")
+    write(tmp_path, "notes/readme.txt", "not markdown\n")
+    (tmp_path / ".fsmem").mkdir()
+    return tmp_path
+
+
+def same_size_edit(root: Path) -> None:
+    target = root / "seo/titles.md"
+    info = target.stat()
+    target.write_text(target.read_text().replace("Under", "Below"))
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))  # size and mtime as before: ctime differs
+
+
+def atomic_save(root: Path) -> None:
+    (root / "notes/.b.md.tmp").write_text("# B\n\nbeta gamma\n")
+    os.replace(root / "notes/.b.md.tmp", root / "notes/b.md")
+
+
+def symlink_in(root: Path) -> None:
+    os.symlink(root / "notes/b.md", root / "seo/link.md")
+
+
+CHANGES: dict[str, Callable[[Path], None]] = {
+    "edit in place": lambda root: write(root, "notes/b.md", "# B\n\nbeta and more\n"),
+    "same size and mtime": same_size_edit,
+    "save by rename": atomic_save,
+    "file added": lambda root: write(root, "seo/deep/new.md", "# New\n"),
+    "file removed": lambda root: (root / "seo/deep/a.md").unlink(),
+    "file renamed": lambda root: os.rename(root / "notes/b.md", root / "notes/c.md"),
+    "folder added": lambda root: write(root, "seo/deep/deeper/x.md", "# X\n"),
+    "folder removed": lambda root: shutil.rmtree(root / "seo/deep"),
+    "folder moved": lambda root: os.rename(root / "seo/deep", root / "notes/deep"),
+    "file became a folder": lambda root: ((root / "notes/b.md").unlink(), (root / "notes/b.md").mkdir()),
+    "symlinked file added": symlink_in,
+}
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=list(CHANGES))
+def test_every_kind_of_change_is_caught(tree: Path, change: str) -> None:
+    _, folders = walk_tree(tree, record=True)
+    assert folders is not None
+    assert unchanged_since(tree, FAR_FUTURE, folders, 0) == folders  # nothing changed yet
+    time.sleep(TICK)
+    CHANGES[change](tree)
+    assert unchanged_since(tree, FAR_FUTURE, folders, 0) is None
+
+
+def test_a_folder_changed_within_the_window_is_listed_again(tree: Path) -> None:
+    _, folders = walk_tree(tree, record=True)
+    assert folders is not None
+    now = time.time_ns()
+    # No pause: the folder may keep its stamp (same tick). Being recent, it is listed, not trusted.
+    write(tree, "seo/deep/new.md", "# New\n")
+    assert unchanged_since(tree, now, folders, 2_000_000_000) is None
+
+
+def test_a_folder_whose_files_are_the_same_is_kept_with_its_new_stamp(tree: Path) -> None:
+    _, folders = walk_tree(tree, record=True)
+    assert folders is not None
+    time.sleep(TICK)
+    (tree / "notes/.b.md.swp").write_text("swap")  # an editor's swap file: not indexable
+    (tree / "notes/other.txt").write_text("text")
+    now = unchanged_since(tree, FAR_FUTURE, folders, 0)
+    assert now is not None and now != folders
+    changed = [record for record, before in zip(now, folders) if record != before]
+    assert [record[0] for record in changed] == ["notes/"]
+    assert changed[0][2:] == next(r for r in folders if r[0] == "notes/")[2:]  # same files, new stamp
+
+
+def test_a_vanished_folder_makes_the_walk_unrecordable_not_wrong(tree: Path, monkeypatch) -> None:
+    import fsmem.index_state as state
+
+    real = state._scan
+
+    def flaky(folder: str, root_real: str):
+        return None if folder.endswith("deep") else real(folder, root_real)
+
+    monkeypatch.setattr(state, "_scan", flaky)
+    found, folders = walk_tree(tree, record=True)
+    assert folders is None and "seo/deep/a.md" not in found
+
+
+def cache_file(root: Path) -> Path:
+    current = read_current(root)
+    assert current is not None
+    return index_dir(root) / current["generation"] / WALK_CACHE
+
+
+@pytest.mark.slow
+def test_searches_use_the_cache_and_still_see_hand_edits(tree: Path, monkeypatch) -> None:
+    Index(tree).search("friday")  # builds the index
+    time.sleep(2.2)  # past the racy window: files and folders are now old enough to be trusted
+    assert Index(tree).search("friday")  # a full comparison: files hashed once and settled
+    assert not cache_file(tree).exists()  # not clean yet (entries were racy): nothing saved
+    assert Index(tree).search("friday")  # a full comparison, found clean: the walk is saved
+    key, _, count, folders = load_walk_cache(cache_file(tree))
+    assert count == 4 and {record[0] for record in folders} == {"", "seo/", "seo/deep/", "notes/"}
+
+    walks = []
+    real_walk = index_module.walk_tree
+    monkeypatch.setattr(index_module, "walk_tree", lambda *a, **k: walks.append(1) or real_walk(*a, **k))
+    index = Index(tree)
+    assert [hit.path for hit in index.search("alpha")] == ["seo/deep/a.md"]
+    assert walks == [] and index.status()["files"] == 4 and index.status()["stale"] == 0
+
+    write(tree, "seo/deep/a.md", "# A\n\nomega\n")  # by hand; then a new process searches
+    result = run_fsmem("search", "omega", "--root", str(tree))
+    assert (result.returncode, result.stdout) == (0, "seo/deep/a.md:1  A  [topic]\n    # A omega\n"), result
+    assert run_fsmem("search", "alpha", "--root", str(tree)).stdout == "No matches for 'alpha'.\n"
+    # This process's index saw nothing of that: its cached walk no longer holds, so it compares.
+    assert [hit.path for hit in index.search("omega")] == ["seo/deep/a.md"]
+    assert walks  # the full comparison ran
+
+
+def test_a_damaged_or_foreign_cache_is_ignored(tree: Path) -> None:
+    index = Index(tree)
+    index.search("friday")
+    target = cache_file(tree)
+    for junk in (b"", b"fsmem-walk-2\n\x00\x00\x00\x00garbage", b"not a cache at all" * 100):
+        target.write_bytes(junk)
+        assert load_walk_cache(target) is None
+        write(tree, "notes/b.md", f"# B\n\nbeta {len(junk)}\n")
+        assert [hit.path for hit in Index(tree).search(f"beta {len(junk)}")] == ["notes/b.md"]
