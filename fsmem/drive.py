@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import stat as stat_module
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,6 +29,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from filelock import FileLock, Timeout as LockTimeout
+
+from fsmem.atomic import fsync_dir, write_atomic
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
@@ -297,7 +298,7 @@ class Transaction:
             self._keep(path, target, before)
         if not target.parent.is_dir():  # a stat; mkdir of an existing folder costs a journal round on ext4
             target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, data, durable=self.drive.settings.durable)
+        write_atomic(target, data, durable=self.drive.settings.durable)
         after = version_of(data)
         self._log(path, _version(before), after)
         return after
@@ -322,7 +323,7 @@ class Transaction:
             self._keep(path, target, data)
             target.unlink()
             self._log(path, version_of(data), None)
-        _fsync_dir(target.parent, self.drive.settings.durable)
+        self._fsync(target.parent)
 
     def move(self, source: str, destination: str) -> None:
         """Rename a file or folder; never over an existing path."""
@@ -342,8 +343,8 @@ class Transaction:
             os.link(source_real, destination_real)  # fails if the destination appeared meanwhile
             source_real.unlink()
             self._log(source, _version(data), _version(data), new_path=destination)
-        _fsync_dir(source_real.parent, self.drive.settings.durable)
-        _fsync_dir(destination_real.parent, self.drive.settings.durable)
+        self._fsync(source_real.parent)
+        self._fsync(destination_real.parent)
         self.changed.append(destination)
 
     # ---- internals --------------------------------------------------------------------------
@@ -359,6 +360,10 @@ class Transaction:
                     extra.append(Entry(rel, False, full.stat().st_size, full.stat().st_mtime))
         return extra
 
+    def _fsync(self, folder: Path) -> None:
+        if self.drive.settings.durable:
+            fsync_dir(folder)
+
     def _keep(self, path: str, real: Path, data: bytes) -> None:
         folder = self.drive.state / VERSIONS_DIR / path
         kept = folder / f"{_stamp()}-{version_of(data)}-{self.command}.md"
@@ -370,7 +375,7 @@ class Transaction:
                 os.link(real, kept)
         except OSError:
             folder.mkdir(parents=True, exist_ok=True)
-            _atomic_write(kept, data, durable=False)
+            write_atomic(kept, data, durable=False)
         # Only kept versions count: the folder may also hold the version folders of files that
         # lived under a folder of this name once, or a crash's temp file.
         names = sorted(name for name in os.listdir(folder) if _VERSION_NAME.match(name))
@@ -421,41 +426,3 @@ def _stamp_to_iso(stamp: str) -> str:
     except ValueError:
         return stamp
     return moment.isoformat().replace("+00:00", "") + f".{stamp[15:21]}Z"
-
-
-def _atomic_write(target: Path, data: bytes, *, durable: bool) -> None:
-    folder = target.parent
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        try:
-            os.fchmod(fd, stat_module.S_IMODE(os.stat(target).st_mode))
-        except FileNotFoundError:
-            pass
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if durable:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(temp_name)
-        raise
-    os.close(fd)
-    try:
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        raise
-    _fsync_dir(folder, durable)
-
-
-def _fsync_dir(folder: Path, durable: bool) -> None:
-    if not durable:
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -20,6 +20,7 @@ import struct
 import time
 from pathlib import Path
 
+from fsmem.atomic import pid_alive, write_atomic
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.search import SCHEMA_VERSION, Indexed, Stamp, is_indexable_name
 
@@ -381,27 +382,7 @@ def new_generation_name() -> str:
 
 
 def atomic_write(target: Path, data: bytes) -> None:
-    """Unique temp file in the same folder, fsync, ``os.replace``, fsync of the folder."""
-    folder = target.parent
-    temp = folder / f".{target.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomic(target, data, mode=0o644)
 
 
 # --- the watcher's heartbeat ---------------------------------------------------------------------
@@ -435,20 +416,8 @@ def watcher_health(root: Path, now: float | None = None) -> tuple[bool, dict | N
 
     try:
         fresh = now - float(beat.get("beat", 0)) < 3 * float(beat.get("interval", HEARTBEAT_INTERVAL))
-        alive = beat.get("host") == socket.gethostname() and _pid_alive(int(beat.get("pid", -1)))
+        alive = beat.get("host") == socket.gethostname() and pid_alive(int(beat.get("pid", -1)))
     except (TypeError, ValueError):
         return False, beat
     healthy = fresh and alive and beat.get("state") == "ok" and int(beat.get("pending", 0) or 0) == 0
     return healthy, beat
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Literal
 
+from fsmem.atomic import pid_alive
 from fsmem.core.layout import (
     AGENTS_DIR,
     PROJECT_FILE,
@@ -233,7 +234,7 @@ def restore_parked(memory: "Memory") -> list[str]:
     restored = []
     for aside in memory.drive.state.glob(f"{PARKED_PREFIX}*"):
         pid = aside.name[len(PARKED_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and _alive(int(pid)):
+        if pid.isdigit() and pid_alive(int(pid)):
             continue
         parked, origin = aside / "folder", aside / "from"
         if parked.is_dir() and origin.is_file():
@@ -245,16 +246,6 @@ def restore_parked(memory: "Memory") -> list[str]:
         if not parked.exists():
             shutil.rmtree(aside, ignore_errors=True)
     return restored
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # ---- scopes ---------------------------------------------------------------------------------

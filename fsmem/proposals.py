@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fsmem.core.versions import version_of
-from fsmem.drive import _atomic_write, now_iso
+from fsmem.atomic import write_atomic
+from fsmem.drive import now_iso
 from fsmem.core.requests import parse_request
 from fsmem.errors import Conflict, NotFound, RequestError
 
@@ -55,7 +56,7 @@ def save(memory: "Memory", proposal: Proposal) -> None:
     folder = _folder(memory)
     folder.mkdir(parents=True, exist_ok=True)
     data = json.dumps(asdict(proposal), ensure_ascii=False, indent=2).encode("utf-8")
-    _atomic_write(folder / f"{proposal.id}.json", data, durable=memory.settings.durable)
+    write_atomic(folder / f"{proposal.id}.json", data, durable=memory.settings.durable)
 
 
 def load(memory: "Memory", proposal_id: str) -> Proposal:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -14,6 +12,7 @@ import click
 
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import ModelError, ScopeError, SetupError
+from fsmem.atomic import write_atomic
 
 
 def _model_options(command: Any) -> Any:
@@ -64,21 +63,10 @@ def _load_thread(path: Path | None, scope_key: str) -> tuple[str | None, list[di
 
 
 def _save_thread(path: Path, thread_id: str, scope_key: str, messages: list[dict[str, Any]]) -> None:
-    """Write the thread file whole or not at all: a unique temp file, fsync, then replace."""
+    """Write the thread file whole or not at all."""
     data = json.dumps({"thread_id": thread_id, "scope": scope_key, "messages": messages},
                       ensure_ascii=False, indent=1).encode("utf-8")
-    folder = path.resolve().parent
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    write_atomic(path.resolve(), data)
 
 
 def _print_turn(turn: Any, show_context: bool) -> None:
