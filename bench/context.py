@@ -11,29 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
-import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
+from bench.timing import measure, median_p95
 
 AGENT = "5c81d0e4-7f2a-4b6e-9d13-2a8c4e6f0b71"
 ROUTINE = "e04c6d15-8b3f-4a27-9c61-f5d2a8e4b093"
 
 
-def _measure(function: Callable[[], object], repeat: int) -> list[float]:
-    function()  # warm caches once
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return samples
 
 
-def _stats(samples: Sequence[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
 def _lines(title: str, count: int) -> str:
@@ -97,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "run.context, one file changed": lambda: run.context(stale),
             "run.context, nothing changed": lambda: run.context(current),
         }
-        results = {name: _stats(_measure(fn, args.repeat)) for name, fn in cases.items()}
+        results = {name: median_p95(measure(fn, args.repeat)) for name, fn in cases.items()}
     read_median = results["read 3 top files (baseline)"][0]
     dumps_median = results["json.dumps(thread) (baseline)"][0]
     messages = len(current)

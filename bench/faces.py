@@ -16,29 +16,18 @@ No timing is asserted anywhere.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Awaitable, Callable, Sequence
+from typing import Awaitable, Callable
+from bench.timing import measure, median_p95
 
 CONTENT = "".join(f"- rule {i}: titles end with | Field Notes, under 60 characters\n" for i in range(60))
 
 
-def _stats(samples: Sequence[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
-def _measure(function: Callable[[], object], repeat: int) -> list[float]:
-    function()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return samples
 
 
 async def _measure_async(function: Callable[[], Awaitable[object]], repeat: int) -> list[float]:
@@ -85,21 +74,21 @@ def main(argv: list[str]) -> None:
         read = {"command": "read", "path": "MEMORY.md"}
 
         run = memory.run(thread_id="bench")
-        results["run.call read"] = _measure(lambda: run.call(read), repeat)
-        results["run.call replace"] = _measure(_toggle(lambda old, new: run.call(
+        results["run.call read"] = measure(lambda: run.call(read), repeat)
+        results["run.call replace"] = measure(_toggle(lambda old, new: run.call(
             {"command": "write", "path": "MEMORY.md", "old_text": old, "new_text": new})), repeat)
 
         run.call({"command": "write", "path": "MEMORY.md", "content": CONTENT})  # back to the start
         claude = FsmemMemoryTool(memory, thread_id="bench-claude")
         view = {"command": "view", "path": "/memories/MEMORY.md"}
-        results["claude view"] = _measure(lambda: claude.call(view), repeat)
-        results["claude replace"] = _measure(_toggle(lambda old, new: claude.call(
+        results["claude view"] = measure(lambda: claude.call(view), repeat)
+        results["claude replace"] = measure(_toggle(lambda old, new: claude.call(
             {"command": "str_replace", "path": "/memories/MEMORY.md", "old_str": old, "new_str": new})), repeat)
 
         sdk = BetaLocalFilesystemMemoryTool(str(Path(folder) / "sdk"))
         sdk.call({"command": "create", "path": "/memories/MEMORY.md", "file_text": CONTENT})
-        results["sdk view"] = _measure(lambda: sdk.call(view), repeat)
-        results["sdk replace"] = _measure(_toggle(lambda old, new: sdk.call(
+        results["sdk view"] = measure(lambda: sdk.call(view), repeat)
+        results["sdk replace"] = measure(_toggle(lambda old, new: sdk.call(
             {"command": "str_replace", "path": "/memories/MEMORY.md", "old_str": old, "new_str": new})), repeat)
 
         async def over_mcp(target: object, label: str) -> None:
@@ -112,11 +101,11 @@ def main(argv: list[str]) -> None:
                                       env={"PYTHONPATH": str(repo)})
         anyio.run(over_mcp, stdio, "mcp stdio")
 
-    base_read = _stats(results["run.call read"])[0]
-    base_write = _stats(results["run.call replace"])[0]
+    base_read = median_p95(results["run.call read"])[0]
+    base_write = median_p95(results["run.call replace"])[0]
     print(f"{'case':<22} {'median':>10} {'p95':>10}  vs run.call")
     for name, samples in results.items():
-        median, p95 = _stats(samples)
+        median, p95 = median_p95(samples)
         base = base_write if "replace" in name else base_read
         print(f"{name:<22} {median * 1e3:>8.3f}ms {p95 * 1e3:>8.3f}ms  {median / base:>6.2f}x")
 

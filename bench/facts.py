@@ -13,34 +13,22 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from bench.timing import measure, median_p95
 
 ATTRIBUTES = ["role", "team", "employer", "city", "manager", "project", "deadline", "preferred language",
               "decision", "status"]
 
 
-def _timed(action: Callable[[], object], repeat: int) -> list[float]:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return times
 
 
-def _stats(times: list[float]) -> tuple[float, float]:
-    ordered = sorted(times)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return statistics.median(ordered), p95
 
 
 def _row(name: str, times: list[float], baseline: float | None = None, unit: str = "ms") -> None:
-    p50, p95 = _stats(times)
+    p50, p95 = median_p95(times)
     ratio = f"  x{p50 / baseline:6.1f} baseline" if baseline else ""
     print(f"  {name:<44} p50 {p50 * 1000:8.2f} {unit}   p95 {p95 * 1000:8.2f} {unit}{ratio}")
 
@@ -73,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             with memory.drive.change(command="write") as tx:
                 tx.write(f"bench/plain-{counter[0] % 50}.md", f"line {counter[0]}\n".encode())
 
-        write_base = _stats(_timed(plain_write, args.samples))[0]
+        write_base = median_p95(measure(plain_write, args.samples, warm=False))[0]
 
         # build: facts said over a year; each subject gets several attributes, some said twice
         per_subject = max(1, args.facts // args.subjects)
@@ -98,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 for entry in os.scandir(root / folder):
                     entry.stat(follow_symlinks=False)
 
-        list_base = _stats(_timed(listing, args.samples))[0]
+        list_base = median_p95(measure(listing, args.samples, warm=False))[0]
         print(f"  baselines: one-file change {write_base * 1000:.2f} ms, listing the facts folders "
               f"{list_base * 1000:.2f} ms")
 
@@ -110,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
             facts.keep(subject, rng.choice(ATTRIBUTES[:3]), f"{subject} moved on, step {counter[0]}.",
                        said="2026-01-01")
 
-        _row("keep (one fact, its own change)", _timed(keep_one, args.samples), write_base)
-        _row("current() - every fact that holds", _timed(lambda: facts.current(), args.samples), list_base)
-        _row("current(subject)", _timed(lambda: facts.current(f"person {rng.randrange(args.subjects):04d}"),
+        _row("keep (one fact, its own change)", measure(keep_one, args.samples, warm=False), write_base)
+        _row("current() - every fact that holds", measure(lambda: facts.current(), args.samples, warm=False), list_base)
+        _row("current(subject)", measure(lambda: facts.current(f"person {rng.randrange(args.subjects):04d}"),
                                         args.samples), list_base)
 
         def after_hand_edit() -> None:
@@ -122,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 path.write_text(path.read_text(encoding="utf-8").replace(" value ", " value  "), encoding="utf-8")
             facts.current()
 
-        _row("current() after a hand edit of one file", _timed(after_hand_edit, max(10, args.samples // 5)),
+        _row("current() after a hand edit of one file", measure(after_hand_edit, max(10, args.samples // 5), warm=False),
              list_base)
         cache = root / ".fsmem" / "cache" / "facts.json"
 
@@ -130,18 +118,14 @@ def main(argv: list[str] | None = None) -> int:
             cache.unlink(missing_ok=True)
             Facts(memory.drive).current()
 
-        _row("current() in a new process, no cache (parses all)", _timed(fresh_without_cache, 3), list_base)
+        _row("current() in a new process, no cache (parses all)", measure(fresh_without_cache, 3, warm=False), list_base)
         Facts(memory.drive).current()  # leaves the cache behind
-        _row("current() in a new process, with the cache", _timed(lambda: Facts(memory.drive).current(), 5),
+        _row("current() in a new process, with the cache", measure(lambda: Facts(memory.drive).current(), 5, warm=False),
              list_base)
 
-        search = getattr(memory, "search", None)
-        if search is None:
-            print("  search: not on this branch yet (the index is issue 3); rerun after it lands")
-        else:
-            queries = ["Person 0042 role", "what was the role of Person 0007 in March", "moved on"]
-            _row("search (text, limit 10)", _timed(lambda: search(rng.choice(queries), limit=10), args.samples),
-                 list_base)
+        queries = ["Person 0042 role", "what was the role of Person 0007 in March", "moved on"]
+        _row("search (text, limit 10)", measure(lambda: memory.search(rng.choice(queries), limit=10), args.samples,
+                                                 warm=False), list_base)
     return 0
 
 
