@@ -1,0 +1,199 @@
+"""DESIGN.md sentences that had no test of their own (the audit): each test names its sentence."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import unicodedata
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import fsmem
+from fsmem import Scope
+from tests.conftest import run_fsmem
+
+KEPT_STATE = {"versions", "proposals", "log.jsonl"}
+
+
+def _paths(hits) -> list[str]:
+    return sorted(hit.path for hit in hits)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    memory = fsmem.open(root, create=True)
+    run = memory.run(Scope.chat(), thread_id="setup")
+    assert run.call({"command": "write", "path": "brand.md", "content": "# Brand\nThe zebra palette.\n"})["ok"]
+    assert run.call({"command": "write", "path": "brand.md", "old_text": "zebra", "new_text": "okapi"})["ok"]
+    memory.facts.keep("Ana", "city", "Ana lives in Porto.")
+    assert _paths(memory.search("okapi")) == ["brand.md"]
+    return root
+
+
+# §2 "Everything under .fsmem/ except versions/, proposals/ and log.jsonl can be deleted and is rebuilt."
+
+def _delete_derived_state(root: Path) -> list[str]:
+    removed = []
+    for entry in sorted((root / ".fsmem").iterdir()):
+        if entry.name in KEPT_STATE:
+            continue
+        shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        removed.append(entry.name)
+    return removed
+
+
+def test_deleting_all_derived_state_leaves_a_working_root(root: Path) -> None:
+    removed = _delete_derived_state(root)
+    assert {"index", "lock"} <= set(removed), removed
+    memory = fsmem.open(root)
+    assert _paths(memory.search("okapi")) == ["brand.md"]
+    assert [fact.text for fact in memory.facts.current()] == ["Ana lives in Porto."]
+    assert len(memory.versions("brand.md")) == 1  # versions/ survived, and still lists what it held
+    run = memory.run(Scope.chat(), thread_id="after")
+    assert run.call({"command": "read", "path": "brand.md"})["ok"]
+    assert run.call({"command": "write", "path": "brand.md", "old_text": "okapi", "new_text": "quokka"})["ok"]
+    assert _paths(memory.search("quokka")) == ["brand.md"]
+    assert _paths(memory.search("okapi")) == []
+    assert memory.revert("brand.md")  # the kept versions still serve a revert
+    assert "okapi" in (root / "brand.md").read_text(encoding="utf-8")
+
+
+def test_deleting_all_derived_state_between_processes(root: Path) -> None:
+    fsmem.open(root).search("okapi")  # every derived file exists now
+    _delete_derived_state(root)
+    found = run_fsmem("search", "--root", str(root), "okapi", "--json")
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)] == ["brand.md"]
+    wrote = run_fsmem("write", "--root", str(root), "new.md", input="# New\nwombat\n")
+    assert wrote.returncode == 0, wrote.stderr
+    _delete_derived_state(root)
+    again = run_fsmem("search", "--root", str(root), "wombat", "--json")
+    assert again.returncode == 0, again.stderr
+    assert [hit["path"] for hit in json.loads(again.stdout)] == ["new.md"]
+    log = [json.loads(line) for line in (root / ".fsmem" / "log.jsonl").read_text().splitlines()]
+    assert [entry["path"] for entry in log][-1] == "new.md"  # the log was kept and appended to
+
+
+# §2 "A service with many projects keeps one root per project. Nothing crosses roots: one index per root."
+
+def test_nothing_crosses_roots(tmp_path: Path) -> None:
+    one, two = fsmem.open(tmp_path / "one", create=True), fsmem.open(tmp_path / "two", create=True)
+    run_one = one.run(Scope.chat(), thread_id="t")
+    run_two = two.run(Scope.chat(), thread_id="t")
+    assert run_one.call({"command": "write", "path": "brand.md", "content": "zebra in one\n"})["ok"]
+    assert run_two.call({"command": "write", "path": "brand.md", "content": "okapi in two\n"})["ok"]
+    one.facts.keep("Ana", "city", "Ana lives in Porto.")
+    assert _paths(one.search("zebra")) == ["brand.md"] and _paths(one.search("okapi")) == []
+    assert _paths(two.search("okapi")) == ["brand.md"] and _paths(two.search("zebra")) == []
+    assert _paths(two.search("Porto")) == [] and two.facts.current() == []
+    # a run of one root never saw the other's file, so the same path there is a separate file
+    written = run_one.call({"command": "write", "path": "brand.md", "content": "changed\n"})
+    assert written["ok"], written
+    assert (tmp_path / "two" / "brand.md").read_text(encoding="utf-8") == "okapi in two\n"
+    assert two.versions("brand.md") == []
+    shell = run_fsmem("search", "--root", str(tmp_path / "two"), "zebra", "--json")
+    assert shell.returncode == 0 and json.loads(shell.stdout) == [], shell
+
+
+# §3 "Every scope may read and search the whole root."
+
+def test_every_scope_reads_and_searches_the_whole_root(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    memory.create_agent("aaaaaaaa-1", "One")
+    other = memory.create_agent("bbbbbbbb-2", "Two")
+    routine = memory.create_routine("bbbbbbbb-2", "cccccccc-3", "Daily")
+    setup = memory.run(Scope.chat(), thread_id="setup")
+    for path in (f"{other}/MEMORY.md", f"{routine}/NOTES.md", "seo/titles.md"):
+        assert setup.call({"command": "write", "path": path, "content": f"zebra note in {path}\n"})["ok"]
+    memory.facts.keep("Ana", "zebra", "Ana keeps a zebra.")
+    expected = sorted([f"{other}/MEMORY.md", f"{routine}/NOTES.md", "seo/titles.md"])
+    for scope in (Scope.chat(), Scope.agent("aaaaaaaa-1"), Scope.routine("bbbbbbbb-2", "cccccccc-3")):
+        run = memory.run(scope, thread_id="reader")
+        for path in expected:
+            read = run.call({"command": "read", "path": path})
+            assert read["ok"] and "zebra note" in read["text"], (scope, path, read)
+        found = run.call({"command": "search", "query": "zebra"})
+        assert found["ok"], found
+        paths = sorted(hit["path"] for hit in found["hits"])
+        assert set(expected) <= set(paths) and any(p.startswith("notes/memory/") for p in paths), (scope, paths)
+        grep = run.call({"command": "search", "query": "zebra note", "regex": True})
+        assert grep["ok"] and all(f"{path}:1:" in grep["text"] for path in expected), (scope, grep)
+
+
+# §4 "Paths … NFC-normalized": a name written by hand in another spelling is still the one file.
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a file made by hand under a decomposed (NFD) name is indexed under its NFC spelling, so search shows a "
+    "path that read/write cannot open (NOT_FOUND): Drive.resolve looks only for the NFC name on disk"))
+def test_a_hand_made_file_with_a_decomposed_name_can_be_read_by_the_path_search_shows(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    (memory.root / unicodedata.normalize("NFD", "café.md")).write_text("okapi by hand\n", encoding="utf-8")
+    hits = memory.search("okapi")
+    assert _paths(hits) == ["caf\u00e9.md"]
+    read = memory.run(Scope.chat(), thread_id="t").call({"command": "read", "path": hits[0].path})
+    assert read["ok"], read
+
+
+# §4 "A refused call changes nothing, on disk or in the index."
+
+def test_refusals_of_every_kind_leave_the_index_as_it_was(root: Path) -> None:
+    memory = fsmem.open(root)
+    run = memory.run(Scope.chat(), thread_id="t")
+    assert run.call({"command": "read", "path": "brand.md"})["ok"]
+    other = memory.run(Scope.chat(), thread_id="other")
+    assert other.call({"command": "write", "path": "seen.md", "content": "# Seen\n"})["ok"]
+    before = [(h.path, h.snippet) for h in memory.search("okapi OR quokka OR wombat OR seen")]
+    status_before = memory.index.status()
+    refusals = {
+        "SENSITIVE": {"command": "write", "path": "brand.md", "old_text": "okapi",
+                      "new_text": "wombat password: hunter2hunter2"},
+        "TOO_LARGE": {"command": "write", "path": "big.md", "content": "wombat " * 6000},
+        "EDIT_UNPLACED": {"command": "write", "path": "brand.md",
+                          "content": "<!-- ... -->\nwombat nowhere\n<!-- ... -->\n"},
+        "NOT_UNIQUE": {"command": "write", "path": "brand.md", "old_text": "e", "new_text": "wombat"},
+        "NOT_READ": {"command": "write", "path": "seen.md", "content": "wombat\n"},
+        "EXISTS": {"command": "rename", "path": "brand.md", "new_path": "seen.md"},
+        "PROTECTED": {"command": "delete", "path": "notes/memory"},
+        "BAD_PATH": {"command": "write", "path": "../wombat.md", "content": "wombat\n"},
+    }
+    for code, request in refusals.items():
+        result = run.call(request)
+        assert not result["ok"] and result["error"]["code"] == code, (code, result)
+    assert [(h.path, h.snippet) for h in memory.search("okapi OR quokka OR wombat OR seen")] == before
+    assert memory.search("wombat") == []
+    status_after = memory.index.status()
+    assert (status_after["documents"], status_after["generation"], status_after["stale"]) == (
+        status_before["documents"], status_before["generation"], status_before["stale"])
+
+
+# §7 "a date in the future is taken as now" — through the facts API, on the drive.
+
+def test_a_fact_said_in_the_future_is_kept_as_said_now_and_a_later_fact_replaces_it(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    start = datetime.now(timezone.utc)
+    kept = memory.facts.keep("Ana", "city", "Ana lives in Porto.", said=start + timedelta(days=365))
+    assert kept.outcome == "current"
+    assert start - timedelta(seconds=1) <= kept.fact.said <= datetime.now(timezone.utc)
+    on_disk = (memory.root / "notes/memory" / f"{kept.fact.id}.md").read_text(encoding="utf-8")
+    assert str(start.year + 1) not in on_disk.split("---")[1]
+    # had the future date been kept, a fact said today would go to the history instead
+    later = memory.facts.keep("Ana", "city", "Ana lives in Lisbon.")
+    assert later.outcome == "current" and later.replaced is not None and later.replaced.id == kept.fact.id
+
+
+# §2 "at most 32 KiB each (configurable)"
+
+def test_the_file_size_limit_is_configurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    fsmem.open(root, create=True)
+    (root / ".fsmem" / "config.toml").write_text("max_file_bytes = 100\n", encoding="utf-8")
+    run = fsmem.open(root).run(Scope.chat(), thread_id="t")
+    assert run.call({"command": "write", "path": "a.md", "content": "x" * 100})["ok"]
+    refused = run.call({"command": "write", "path": "b.md", "content": "x" * 101})
+    assert refused["error"]["code"] == "TOO_LARGE" and not (root / "b.md").exists()
+    monkeypatch.setenv("FSMEM_MAX_FILE_BYTES", "64000")
+    run = fsmem.open(root).run(Scope.chat(), thread_id="t")
+    assert run.call({"command": "write", "path": "c.md", "content": "x" * 40000})["ok"]
