@@ -197,3 +197,37 @@ def test_the_file_size_limit_is_configurable(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("FSMEM_MAX_FILE_BYTES", "64000")
     run = fsmem.open(root).run(Scope.chat(), thread_id="t")
     assert run.call({"command": "write", "path": "c.md", "content": "x" * 40000})["ok"]
+
+
+# §1 "an adapter class that backs [Claude's memory tool] with fsmem: same guards, versions, index"
+
+def test_claude_memory_adapter_changes_are_searchable_at_once_and_facts_stay_read_only(tmp_path: Path) -> None:
+    pytest.importorskip("anthropic")
+    from anthropic.lib.tools import ToolError
+
+    from fsmem.claude_memory import FsmemMemoryTool
+
+    memory = fsmem.open(tmp_path / "root", create=True)
+    tool = FsmemMemoryTool(memory, thread_id="claude-1")
+    tool.call({"command": "create", "path": "/memories/rules.md", "file_text": "- the zebra rule\n"})
+    assert _paths(memory.search("zebra")) == ["rules.md"]
+    tool.call({"command": "str_replace", "path": "/memories/rules.md", "old_str": "zebra", "new_str": "okapi"})
+    assert _paths(memory.search("zebra")) == [] and _paths(memory.search("okapi")) == ["rules.md"]
+    tool.call({"command": "rename", "old_path": "/memories/rules.md", "new_path": "/memories/seo/rules.md"})
+    assert _paths(memory.search("okapi")) == ["seo/rules.md"]
+    tool.call({"command": "delete", "path": "/memories/seo/rules.md"})
+    assert _paths(memory.search("okapi")) == []
+
+    kept = memory.facts.keep("Ana", "city", "Ana lives in Porto.")
+    fact_path = f"/memories/notes/memory/{kept.fact.id}.md"
+    before = (memory.root / fact_path.removeprefix("/memories/")).read_bytes()
+    assert "Porto" in tool.call({"command": "view", "path": fact_path})
+    for request in ({"command": "str_replace", "path": fact_path, "old_str": "Porto", "new_str": "Braga"},
+                    {"command": "delete", "path": fact_path},
+                    {"command": "rename", "old_path": fact_path, "new_path": "/memories/porto.md"},
+                    {"command": "create", "path": "/memories/notes/memory/made-up.md", "file_text": "x\n"}):
+        with pytest.raises(ToolError):
+            tool.call(request)
+    assert (memory.root / fact_path.removeprefix("/memories/")).read_bytes() == before
+    assert not (memory.root / "notes/memory/made-up.md").exists() and not (memory.root / "porto.md").exists()
+    assert [fact.text for fact in memory.facts.current()] == ["Ana lives in Porto."]
