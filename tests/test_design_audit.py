@@ -231,3 +231,46 @@ def test_claude_memory_adapter_changes_are_searchable_at_once_and_facts_stay_rea
     assert (memory.root / fact_path.removeprefix("/memories/")).read_bytes() == before
     assert not (memory.root / "notes/memory/made-up.md").exists() and not (memory.root / "porto.md").exists()
     assert [fact.text for fact in memory.facts.current()] == ["Ana lives in Porto."]
+
+
+# §4 read of a folder: "its tree two levels deep with sizes and dates"
+
+def test_a_folder_read_is_two_levels_deep_with_sizes_and_dates(tmp_path: Path) -> None:
+    import re
+
+    memory = fsmem.open(tmp_path / "root", create=True)
+    run = memory.run(Scope.chat(), thread_id="t")
+    for path, content in {"brand.md": "hello world\n", "seo/titles.md": "abc\n", "seo/deep/er/x.md": "hidden\n"}.items():
+        assert run.call({"command": "write", "path": path, "content": content})["ok"]
+    lines = run.call({"command": "read", "path": "/"})["text"].splitlines()
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+    assert lines[0] == "/"
+    assert re.fullmatch(rf"  brand\.md +12 B  {stamp}", next(l for l in lines if "brand.md" in l))
+    assert re.fullmatch(rf"    titles\.md +4 B  {stamp}", next(l for l in lines if "titles.md" in l))
+    assert "    deep/" in lines and not any("er/" in l or "x.md" in l for l in lines)  # a third level is not shown
+    below = run.call({"command": "read", "path": "seo/deep"})["text"].splitlines()
+    assert below[0] == "seo/deep/" and "  er/" in below
+    assert re.fullmatch(rf"    x\.md +7 B  {stamp}", next(l for l in below if "x.md" in l))
+
+
+# §3 "deleting an agent removes its whole folder"; §9 "deletes included" in the versions
+
+def test_deleting_an_agent_removes_its_whole_folder_and_keeps_every_file_in_versions(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    agent = memory.create_agent("3f9a1c2e-0001", "SEO")
+    routine = memory.create_routine("3f9a1c2e-0001", "9b7d4e10-0001", "Meta tags")
+    other = memory.create_agent("77777777-0001", "Other")
+    files = {f"{agent}/MEMORY.md": "agent zebra\n", f"{routine}/NOTES.md": "routine zebra\n",
+             f"{agent}/drafts/plan.md": "plan zebra\n", f"{other}/MEMORY.md": "other zebra\n"}
+    setup = memory.run(Scope.chat(), thread_id="setup")
+    for path, content in files.items():
+        assert setup.call({"command": "write", "path": path, "content": content})["ok"]
+    held = memory.delete_agent("3f9a1c2e-0001")
+    assert held == {path: content for path, content in files.items() if path.startswith(agent)}
+    assert not (memory.root / agent).exists()
+    assert (memory.root / other / "MEMORY.md").read_text(encoding="utf-8") == "other zebra\n"
+    assert _paths(memory.search("zebra")) == [f"{other}/MEMORY.md"]
+    for path in held:
+        assert [v.version for v in memory.versions(path)], path  # the deleted content is kept
+    with pytest.raises(fsmem.ScopeError):
+        memory.run(Scope.agent("3f9a1c2e-0001"))  # the folder is gone, and no name was given to remake it
