@@ -274,3 +274,54 @@ def test_deleting_an_agent_removes_its_whole_folder_and_keeps_every_file_in_vers
         assert [v.version for v in memory.versions(path)], path  # the deleted content is kept
     with pytest.raises(fsmem.ScopeError):
         memory.run(Scope.agent("3f9a1c2e-0001"))  # the folder is gone, and no name was given to remake it
+
+
+# §5 "A crash at any point leaves the old file or the new one whole, never a mix, and the index is repaired
+# from the files on the next open." — a process killed at each step after the file changed.
+
+_CRASHING_WRITER = r"""
+import os, sys
+import fsmem, fsmem.drive, fsmem.index
+root, where = sys.argv[1], sys.argv[2]
+if where == "after_replace":
+    original = fsmem.drive.write_atomic
+    def write_then_die(target, data, **kwargs):
+        original(target, data, **kwargs)
+        if target.name == "brand.md":
+            os._exit(9)
+    fsmem.drive.write_atomic = write_then_die
+elif where == "before_index_note":
+    fsmem.index.Index.after_commit = lambda self, paths: os._exit(9)
+memory = fsmem.open(root)
+run = memory.run(fsmem.Scope.chat(), thread_id="crasher")
+run.call({"command": "read", "path": "brand.md"})
+result = run.call({"command": "write", "path": "brand.md", "old_text": "okapi", "new_text": "quagga"})
+if where == "inside_index_apply":
+    fsmem.index.Index._apply = lambda self, *args, **kwargs: os._exit(9)
+    memory.search("quagga")
+print(result)
+"""
+
+
+@pytest.mark.parametrize("where", ["after_replace", "before_index_note", "inside_index_apply"])
+def test_a_process_killed_after_the_file_changed_leaves_a_whole_file_and_a_repaired_index(
+        root: Path, where: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}, "PYTHONPATH": str(REPO)}
+    crashed = subprocess.run([sys.executable, "-c", _CRASHING_WRITER, str(root), where],
+                             capture_output=True, text=True, env=env, timeout=60)
+    assert crashed.returncode == 9, (crashed.stdout, crashed.stderr)
+    assert (root / "brand.md").read_text(encoding="utf-8") == "# Brand\nThe quagga palette.\n"
+    memory = fsmem.open(root)
+    assert _paths(memory.search("quagga")) == ["brand.md"]
+    assert _paths(memory.search("okapi")) == []
+    assert memory.index.status()["stale"] == 0
+    run = memory.run(Scope.chat(), thread_id="after")
+    assert run.call({"command": "read", "path": "brand.md"})["ok"]
+    assert run.call({"command": "write", "path": "brand.md", "old_text": "quagga", "new_text": "zorse"})["ok"]
+    assert _paths(memory.search("zorse")) == ["brand.md"]
