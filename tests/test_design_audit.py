@@ -325,3 +325,35 @@ def test_a_process_killed_after_the_file_changed_leaves_a_whole_file_and_a_repai
     assert run.call({"command": "read", "path": "brand.md"})["ok"]
     assert run.call({"command": "write", "path": "brand.md", "old_text": "quagga", "new_text": "zorse"})["ok"]
     assert _paths(memory.search("zorse")) == ["brand.md"]
+
+
+# §3 "with memory.deleting_routine(id) as held: removes the folder only when the block succeeds and puts it
+# back when it raises" — and either way the index and the versions agree with the files.
+
+def test_deleting_routine_keeps_versions_and_search_in_step_with_the_folder(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    memory.create_agent("3f9a1c2e-0001", "SEO")
+    folder = memory.create_routine("3f9a1c2e-0001", "9b7d4e10-0001", "Meta tags")
+    run = memory.run(Scope.routine("3f9a1c2e-0001", "9b7d4e10-0001"), thread_id="t")
+    files = {f"{folder}/NOTES.md": "baseline zebra 42\n", f"{folder}/runs/last.md": "last zebra run\n"}
+    for path, content in files.items():
+        assert run.call({"command": "write", "path": path, "content": content})["ok"]
+    assert _paths(memory.search("zebra")) == sorted(files)
+
+    with pytest.raises(RuntimeError):
+        with memory.deleting_routine("9b7d4e10-0001") as held:
+            assert held == files
+            raise RuntimeError("the harness's own delete failed")
+    assert {p: (memory.root / p).read_text(encoding="utf-8") for p in files} == files
+    assert _paths(memory.search("zebra")) == sorted(files)
+    again = memory.run(Scope.routine("3f9a1c2e-0001", "9b7d4e10-0001"), thread_id="t2")
+    assert again.call({"command": "read", "path": f"{folder}/NOTES.md"})["ok"]
+
+    with memory.deleting_routine("9b7d4e10-0001") as held:
+        assert held == files
+    assert not (memory.root / folder).exists()
+    assert _paths(memory.search("zebra")) == []
+    for path in files:
+        assert memory.versions(path), path
+    reused = memory.create_routine("3f9a1c2e-0001", "11112222-0001", "Meta tags")
+    assert reused != folder and (memory.root / reused / "NOTES.md").read_text(encoding="utf-8") == ""
