@@ -357,3 +357,38 @@ def test_deleting_routine_keeps_versions_and_search_in_step_with_the_folder(tmp_
         assert memory.versions(path), path
     reused = memory.create_routine("3f9a1c2e-0001", "11112222-0001", "Meta tags")
     assert reused != folder and (memory.root / reused / "NOTES.md").read_text(encoding="utf-8") == ""
+
+
+# §1 "a person … `fsmem proposals` from the shell"; §9 approve applies it only if the files still hold what
+# they held; the approved change is searchable, logged and versioned like any other.
+
+def test_proposals_from_the_shell_in_real_processes(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    root = memory.root
+    (root / "MEMORY.md").write_text("# Rules\n- one zebra\n- two\n", encoding="utf-8")
+    reviewer = memory.run(Scope.chat(), thread_id="review-1", review=True)
+    assert reviewer.call({"command": "read", "path": "MEMORY.md"})["ok"]
+    held = reviewer.call({"command": "write", "path": "MEMORY.md", "old_text": "zebra", "new_text": "okapi"})
+    assert held["ok"] and held["proposal"]
+    dropped = reviewer.call({"command": "write", "path": "brand.md", "content": "# Brand\n"})
+    assert dropped["ok"] and "proposal" not in dropped  # a new file only adds lines: applied at once
+    gone = reviewer.call({"command": "delete", "path": "brand.md"})
+    assert gone["ok"] and gone["proposal"] and (root / "brand.md").exists()
+
+    listed = run_fsmem("proposals", "--root", str(root), "--json")
+    assert listed.returncode == 0, listed.stderr
+    ids = {entry["id"] for entry in json.loads(listed.stdout)}
+    assert ids == {held["proposal"], gone["proposal"]}, listed.stdout
+    shown = run_fsmem("proposals", "show", held["proposal"], "--root", str(root))
+    assert shown.returncode == 0 and "-- one zebra" in shown.stdout and "+- one okapi" in shown.stdout, shown
+
+    approved = run_fsmem("proposals", "approve", held["proposal"], "--root", str(root))
+    assert approved.returncode == 0, approved.stderr
+    assert (root / "MEMORY.md").read_text(encoding="utf-8") == "# Rules\n- one okapi\n- two\n"
+    assert _paths(fsmem.open(root).search("okapi")) == ["MEMORY.md"]
+    assert fsmem.open(root).versions("MEMORY.md")
+    discarded = run_fsmem("proposals", "discard", gone["proposal"], "--root", str(root))
+    assert discarded.returncode == 0 and (root / "brand.md").exists(), discarded
+    again = run_fsmem("proposals", "approve", gone["proposal"], "--root", str(root))
+    assert again.returncode != 0 and again.stderr.startswith("Error: [NOT_FOUND]"), again
+    assert json.loads(run_fsmem("proposals", "--root", str(root), "--json").stdout) == []
