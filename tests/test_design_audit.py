@@ -392,3 +392,25 @@ def test_proposals_from_the_shell_in_real_processes(tmp_path: Path) -> None:
     again = run_fsmem("proposals", "approve", gone["proposal"], "--root", str(root))
     assert again.returncode != 0 and again.stderr.startswith("Error: [NOT_FOUND]"), again
     assert json.loads(run_fsmem("proposals", "--root", str(root), "--json").stdout) == []
+
+
+# §4 "Every refusal has a stable code … A refused call changes nothing": a rename whose new_path runs
+# through an existing file is refused (it used to escape Run.call as FileExistsError).
+
+@pytest.mark.parametrize("review", [False, True])
+@pytest.mark.parametrize("source, new_path", [("a/x.md", "b/y.md/z.md"), ("a", "b/y.md/c"),
+                                              ("a/x.md", "b/y.md/deeper/z.md")])
+def test_a_rename_through_an_existing_file_is_bad_path_and_changes_nothing(
+        tmp_path: Path, source: str, new_path: str, review: bool) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    setup = memory.run(Scope.chat(), thread_id="setup")
+    for path in ("a/x.md", "b/y.md"):
+        assert setup.call({"command": "write", "path": path, "content": f"{path}\n"})["ok"]
+    run = memory.run(Scope.chat(), thread_id="t", review=review)
+    assert run.call({"command": "read", "path": "a/x.md"})["ok"]
+    before = sorted((p.relative_to(memory.root).as_posix(), p.is_dir()) for p in memory.root.rglob("*"))
+    result = run.call({"command": "rename", "path": source, "new_path": new_path})
+    assert not result["ok"] and result["error"]["code"] == "BAD_PATH", result
+    assert "b/y.md is a file" in result["error"]["message"]
+    assert sorted((p.relative_to(memory.root).as_posix(), p.is_dir()) for p in memory.root.rglob("*")) == before
+    assert memory.proposals() == []
