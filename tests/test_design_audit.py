@@ -414,3 +414,29 @@ def test_a_rename_through_an_existing_file_is_bad_path_and_changes_nothing(
     assert "b/y.md is a file" in result["error"]["message"]
     assert sorted((p.relative_to(memory.root).as_posix(), p.is_dir()) for p in memory.root.rglob("*")) == before
     assert memory.proposals() == []
+
+
+# §3 "An id that matches two folders … raises: a run never starts with the wrong memory" — for routines
+# too, and for the lifecycle calls, which then change nothing.
+
+def test_an_ambiguous_routine_or_agent_id_raises_everywhere_and_removes_nothing(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    memory.create_agent("3f9a1c2e-1", "SEO")
+    routine = memory.create_routine("3f9a1c2e-1", "9b7d4e10-1", "Meta")
+    (memory.root / "agents/seo-3f9a1c2e/routines/copy-9b7d4e10").mkdir()
+    calls = [lambda: memory.run(Scope.routine("3f9a1c2e-1", "9b7d4e10-1")),
+             lambda: memory.delete_routine("9b7d4e10-1"),
+             lambda: memory.create_routine("3f9a1c2e-1", "9b7d4e10-1", "Meta")]
+    for call in calls:
+        with pytest.raises(fsmem.ScopeError, match="matches 2 folders"):
+            call()
+    with pytest.raises(fsmem.ScopeError, match="matches 2 folders"):
+        with memory.deleting_routine("9b7d4e10-1"):
+            pytest.fail("the block must not run")
+    assert (memory.root / routine / "NOTES.md").exists()
+    (memory.root / "agents/copy-3f9a1c2e").mkdir()
+    for call in (lambda: memory.delete_agent("3f9a1c2e-1"), lambda: memory.create_agent("3f9a1c2e-1", "SEO"),
+                 lambda: memory.run(Scope.agent("3f9a1c2e-1", name="SEO"))):
+        with pytest.raises(fsmem.ScopeError, match="matches 2 folders"):
+            call()
+    assert (memory.root / routine / "NOTES.md").exists() and (memory.root / "agents/seo-3f9a1c2e/MEMORY.md").exists()
