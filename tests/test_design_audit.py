@@ -440,3 +440,26 @@ def test_an_ambiguous_routine_or_agent_id_raises_everywhere_and_removes_nothing(
         with pytest.raises(fsmem.ScopeError, match="matches 2 folders"):
             call()
     assert (memory.root / routine / "NOTES.md").exists() and (memory.root / "agents/seo-3f9a1c2e/MEMORY.md").exists()
+
+
+# §6 "a document per file with its path, level, kind (memory, notes, topic, fact, replaced fact), title …"
+
+def test_every_kind_and_level_of_file_is_indexed_as_such(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    agent = memory.create_agent("3f9a1c2e-1", "SEO")
+    routine = memory.create_routine("3f9a1c2e-1", "9b7d4e10-1", "Meta")
+    setup = memory.run(Scope.chat(), thread_id="setup")
+    expected = {"MEMORY.md": ("memory", "project"), f"{agent}/MEMORY.md": ("memory", "agent"),
+                f"{routine}/NOTES.md": ("notes", "routine"), "brand.md": ("topic", "project"),
+                f"{agent}/titles.md": ("topic", "agent"), f"{routine}/runs.md": ("topic", "routine")}
+    for path in expected:
+        assert setup.call({"command": "write", "path": path, "content": f"# {path}\nzebra\n"})["ok"]
+    first = memory.facts.keep("Ana", "pet", "Ana has a zebra.", said="2026-01-01")
+    second = memory.facts.keep("Ana", "pet", "Ana has two zebras.")
+    expected[f"notes/memory/{second.fact.id}.md"] = ("fact", "project")
+    expected[f"notes/memory/history/{first.fact.id}.md"] = ("replaced_fact", "project")
+    hits = memory.search("zebra", limit=20)
+    assert {hit.path: (hit.kind, hit.level) for hit in hits} == expected
+    assert hits[-1].kind == "replaced_fact"  # what holds comes before what was replaced
+    titles = {hit.path: hit.title for hit in hits}
+    assert titles["brand.md"] == "brand.md" and titles[f"{agent}/titles.md"] == f"{agent}/titles.md"
