@@ -45,9 +45,19 @@ def _delete_derived_state(root: Path) -> list[str]:
     return removed
 
 
-def test_deleting_all_derived_state_leaves_a_working_root(root: Path) -> None:
+def test_deleting_all_derived_state_leaves_a_working_root(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fsmem.facts
+
+    monkeypatch.setattr(fsmem.facts, "CACHE_AFTER", 0)  # so the facts' parse cache is written too
+    warm = fsmem.open(root)
+    assert len(warm.facts.current()) == 1
+    heartbeat = root / ".fsmem" / "watch.json"
+    with warm.watch(debounce=0.05):
+        assert _paths(warm.search("okapi")) == ["brand.md"]
+        beat = heartbeat.read_bytes()
+    heartbeat.write_bytes(beat)  # as a killed watcher leaves it
     removed = _delete_derived_state(root)
-    assert {"index", "lock"} <= set(removed), removed
+    assert {"index", "lock", "cache", "watch.json"} <= set(removed), removed
     memory = fsmem.open(root)
     assert _paths(memory.search("okapi")) == ["brand.md"]
     assert [fact.text for fact in memory.facts.current()] == ["Ana lives in Porto."]
