@@ -310,13 +310,13 @@ class Run:
         destination = self._path(request.new_path)
         if source == destination:
             raise BadRequest("path and new_path are the same; give a different new_path")
+        if layout.is_fact_path(source) or layout.is_fact_path(destination):
+            raise Protected("fact files change only through the facts API (`fsmem facts ...`), not by renaming")
         for end, label in ((source, "path"), (destination, "new_path")):
             if self._holds_levels(end):
                 raise Protected(f"{label} {end or '/'} is, or holds, a level folder; only the harness moves those")
             if layout.role_of(end).is_top_file:
                 raise Protected(f"{end} is a level's top file; it cannot be renamed (edit it instead)")
-        if layout.is_fact_path(source) or layout.is_fact_path(destination):
-            raise Protected("fact files change only through the facts API (`fsmem facts ...`), not by renaming")
         source_is_dir = self.drive.is_dir(source)
         if source_is_dir and self._contains_levels(source):
             raise Protected(f"{source} holds level folders; only the harness moves those")

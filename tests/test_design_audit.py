@@ -473,3 +473,22 @@ def test_every_kind_and_level_of_file_is_indexed_as_such(tmp_path: Path) -> None
     assert hits[-1].kind == "replaced_fact"  # what holds comes before what was replaced
     titles = {hit.path: hit.title for hit in hits}
     assert titles["brand.md"] == "brand.md" and titles[f"{agent}/titles.md"] == f"{agent}/titles.md"
+
+
+# §3 "Fact files … change only through the facts API": a rename into or out of the facts folder is refused
+# with that reason (it used to say the facts folder was a level folder).
+
+@pytest.mark.parametrize("source, new_path", [("seo/a.md", "notes/memory/x.md"), ("seo", "notes/memory/seo"),
+                                              ("seo/a.md", "notes/memory/history/x.md"), ("FACT", "p.md")])
+def test_a_rename_into_or_out_of_the_facts_is_refused_as_a_fact_change(
+        tmp_path: Path, source: str, new_path: str) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    fact = memory.facts.keep("Ana", "city", "Ana lives in Porto.").fact
+    run = memory.run(Scope.chat(), thread_id="t")
+    assert run.call({"command": "write", "path": "seo/a.md", "content": "x\n"})["ok"]
+    source = f"notes/memory/{fact.id}.md" if source == "FACT" else source
+    assert run.call({"command": "read", "path": source})["ok"]
+    result = run.call({"command": "rename", "path": source, "new_path": new_path})
+    assert result["error"]["code"] == "PROTECTED", result
+    assert "facts API" in result["error"]["message"], result
+    assert (memory.root / source).exists() and not (memory.root / new_path).exists()
