@@ -161,7 +161,9 @@ class Run:
                     "{doing}", doing)
             )
         if role.is_level_folder or path in ("", layout.AGENTS_DIR):
-            raise Protected(f"{path or '/'} is a level folder; only the harness creates, renames or deletes those")
+            raise Protected(f"{path or '/'} is the place of a level folder (agents/ holds only agent folders, "
+                            "routines/ only routine folders); only the harness creates, renames or deletes those. "
+                            "Put the file in an existing agent's or routine's folder, or in a project topic folder")
         if role.agent_folder and not self.drive.resolve(role.agent_folder).is_dir():
             raise Protected(
                 f"there is no agent folder {role.agent_folder}; agents are created by the harness, so "

@@ -492,3 +492,18 @@ def test_a_rename_into_or_out_of_the_facts_is_refused_as_a_fact_change(
     assert result["error"]["code"] == "PROTECTED", result
     assert "facts API" in result["error"]["message"], result
     assert (memory.root / source).exists() and not (memory.root / new_path).exists()
+
+
+# §3 "The model may not create … a level folder": a file put straight into agents/ or routines/ is refused
+# with a message that says where such a file may go.
+
+@pytest.mark.parametrize("path", ["agents/x.md", "agents/seo-3f9a1c2e/routines/x.md"])
+def test_a_file_in_the_place_of_a_level_folder_is_refused_with_where_it_may_go(tmp_path: Path, path: str) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    memory.create_agent("3f9a1c2e-1", "SEO")
+    result = memory.run(Scope.chat(), thread_id="t").call({"command": "write", "path": path, "content": "x\n"})
+    assert result["error"] == {"code": "PROTECTED", "message": (
+        f"{path} is the place of a level folder (agents/ holds only agent folders, routines/ only routine "
+        "folders); only the harness creates, renames or deletes those. Put the file in an existing agent's or "
+        "routine's folder, or in a project topic folder")}
+    assert not (memory.root / path).exists()
