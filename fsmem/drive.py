@@ -147,6 +147,18 @@ class Drive:
     def is_dir(self, path: str) -> bool:
         return self.resolve(path).is_dir()
 
+    def file_in_the_way(self, path: str) -> str | None:
+        """The first folder on the way to ``path`` that exists as a file (then ``path`` cannot be made)."""
+        parts = path.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            folder = "/".join(parts[:end])
+            real = self.resolve(folder)
+            if not os.path.lexists(real):
+                return None
+            if not real.is_dir():
+                return folder
+        return None
+
     def exists(self, path: str) -> bool:
         return os.path.lexists(self.resolve(path))
 
@@ -331,6 +343,10 @@ class Transaction:
         destination_real = self.drive.resolve(destination)
         if os.path.lexists(destination_real):
             raise Exists(f"{destination!r} already exists; choose another name or delete it first")
+        blocker = self.drive.file_in_the_way(destination)
+        if blocker is not None:
+            raise BadPath(f"{destination!r} cannot be made: {blocker} is a file, not a folder; "
+                          "choose a path inside a folder")
         destination_real.parent.mkdir(parents=True, exist_ok=True)
         if source_real.is_dir():
             moved = [(e.path, self.drive.read(e.path)) for e in self.drive.walk_files(source)]

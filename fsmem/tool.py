@@ -161,7 +161,9 @@ class Run:
                     "{doing}", doing)
             )
         if role.is_level_folder or path in ("", layout.AGENTS_DIR):
-            raise Protected(f"{path or '/'} is a level folder; only the harness creates, renames or deletes those")
+            raise Protected(f"{path or '/'} is the place of a level folder (agents/ holds only agent folders, "
+                            "routines/ only routine folders); only the harness creates, renames or deletes those. "
+                            "Put the file in an existing agent's or routine's folder, or in a project topic folder")
         if role.agent_folder and not self.drive.resolve(role.agent_folder).is_dir():
             raise Protected(
                 f"there is no agent folder {role.agent_folder}; agents are created by the harness, so "
@@ -310,13 +312,13 @@ class Run:
         destination = self._path(request.new_path)
         if source == destination:
             raise BadRequest("path and new_path are the same; give a different new_path")
+        if layout.is_fact_path(source) or layout.is_fact_path(destination):
+            raise Protected("fact files change only through the facts API (`fsmem facts ...`), not by renaming")
         for end, label in ((source, "path"), (destination, "new_path")):
             if self._holds_levels(end):
                 raise Protected(f"{label} {end or '/'} is, or holds, a level folder; only the harness moves those")
             if layout.role_of(end).is_top_file:
                 raise Protected(f"{end} is a level's top file; it cannot be renamed (edit it instead)")
-        if layout.is_fact_path(source) or layout.is_fact_path(destination):
-            raise Protected("fact files change only through the facts API (`fsmem facts ...`), not by renaming")
         source_is_dir = self.drive.is_dir(source)
         if source_is_dir and self._contains_levels(source):
             raise Protected(f"{source} holds level folders; only the harness moves those")
@@ -336,6 +338,10 @@ class Run:
                 self._check_version(source, data, request.expected_version, "rename")
             if self.drive.exists(destination):
                 raise Exists(f"{destination} already exists; choose another new_path or delete it first")
+            blocker = self.drive.file_in_the_way(destination)
+            if blocker is not None:
+                raise BadPath(f"new_path {destination} cannot be made: {blocker} is a file, not a folder; "
+                              "choose a new_path inside a folder")
             if self.review:
                 base = {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)} \
                     if source_is_dir else {source: version_of(data)}
