@@ -291,7 +291,7 @@ def test_deleting_an_agent_removes_its_whole_folder_and_keeps_every_file_in_vers
 
 _CRASHING_WRITER = r"""
 import os, sys
-import fsmem, fsmem.drive, fsmem.index
+import fsmem, fsmem.drive, fsmem.index, fsmem.index_state
 root, where = sys.argv[1], sys.argv[2]
 if where == "after_replace":
     original = fsmem.drive.write_atomic
@@ -301,7 +301,7 @@ if where == "after_replace":
             os._exit(9)
     fsmem.drive.write_atomic = write_then_die
 elif where == "before_index_note":
-    fsmem.index.Index.after_commit = lambda self, paths: os._exit(9)
+    fsmem.index_state.note_pending = lambda root, paths: os._exit(9)
 memory = fsmem.open(root)
 run = memory.run(fsmem.Scope.chat(), thread_id="crasher")
 run.call({"command": "read", "path": "brand.md"})
