@@ -41,6 +41,7 @@ from fsmem.core.search import (
 )
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.index_state import (
+    pending_file,
     BUILDING,
     CURRENT,
     MANIFEST,
@@ -71,7 +72,6 @@ LOCK_TIMEOUT = 10.0
 BIG_BATCH = 1000  # a batch this large gets the rebuild's writer (more memory, both cores)
 RECONCILE_CHUNK = 5000  # files re-indexed per hold of the root lock
 BUILT_MARKER = "index.built"
-PENDING_FILE = "index.pending"  # beside index/: paths changed through fsmem, applied by the next search
 
 
 class IndexWarning(UserWarning):
@@ -416,27 +416,9 @@ class Index:
                     removed |= {p for p in indexed if p == path or p.startswith(path + "/")}
             return self._apply(sorted(changed), sorted(removed - changed))
 
-    def after_commit(self, paths: set[str]) -> None:
-        """The drive's ``on_commit`` hook, under the drive's lock: note what a change touched.
-
-        The paths go to a small pending journal instead of a tantivy commit (tens of milliseconds),
-        and every search applies the journal first, under the root lock: a write is searchable from
-        any process as soon as it returns, and costs a line appended to a file.
-        """
-        try:
-            with open(self._pending_file(), "a", encoding="utf-8") as journal:
-                journal.write("".join(json.dumps(path) + "\n" for path in sorted(paths)))
-        except OSError as error:
-            warnings.warn(IndexWarning(
-                f"could not note a change for the search index ({error}); the next search's comparison "
-                "will find it"), stacklevel=3)
-
-    def _pending_file(self) -> Path:
-        return self.root / ".fsmem" / PENDING_FILE
-
     def apply_pending(self) -> int:
         """Index the paths changes through fsmem noted since the last search. Returns how many changed."""
-        journal = self._pending_file()
+        journal = pending_file(self.root)
         try:
             if journal.stat().st_size == 0:
                 return 0

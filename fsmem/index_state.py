@@ -385,6 +385,24 @@ def atomic_write(target: Path, data: bytes) -> None:
     write_atomic(target, data, mode=0o644)
 
 
+# --- changes noted for the next search ------------------------------------------------------------
+
+PENDING_FILE = "index.pending"  # beside index/: paths changed through fsmem, applied by the next search
+
+
+def pending_file(root: Path) -> Path:
+    return root / STATE_DIR / PENDING_FILE
+
+
+def note_pending(root: Path, paths: set[str]) -> None:
+    """Append the paths a change touched (called under the root lock, by the drive's commit hook).
+
+    A line torn by a crash is skipped when read; the size/mtime comparison then finds that change.
+    """
+    with open(pending_file(root), "a", encoding="utf-8") as journal:
+        journal.write("".join(json.dumps(path) + "\n" for path in sorted(paths)))
+
+
 # --- the watcher's heartbeat ---------------------------------------------------------------------
 
 HEARTBEAT_INTERVAL = 1.0

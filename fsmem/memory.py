@@ -60,10 +60,22 @@ class Memory:
         self.settings = settings
         self.drive = Drive(root, settings)
         self._index: "Index | None" = None
-        # Every change through fsmem is searchable when it returns: refreshed under the same lock.
-        self.drive.on_commit.append(lambda paths: self.index.after_commit(paths))
+        # Every change notes its paths, under its lock, for the next search (any process) to index first:
+        # searchable when it returns, without a tantivy commit (or even a tantivy import) on the write path.
+        self.drive.on_commit.append(self._note_for_index)
         if any(self.drive.state.glob(f"{levels.PARKED_PREFIX}*")):
             levels.restore_parked(self)
+
+    def _note_for_index(self, paths: set[str]) -> None:
+        from fsmem.index_state import note_pending
+
+        try:
+            note_pending(self.root, paths)
+        except OSError as error:
+            import warnings
+
+            warnings.warn(f"could not note a change for the search index ({error}); the next search's "
+                          "comparison will find it", stacklevel=3)
 
     @property
     def root(self) -> Path:

@@ -36,3 +36,21 @@ def test_a_torn_line_from_a_crash_is_skipped_and_the_comparison_repairs(tmp_path
     (tmp_path / "b.md").write_text("wombatword\n")
     (tmp_path / ".fsmem" / "index.pending").write_text('"b.m')
     assert [h.path for h in memory.search("wombatword")] == ["b.md"]
+
+
+def test_the_write_path_imports_no_tantivy(tmp_path):
+    import subprocess
+    import sys
+
+    fsmem.open(tmp_path, create=True).search("anything")
+    code = (
+        "import sys, fsmem\n"
+        f"m = fsmem.open({str(tmp_path)!r})\n"
+        "r = m.run().call({'command': 'write', 'path': 'x.md', 'content': 'hello\\n'})\n"
+        "assert r['ok'], r\n"
+        "print('tantivy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tmp_path),
+                          env={"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
