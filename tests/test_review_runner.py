@@ -287,6 +287,55 @@ def test_review_turns_are_a_suffix_of_the_text_turns_within_the_limit(conversati
     assert all(t["role"] in ("user", "assistant") and t["content"] for t in kept)
 
 
+def test_a_file_a_person_changed_during_the_review_is_refused_not_proposed(memory):
+    class EditedMeanwhile(ScriptedModel):
+        def complete(self, messages, **options):
+            if not self.calls:  # the person saves the file while the model thinks
+                (memory.root / "MEMORY.md").write_text(RULES + "- Closed on Mondays.\n")
+            return super().complete(messages, **options)
+
+    model = EditedMeanwhile(write({"command": "write", "path": "MEMORY.md", "content": ADDED}), "Stopped.")
+    result = review(memory, CONVERSATION, model, Scope.chat())
+    assert memory.read("MEMORY.md") == RULES + "- Closed on Mondays.\n"
+    assert result.refused == (Refused("write", "CONFLICT"),) and result.lines() == [] and memory.proposals() == []
+    assert "changed since you read it" in model.calls[1]["messages"][-1]["content"]
+
+
+def test_another_tool_or_bad_arguments_are_refused_and_the_review_goes_on(memory):
+    model = ScriptedModel(
+        {"role": "assistant", "content": None, "tool_calls": [
+            tool_call("shell", {"cmd": "rm -rf /"}), tool_call("memory", "{not json")]},
+        write({"command": "write", "path": "MEMORY.md", "content": ADDED}), "Kept.")
+    result = review(memory, CONVERSATION, model, Scope.chat())
+    assert result.refused == (Refused("shell", "BAD_REQUEST"), Refused("memory", "BAD_REQUEST"))
+    assert [a.path for a in result.applied] == ["MEMORY.md"]
+
+
+def test_a_routine_review_names_every_level_it_may_write(tmp_path):
+    from fsmem.sample import SEO, TITLE_TUNING, copy_sample
+
+    root = copy_sample(tmp_path / "sample")
+    memory = fsmem.open(root, create=True)
+    model = ScriptedModel("Nothing to save.")
+    result = review(memory, CONVERSATION, model, Scope.routine(SEO.id, TITLE_TUNING.id))
+    given = model.calls[0]["messages"]
+    tags = [m["content"].split(" ", 1)[0] for m in given if m["role"] == "user" and m["content"].startswith("<")]
+    assert tags == ["<memory", "<agent", "<memory", "<routine", "<memory"]
+    levels = given[-1]["content"]
+    assert "`MEMORY.md` (project)" in levels and "`agents/seo-5c81d0e4/MEMORY.md` (this agent)" in levels
+    assert "`agents/seo-5c81d0e4/routines/title-tuning-a27f3b90/NOTES.md` (this routine)" in levels
+    assert result.lines() == []
+
+
+def test_a_reviews_reads_never_count_in_the_reviewed_thread(memory):
+    session_run = memory.run(Scope.chat(), thread_id="the-chat")
+    review(memory, CONVERSATION, ScriptedModel(write({"command": "read", "path": "MEMORY.md"}), "Nothing to save."),
+           Scope.chat(), thread_id="the-chat-review")
+    assert session_run.seen == {}
+    refused = session_run.call({"command": "write", "path": "MEMORY.md", "content": ADDED})
+    assert refused["error"]["code"] == "NOT_READ"
+
+
 # ---- the CLI ------------------------------------------------------------------------------------
 
 
