@@ -278,7 +278,7 @@ def test_review_turns_are_a_suffix_of_the_text_turns_within_the_limit(conversati
     assert conversation == original
     text_turns = [{"role": t["role"], "content": t["content"].strip()} for t in conversation
                   if t["role"] in ("user", "assistant") and (t["content"] or "").strip()
-                  and not (t["role"] == "user" and t["content"].strip().startswith('<memory path="a.md"'))]
+                  and not (t["role"] == "user" and t["content"].strip().startswith('<memory path="a.md" version="x">'))]
     assert dropped + len(kept) == len(text_turns)
     assert sum(len(t["content"]) for t in kept) <= limit
     suffix = text_turns[len(text_turns) - len(kept):]
