@@ -21,7 +21,8 @@ from typing import Any, Mapping, Sequence
 from fsmem import prompts
 from fsmem.errors import ModelError
 
-__all__ = ["TOOL_NAME", "SUMMARY_PREFIX", "ToolStep", "Turn", "Session", "memory_tool_spec"]
+__all__ = ["TOOL_NAME", "SUMMARY_PREFIX", "ToolStep", "Turn", "Session", "memory_tool_spec", "execute_call",
+           "assistant_message"]
 
 TOOL_NAME = "memory"
 SUMMARY_PREFIX = "Summary of the conversation so far (older messages were compacted):\n"
@@ -64,7 +65,7 @@ class Turn:
     model_calls: int = 0
 
 
-def _assistant_message(reply: dict[str, Any]) -> dict[str, Any]:
+def assistant_message(reply: dict[str, Any]) -> dict[str, Any]:
     """The assistant message as it goes back into the thread: role, content, tool calls only."""
     if not isinstance(reply, dict):
         raise ModelError(f"the model answered with {type(reply).__name__}, not a message")
@@ -135,7 +136,7 @@ class Session:
         for _ in range(self.max_steps):
             reply = self.model.complete(self.model_input(), tools=self.tools, temperature=self.temperature)
             turn.model_calls += 1
-            message = _assistant_message(reply)
+            message = assistant_message(reply)
             self.messages.append(message)
             calls = message.get("tool_calls") or []
             if not calls:
@@ -151,22 +152,7 @@ class Session:
         return turn
 
     def _execute(self, call: dict[str, Any]) -> ToolStep:
-        function = call.get("function") or {}
-        name = str(function.get("name", ""))
-        raw = function.get("arguments") or "{}"
-        if name != TOOL_NAME:
-            return ToolStep(name, None, _refusal(
-                "BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}"))
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError as error:
-            return ToolStep(name, None, _refusal(
-                "BAD_REQUEST", f"the arguments are not valid JSON ({error.msg} at character {error.pos}); "
-                               "send one JSON object such as {\"command\": \"read\", \"path\": \"MEMORY.md\"}"))
-        if not isinstance(arguments, dict):
-            return ToolStep(name, None, _refusal(
-                "BAD_REQUEST", "the arguments must be one JSON object with a \"command\""))
-        return ToolStep(name, arguments, self.run.call(arguments))
+        return execute_call(self.run, call)
 
     def compact(self, summary: str | None = None, *, keep_last: int = 0) -> str:
         """Replace the older messages with a summary (the model writes it when none is given).
@@ -177,7 +163,7 @@ class Session:
             reply = self.model.complete(
                 [*self.model_input(), {"role": "user", "content": _SUMMARIZE}], tools=None
             )
-            summary = str(_assistant_message(reply).get("content") or "").strip()
+            summary = str(assistant_message(reply).get("content") or "").strip()
         kept = self.messages[len(self.messages) - keep_last:] if keep_last > 0 else []
         while kept and kept[0].get("role") == "tool":  # a tool result never opens a thread
             kept.pop(0)
@@ -187,3 +173,24 @@ class Session:
 
 def _refusal(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}, "text": f"Error [{code}]: {message}"}
+
+
+def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
+    """Execute one tool call of the model on ``run``; anything malformed becomes a ``BAD_REQUEST``
+    result the model can act on (used by :class:`Session` and by ``fsmem.review``)."""
+    function = call.get("function") or {}
+    name = str(function.get("name", ""))
+    raw = function.get("arguments") or "{}"
+    if name != TOOL_NAME:
+        return ToolStep(name, None, _refusal(
+            "BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}"))
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as error:
+        return ToolStep(name, None, _refusal(
+            "BAD_REQUEST", f"the arguments are not valid JSON ({error.msg} at character {error.pos}); "
+                           "send one JSON object such as {\"command\": \"read\", \"path\": \"MEMORY.md\"}"))
+    if not isinstance(arguments, dict):
+        return ToolStep(name, None, _refusal(
+            "BAD_REQUEST", "the arguments must be one JSON object with a \"command\""))
+    return ToolStep(name, arguments, run.call(arguments))

@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "proposals": "fsmem.cli.proposals:proposals",
     "facts": "fsmem.cli.facts:facts",
     "remember": "fsmem.cli.facts:remember",
+    "review": "fsmem.cli.review:review",
     "check": "fsmem.cli.facts:check",
     "chat": "fsmem.cli.chat:chat",
     "demo": "fsmem.cli.chat:demo",

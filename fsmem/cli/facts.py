@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.core.facts import DEFAULT_SOURCE, Fact, format_when
-from fsmem.errors import BadFact, ModelError
+from fsmem.errors import BadFact
 
 THREAD = "cli"
 
@@ -211,20 +211,8 @@ def _choice(text: str, count: int) -> list[int]:
 
 
 @click.command()
-@click.option("--from", "conversation_file", required=True, metavar="CONVERSATION.json",
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="A JSON list of {role, content} messages, or an object with `messages` "
-                   "(and optionally `title`, `date`). `-` reads stdin.")
-@click.option("--model-url", envvar="FSMEM_MODEL_URL", metavar="URL",
-              help="An OpenAI-compatible base URL, e.g. http://localhost:11434/v1 ($FSMEM_MODEL_URL).")
-@click.option("--model", "model_name", envvar="FSMEM_MODEL", metavar="NAME",
-              help="The model's name on that server ($FSMEM_MODEL).")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
-              help="The environment variable holding the API key (sent only when set).")
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds to wait for the model.")
-@click.option("--no-thinking", is_flag=True,
-              help="Ask a model that thinks (Qwen3 and the like) not to: sends chat_template_kwargs "
-                   "enable_thinking=false (vLLM, llama.cpp, SGLang).")
+@conversation_option
+@model_options
 @click.option("--keep", "keep_choice", metavar="1,3|all|none",
               help="Which proposals to keep; without it you are asked one by one (at a terminal).")
 @click.option("--ask", is_flag=True, help="Ask about each proposal, even when stdin is not a terminal.")
@@ -236,16 +224,9 @@ def remember(conversation_file: Path, model_url: str | None, model_name: str | N
              timeout: float, no_thinking: bool, keep_choice: str | None, ask: bool, source: str | None, said: str | None,
              root: str | None, as_json: bool) -> None:
     """Propose the durable facts of a conversation through a model; keep the ones you choose."""
-    from fsmem.llm import OpenAICompatibleModel
-
     store = _facts(root)
-    conversation = _read_conversation(conversation_file)
-    if not model_url or not model_name:
-        raise ModelError("no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
-                         "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server")
-    extra = {"chat_template_kwargs": {"enable_thinking": False}} if no_thinking else None
-    model = OpenAICompatibleModel(model_url, model_name, api_key_env=api_key_env, timeout=timeout,
-                                  extra_body=extra)
+    conversation = read_conversation(conversation_file)
+    model = make_model(model_url, model_name, api_key_env, timeout, no_thinking)
     extraction = store.propose(conversation, model, source=source, said=said)
     proposals = extraction.proposals
     keepable = [p for p in proposals if p.status != "known"]
@@ -275,20 +256,6 @@ def remember(conversation_file: Path, model_url: str | None, model_name: str | N
         click.echo("Nothing was kept. Choose with --keep 1,3 or --keep all.")
     else:
         click.echo("Nothing was kept.")
-
-
-def _read_conversation(path: Path) -> Any:
-    try:
-        raw = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise BadFact(f"cannot read {path} ({error.strerror}); give the path of a conversation JSON file") from None
-    except UnicodeDecodeError:
-        raise BadFact(f"{path} is not UTF-8 text; save the conversation as UTF-8 JSON") from None
-    try:
-        return json.loads(raw)
-    except ValueError as error:
-        raise BadFact(f"{path} is not JSON ({error}); give a JSON list of "
-                      '{"role": ..., "content": ...} messages') from None
 
 
 def _echo_proposals(extraction: Any, conversation_file: Path) -> None:

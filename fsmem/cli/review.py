@@ -1,0 +1,46 @@
+"""``fsmem review``: a model rereads a conversation and keeps what it taught (adds at once, the rest proposed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
+from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.errors import BadRequest, ModelError
+
+
+@click.command()
+@conversation_option
+@click.option("--scope", "scope_text", default="chat", show_default=True, metavar="chat|agent:ID|routine:A/R",
+              help="Whose memory the review loads and keeps to: the chat, an agent, or an agent's routine.")
+@model_options
+@click.option("--max-calls", default=16, show_default=True, type=click.IntRange(min=1),
+              help="At most this many model calls; what was written before the budget ran out stays.")
+@root_option
+@json_option
+def review(conversation_file: Path, scope_text: str, model_url: str | None, model_name: str | None,
+           api_key_env: str, timeout: float, no_thinking: bool, max_calls: int, root: str | None,
+           as_json: bool) -> None:
+    """Reread a conversation through a model and keep what it taught in memory.
+
+    Additions apply at once; a change that replaces or removes what is written becomes a proposal
+    (`fsmem proposals`). Prints one line per change and per proposal, and nothing when nothing changed.
+    """
+    import fsmem
+    from fsmem import Scope
+    from fsmem.review import review as run_review
+
+    memory = fsmem.open(find_root(root))
+    scope = Scope.parse(scope_text)
+    conversation = read_conversation(conversation_file, error=BadRequest)
+    model = make_model(model_url, model_name, api_key_env, timeout, no_thinking)
+    result = run_review(memory, conversation, model, scope, max_calls=max_calls)
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        for line in result.lines():
+            click.echo(line)
+    if result.error is not None:
+        raise ModelError(f"the review stopped early: {result.error}")
