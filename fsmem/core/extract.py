@@ -33,7 +33,7 @@ Status = Literal["new", "replaces", "history", "known"]
 # --------------------------------------------------------------------------- the conversation
 
 
-def _turns_of(conversation: Any) -> list[Any]:
+def turns_of(conversation: Any) -> list[Any]:
     if isinstance(conversation, Mapping):
         for key in ("messages", "conversation", "turns"):
             if isinstance(conversation.get(key), list):
@@ -45,7 +45,7 @@ def _turns_of(conversation: Any) -> list[Any]:
     raise BadFact("a conversation is a JSON list of messages, or an object with a `messages` list")
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     """Text of a message's content: a string, or the text parts of a list of parts."""
     if isinstance(content, str):
         return content
@@ -65,11 +65,11 @@ def conversation_text(conversation: Any, limit: int = CONVERSATION_LIMIT) -> str
     ``limit`` characters (older turns are cut first; tool calls, tool results and system text are
     never read)."""
     blocks = []
-    for turn in _turns_of(conversation):
+    for turn in turns_of(conversation):
         if not isinstance(turn, Mapping):
             continue
         speaker = _SPEAKERS.get(str(turn.get("role", "")))
-        text = _text_of(turn.get("content")).strip()
+        text = text_of(turn.get("content")).strip()
         if speaker and text:
             blocks.append(f"{speaker}: {text}")
     whole = "\n\n".join(blocks)

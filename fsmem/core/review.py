@@ -9,7 +9,7 @@ import difflib
 from typing import Any, Mapping
 
 from fsmem.core.context import parse_header
-from fsmem.core.extract import _text_of, _turns_of
+from fsmem.core.extract import text_of, turns_of
 from fsmem.errors import BadFact, BadRequest
 
 
@@ -53,14 +53,14 @@ def review_turns(conversation: Any, limit: int = CONVERSATION_LIMIT) -> tuple[li
     ([{'role': 'user', 'content': 'Hi'}], 0)
     """
     try:
-        raw = _turns_of(conversation)
+        raw = turns_of(conversation)
     except BadFact as error:  # the same shape rules as the extractor; the review is no fact
         raise BadRequest(error.message) from None
     turns: list[dict[str, str]] = []
     for turn in raw:
         if not isinstance(turn, Mapping) or turn.get("role") not in ("user", "assistant"):
             continue
-        text = _text_of(turn.get("content")).strip()
+        text = text_of(turn.get("content")).strip()
         if not text:
             continue
         if turn["role"] == "user":
