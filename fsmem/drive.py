@@ -159,6 +159,15 @@ class Drive:
                 return folder
         return None
 
+
+    def check_free(self, destination: str, label: str = "the new path") -> None:
+        """Refuse a move or rename onto ``destination`` unless nothing is there and it can be made."""
+        if os.path.lexists(self.resolve(destination)):
+            raise Exists(f"{label} {destination} already exists; choose another name or delete it first")
+        blocker = self.file_in_the_way(destination)
+        if blocker is not None:
+            raise BadPath(f"{label} {destination} cannot be made: {blocker} is a file, not a folder; "
+                          "choose a path inside a folder")
     def exists(self, path: str) -> bool:
         return os.path.lexists(self.resolve(path))
 
@@ -341,12 +350,7 @@ class Transaction:
         """Rename a file or folder; never over an existing path."""
         source_real = self.drive.resolve(source)
         destination_real = self.drive.resolve(destination)
-        if os.path.lexists(destination_real):
-            raise Exists(f"{destination!r} already exists; choose another name or delete it first")
-        blocker = self.drive.file_in_the_way(destination)
-        if blocker is not None:
-            raise BadPath(f"{destination!r} cannot be made: {blocker} is a file, not a folder; "
-                          "choose a path inside a folder")
+        self.drive.check_free(destination)
         destination_real.parent.mkdir(parents=True, exist_ok=True)
         if source_real.is_dir():
             moved = [(e.path, self.drive.read(e.path)) for e in self.drive.walk_files(source)]

@@ -336,12 +336,7 @@ class Run:
                 if data is None:
                     raise NotFound(f"there is no file or folder {source!r}")
                 self._check_version(source, data, request.expected_version, "rename")
-            if self.drive.exists(destination):
-                raise Exists(f"{destination} already exists; choose another new_path or delete it first")
-            blocker = self.drive.file_in_the_way(destination)
-            if blocker is not None:
-                raise BadPath(f"new_path {destination} cannot be made: {blocker} is a file, not a folder; "
-                              "choose a new_path inside a folder")
+            self.drive.check_free(destination, "new_path")
             if self.review:
                 base = {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)} \
                     if source_is_dir else {source: version_of(data)}

@@ -18,6 +18,25 @@ def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A fresh memory root (test modules may define their own)."""
+    import fsmem
+
+    folder = tmp_path / "root"
+    fsmem.open(folder, create=True)
+    return folder
+
+
+def invoke(root: Path, *args: str, input: str | None = None):
+    """One CLI call in this process (click's CliRunner), against ``root``."""
+    from click.testing import CliRunner
+
+    from fsmem.cli import main
+
+    return CliRunner().invoke(main, [*args, "--root", str(root)], input=input)
+
+
 def run_fsmem(*args: str, input: str | None = None, cwd: Path | None = None,
               env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run ``python -m fsmem`` as a real, separate process."""

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from click.testing import CliRunner
 
 import fsmem
 from fsmem.cli import main
-from tests.conftest import run_fsmem
+from tests.conftest import invoke, run_fsmem
 
 
-@pytest.fixture
-def root(tmp_path):
-    fsmem.open(tmp_path / "root", create=True)
-    return tmp_path / "root"
 
 
-def invoke(root, *args, input=None):
-    return CliRunner().invoke(main, [*args, "--root", str(root)], input=input)
 
 
 def test_init_makes_a_root(tmp_path):

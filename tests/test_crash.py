@@ -19,17 +19,12 @@ import pytest
 import fsmem
 from fsmem.core.versions import version_of
 from fsmem.levels import PARKED_PREFIX
-from tests.procs.common import crash_content, diff, parse_crash_header, read_json_line, snapshot, spawn
+from tests.procs.common import crash_content, parse_crash_header, read_json_line, snapshot, spawn
 
 N_FILES = 4
 KEPT_NAME = re.compile(r"^[0-9TZ]+-([0-9a-f]{12})(?:-[a-z_]+)?\.md$")
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    fsmem.open(folder, create=True)
-    return folder
 
 
 def assert_whole(root: Path, path: str, allowed_gens: range) -> None:

@@ -21,11 +21,6 @@ from tests.conftest import run_fsmem
 KEPT_NAME = re.compile(r"^[0-9TZ]+-([0-9a-f]{12})(?:-[a-z_]+)?\.md$")
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    fsmem.open(folder, create=True)
-    return folder
 
 
 def log_lines(root: Path) -> list[dict]:
