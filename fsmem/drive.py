@@ -31,6 +31,7 @@ from typing import Callable, Iterator
 from filelock import FileLock, Timeout as LockTimeout
 
 from fsmem.atomic import fsync_dir, write_atomic
+from fsmem.ondisk import nfc, other_spelling
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
@@ -127,22 +128,32 @@ class Drive:
         if any(part in ("", ".", "..") for part in parts):  # not normalized: let realpath settle it
             return Path(os.path.realpath(candidate))
         current = str(self.root)
-        for part in parts:
-            current = f"{current}/{part}"
+        for index, part in enumerate(parts):
+            step = f"{current}/{part}"
             try:
-                mode = os.lstat(current).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                return candidate  # nothing exists below here, so nothing below is a link
+                mode = os.lstat(step).st_mode
+            except FileNotFoundError:
+                other = other_spelling(current, part)  # a name made by hand in another Unicode form
+                if other is None:
+                    return Path(step, *parts[index + 1:])  # nothing exists below here, so no link either
+                step = f"{current}/{other}"
+                try:
+                    mode = os.lstat(step).st_mode
+                except OSError:
+                    return Path(os.path.realpath(candidate))
+            except NotADirectoryError:
+                return Path(step, *parts[index + 1:])
             except OSError:
                 return Path(os.path.realpath(candidate))
             if stat_module.S_ISLNK(mode):
-                return Path(os.path.realpath(candidate))
-        return candidate
+                return Path(os.path.realpath(Path(step, *parts[index + 1:])))
+            current = step
+        return Path(current)
 
     def canonical(self, path: str) -> str:
         """The root-relative path of where ``path`` really is (links inside the root resolved)."""
         real = self.resolve(path)
-        return "" if real == self.root else real.relative_to(self.root).as_posix()
+        return "" if real == self.root else nfc(real.relative_to(self.root).as_posix())
 
     def is_dir(self, path: str) -> bool:
         return self.resolve(path).is_dir()
@@ -210,7 +221,7 @@ class Drive:
         for child in children:
             if child.name.startswith("."):
                 continue
-            child_path = f"{path}/{child.name}" if path else child.name
+            child_path = f"{path}/{nfc(child.name)}" if path else nfc(child.name)
             try:
                 if child.is_symlink():  # only a link can lead out; plain children of a checked folder cannot
                     info = os.stat(self.resolve(child_path))

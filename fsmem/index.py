@@ -40,6 +40,7 @@ from fsmem.core.search import (
     split_query,
 )
 from fsmem.errors import BadRequest, Busy, IndexError_
+from fsmem.ondisk import on_disk
 from fsmem.index_state import (
     pending_file,
     BUILDING,
@@ -405,11 +406,11 @@ class Index:
             removed: set[str] = set()
             for raw in paths:
                 path = raw.strip("/")
-                full = self.root / path
+                full = on_disk(self.root, path)
                 if path and full.is_dir() and not full.is_symlink():
-                    on_disk = {f"{path}/{name}" for name in walk_files(full)}
-                    changed |= on_disk
-                    removed |= {p for p in indexed if p.startswith(path + "/") and p not in on_disk}
+                    present = {f"{path}/{name}" for name in walk_files(full)}
+                    changed |= present
+                    removed |= {p for p in indexed if p.startswith(path + "/") and p not in present}
                 elif full.exists():
                     changed.add(path)
                 else:
@@ -506,7 +507,7 @@ class Index:
         from fsmem.core.versions import version_of  # hashlib: not on the path of a fresh search
 
         try:
-            data = (self.root / path).read_bytes()[: self._setting("max_indexed_bytes", MAX_INDEXED_BYTES)]
+            data = on_disk(self.root, path).read_bytes()[: self._setting("max_indexed_bytes", MAX_INDEXED_BYTES)]
         except OSError:
             return True
         return version_of(data) != entry[1]

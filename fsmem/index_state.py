@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from fsmem.atomic import pid_alive, write_atomic
+from fsmem.ondisk import nfc, on_disk
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.search import SCHEMA_VERSION, Indexed, Stamp, is_indexable_name
 
@@ -71,9 +72,9 @@ def walk_tree(root: Path, record: bool = False) -> tuple[dict[str, tuple[int, in
             continue
         files, subfolders = scanned
         for name, (file_stamp, _) in files.items():
-            found[prefix + name] = file_stamp
+            found[prefix + nfc(name)] = file_stamp  # paths are NFC; the name on disk may not be
         for name in subfolders:
-            stack.append((os.path.join(folder, name), prefix + name + "/"))
+            stack.append((os.path.join(folder, name), prefix + nfc(name) + "/"))
         if folders is not None:
             if stamp is None:
                 folders = None
@@ -247,7 +248,7 @@ def _link_stays_inside(link: str, root_real: str) -> bool:
 
 def stamp_of(root: Path, path: str) -> Stamp | None:
     """The stamp of one file, or ``None`` when it is gone, not a regular file, or not indexable."""
-    full = root / path
+    full = on_disk(root, path)
     try:
         if any(part.startswith(".") for part in path.split("/")):
             return None
@@ -272,7 +273,7 @@ def read_stable(root: Path, path: str, limit: int) -> tuple[Stamp, bytes] | None
         if before is None:
             return None
         try:
-            with open(root / path, "rb") as handle:
+            with open(on_disk(root, path), "rb") as handle:
                 data = handle.read(limit)
         except OSError:
             return None

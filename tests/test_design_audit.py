@@ -135,16 +135,25 @@ def test_every_scope_reads_and_searches_the_whole_root(tmp_path: Path) -> None:
 
 # §4 "Paths … NFC-normalized": a name written by hand in another spelling is still the one file.
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a file made by hand under a decomposed (NFD) name is indexed under its NFC spelling, so search shows a "
-    "path that read/write cannot open (NOT_FOUND): Drive.resolve looks only for the NFC name on disk"))
 def test_a_hand_made_file_with_a_decomposed_name_can_be_read_by_the_path_search_shows(tmp_path: Path) -> None:
     memory = fsmem.open(tmp_path / "root", create=True)
     (memory.root / unicodedata.normalize("NFD", "café.md")).write_text("okapi by hand\n", encoding="utf-8")
     hits = memory.search("okapi")
     assert _paths(hits) == ["caf\u00e9.md"]
-    read = memory.run(Scope.chat(), thread_id="t").call({"command": "read", "path": hits[0].path})
+    run = memory.run(Scope.chat(), thread_id="t")
+    read = run.call({"command": "read", "path": hits[0].path})
     assert read["ok"], read
+    # a change through the NFC name lands in the file on disk, not beside it
+    assert run.call({"command": "write", "path": "caf\u00e9.md", "old_text": "okapi", "new_text": "quagga"})["ok"]
+    assert sorted(p.name for p in memory.root.glob("*.md") if p.name != "MEMORY.md") == [
+        unicodedata.normalize("NFD", "café.md")]
+    assert _paths(memory.search("quagga")) == ["caf\u00e9.md"] and memory.search("okapi") == []
+    folder = unicodedata.normalize("NFD", "été")
+    (memory.root / folder).mkdir()
+    (memory.root / folder / "notes.md").write_text("wombat\n", encoding="utf-8")
+    assert _paths(memory.search("wombat")) == ["\u00e9t\u00e9/notes.md"]
+    assert run.call({"command": "read", "path": "\u00e9t\u00e9/notes.md"})["ok"]
+    assert "\u00e9t\u00e9/" in run.call({"command": "read", "path": "/"})["text"]
 
 
 # §4 "A refused call changes nothing, on disk or in the index."
