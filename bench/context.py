@@ -40,7 +40,7 @@ def build(root: Path, turns: int):
     memory.create_routine(AGENT, ROUTINE, "Rank check")
     scope = Scope.routine(AGENT, ROUTINE, agent_name="SEO", routine_name="Rank check")
     run = memory.run(scope, thread_id="bench")
-    files = run.top_files()
+    files = memory.scope_files(scope)
     for path, count in zip(files, (60, 40, 30)):
         run.call({"command": "write", "path": path, "content": _lines(path, count)})
     thread: list[dict] = []

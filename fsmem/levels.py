@@ -148,8 +148,9 @@ def list_routines(memory: "Memory", agent_folder: str) -> list[str]:
 
 def create_agent(memory: "Memory", agent_id: str, name: str) -> str:
     _check_id(agent_id, "agent")
-    if find_agent(memory, agent_id) is not None:
-        raise Exists(f"agent {agent_id!r} already has a folder: {find_agent(memory, agent_id)}")
+    existing = find_agent(memory, agent_id)
+    if existing is not None:
+        raise Exists(f"agent {agent_id!r} already has a folder: {existing}")
     folder = f"{AGENTS_DIR}/{level_folder_name(name, agent_id)}"
     with memory.drive.change("create_agent") as tx:
         tx.write(agent_top_file(folder), b"")
@@ -164,8 +165,9 @@ def create_routine(memory: "Memory", agent_id: str, routine_id: str, name: str,
         if agent_name is None:
             raise NotFound(f"agent {agent_id!r} has no folder; create the agent first")
         agent_folder = create_agent(memory, agent_id, agent_name)
-    if find_routine(memory, routine_id) is not None:
-        raise Exists(f"routine {routine_id!r} already has a folder: {find_routine(memory, routine_id)}")
+    existing = find_routine(memory, routine_id)
+    if existing is not None:
+        raise Exists(f"routine {routine_id!r} already has a folder: {existing}")
     folder = f"{agent_folder}/{ROUTINES_DIR}/{level_folder_name(name, routine_id)}"
     with memory.drive.change("create_routine") as tx:
         tx.write(routine_top_file(folder), b"")

@@ -79,14 +79,6 @@ class Run:
 
         return build_context(self, messages, recall=recall, **options)
 
-    def top_files(self) -> list[str]:
-        files = [layout.PROJECT_FILE]
-        if self.agent_folder:
-            files.append(layout.agent_top_file(self.agent_folder))
-        if self.routine_folder:
-            files.append(layout.routine_top_file(self.routine_folder))
-        return files
-
     def call(self, request: Any) -> dict[str, Any]:
         """Execute one memory-tool call. Refusals come back as ``{"ok": False, ...}``, never raised."""
         try:

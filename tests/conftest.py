@@ -28,6 +28,13 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
+def write(root: Path, path: str, text: str) -> None:
+    """Write a file by hand, as a person or another program would (no fsmem involved)."""
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
 def invoke(root: Path, *args: str, input: str | None = None):
     """One CLI call in this process (click's CliRunner), against ``root``."""
     from click.testing import CliRunner

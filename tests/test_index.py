@@ -37,12 +37,6 @@ Ana leads the data team and works in research planning.
 """
 
 
-def write(root: Path, path: str, text: str) -> None:
-    target = root / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     (tmp_path / ".fsmem").mkdir()
@@ -356,6 +350,7 @@ def shared_index(tmp_path_factory):
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from tests.conftest import write
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

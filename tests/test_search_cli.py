@@ -15,13 +15,7 @@ from click.testing import CliRunner
 import fsmem
 from fsmem.cli import main
 from fsmem.index_state import index_dir, read_current
-from tests.conftest import REPO, run_fsmem
-
-
-def write(root: Path, path: str, text: str) -> None:
-    target = root / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+from tests.conftest import REPO, run_fsmem, write
 
 
 @pytest.fixture

@@ -13,16 +13,10 @@ import pytest
 import fsmem.index as index_module
 from fsmem.index import Index
 from fsmem.index_state import WALK_CACHE, index_dir, load_walk_cache, read_current, unchanged_since, walk_tree
-from tests.conftest import run_fsmem
+from tests.conftest import run_fsmem, write
 
 FAR_FUTURE = 1 << 62  # "recorded long after every stamp": no folder is too recent to trust
 TICK = 0.03  # longer than one file-system timestamp tick, so a change gets a new stamp
-
-
-def write(root: Path, path: str, text: str) -> None:
-    target = root / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
 
 
 @pytest.fixture

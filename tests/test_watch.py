@@ -19,13 +19,7 @@ import fsmem
 from fsmem.index import Index
 from fsmem.index_state import heartbeat_file, watcher_health
 from fsmem.watch import Watcher
-from tests.conftest import REPO, run_fsmem
-
-
-def write(root: Path, path: str, text: str) -> None:
-    target = root / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+from tests.conftest import REPO, run_fsmem, write
 
 
 def wait_until(condition, timeout: float = 15.0) -> None:

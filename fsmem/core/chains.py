@@ -103,9 +103,6 @@ class Resolution:
             raise NotFound(f"no fact {fact_id}: `fsmem facts list` shows the facts that hold, "
                            "`fsmem facts history ID` a chain") from None
 
-    def stored_pairs(self) -> list[tuple[Location, Fact]]:
-        return [(location, fact) for places in self.stored.values() for location, fact in places.items()]
-
     # ---- building
 
     def _add_chain(self, chain: list[Fact], frozen: bool, chosen: Mapping[str, Fact]) -> None:
