@@ -39,6 +39,7 @@ from fsmem.core.search import (
     plan_reconcile,
     split_query,
 )
+from fsmem.core.snippets import LONGEST_WORD, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.ondisk import on_disk
 from fsmem.index_state import (
@@ -73,6 +74,8 @@ LOCK_TIMEOUT = 10.0
 BIG_BATCH = 1000  # a batch this large gets the rebuild's writer (more memory, both cores)
 RECONCILE_CHUNK = 5000  # files re-indexed per hold of the root lock
 BUILT_MARKER = "index.built"
+DOC_STORE_COMPRESSION = "none"
+DOC_STORE_BLOCK = 4096
 
 
 class IndexWarning(UserWarning):
@@ -120,7 +123,7 @@ def _analyzer() -> tantivy.TextAnalyzer:
     # Words of letters and digits, lowercased, accents folded (café = cafe), very long tokens dropped.
     return (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.remove_long(LONGEST_WORD))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
         .build()
@@ -156,6 +159,7 @@ class Index:
         self._current_key: tuple[int, int, int] | None = None
         self.files_seen = 0
         self._current_file = str(index_dir(self.root) / CURRENT)
+        self._pending_file = str(pending_file(self.root))
         self._meta_file = ""
         self._meta_key: tuple[int, int, int] | None = None
         self._replaced = Query.term_query(self.schema, "kind", "replaced_fact")
@@ -190,9 +194,13 @@ class Index:
     def _ensure_open(self) -> None:
         """Follow CURRENT to the live generation; build one (with a warning) when there is none usable."""
         seen = _file_key(self._current_file)
-        if seen is not None and seen == self._current_key and self._tv is not None \
-                and os.path.exists(self._meta_file):
-            return  # CURRENT is replaced whole (new inode) on every swap: unchanged means same generation
+        if seen is not None and seen == self._current_key and self._tv is not None:
+            meta = _file_key(self._meta_file)
+            if meta is not None:  # CURRENT is replaced whole (new inode) on every swap: same generation
+                if meta != self._meta_key:  # another commit: see it
+                    self._tv.reload()
+                    self._meta_key = meta
+                return
         with self._mutex:
             problem = self._try_follow_current()
             self._current_key = seen if problem is None else None
@@ -419,12 +427,12 @@ class Index:
 
     def apply_pending(self) -> int:
         """Index the paths changes through fsmem noted since the last search. Returns how many changed."""
-        journal = pending_file(self.root)
         try:
-            if journal.stat().st_size == 0:
+            if os.stat(self._pending_file).st_size == 0:
                 return 0
         except FileNotFoundError:
             return 0
+        journal = Path(self._pending_file)
         self._ensure_open()
         with self._locked():
             try:
@@ -567,11 +575,13 @@ class Index:
         folder = base / generation
         folder.mkdir()
         (folder / BUILDING).write_text(str(os.getpid()))
-        tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
+        tantivy.Index(self.schema, path=str(folder), reuse=False)
+        _set_doc_store(folder)
+        tv = tantivy.Index.open(str(folder))
         tv.register_tokenizer("fsmem", self.analyzer)
         files = sorted(walk_files(self.root))
         entries: dict[str, Indexed] = {}
-        writer = self._writer(REBUILD_HEAP, min(2, os.cpu_count() or 1), tv)
+        writer = self._writer(REBUILD_HEAP, 1, tv)
         try:
             for done, path in enumerate(files, 1):
                 got = self._read(path)
@@ -664,101 +674,105 @@ class Index:
             self._ensure_open()
             self.apply_pending()  # changes made through fsmem are always searchable
         assert self._tv is not None
-        self._reload()
-        clauses = self._text_clauses(query, self._tv.searcher())
+        clauses, terms = self._text_clauses(query, self._tv.searcher())
         filters = self._filters(include, exclude, since)
         try:
-            return self._run(clauses, filters, limit)
+            return self._run(clauses, terms, filters, limit)
         except ValueError as error:  # a segment file gone or damaged under a live index
             with self._locked():
                 self._build_locked()
             warnings.warn(IndexWarning(
                 f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=2)
             assert self._tv is not None
-            return self._run(clauses, filters, limit)
+            return self._run(clauses, terms, filters, limit)
 
-    def _run(self, clauses: list[Query], filters: list[tuple[Occur, Query]], limit: int) -> list[SearchHit]:
-        """All words first, any word if that finds nothing; replaced facts only after the rest.
-
-        The files that hold are searched first with replaced facts left out (the same scores: a
-        ``MustNot`` adds nothing to them), and replaced facts fill the places left, if any.
-        """
+    def _run(self, clauses: list[Query], terms: list[tuple[str, bool]], filters: list[tuple[Occur, Query]],
+             limit: int) -> list[SearchHit]:
+        """All words first, any word if that finds nothing; replaced facts only after the rest."""
         assert self._tv is not None
         searcher = self._tv.searcher()
-        replaced = self._replaced
         modes = [Occur.Must] if len(clauses) == 1 else [Occur.Must, Occur.Should]
-        text_query = None
-        found: list[tuple[float, Any]] = []
         for occur in modes:
             text_query = Query.boolean_query([(occur, clause) for clause in clauses])
-            base = [(Occur.Must, text_query), *filters]
-            found = searcher.search(Query.boolean_query(base + [(Occur.MustNot, replaced)]), limit).hits
-            if len(found) < limit:
-                found += searcher.search(Query.boolean_query(base + [(Occur.Must, replaced)]),
-                                         limit - len(found)).hits
+            found = self._ranked(searcher, [(Occur.Must, text_query), *filters], limit)
             if found:
                 break
-        if not found or text_query is None:
+        else:
             return []
-        snippets = tantivy.SnippetGenerator.create(searcher, text_query, self.schema, "body")
-        chars = self._setting("snippet_chars", SNIPPET_CHARS)
-        snippets.set_max_num_chars(chars)
-        doc = searcher.doc
-        return [self._hit(doc(address), score, snippets, chars) for score, address in found]
+        snippets = _Snippets(self, searcher, text_query, terms)
+        return [self._hit(doc, score, snippets) for score, doc in found]
 
-    def _hit(self, doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator,
-             limit: int) -> SearchHit:
+    def _ranked(self, searcher: tantivy.Searcher, base: list[tuple[Occur, Query]],
+                limit: int) -> list[tuple[float, tantivy.Document]]:
+        """The best ``limit`` documents, those that hold first, then replaced facts.
+
+        One search usually settles it: when its best ``limit`` hold no replaced fact, or are every
+        match there is, no other order is possible. Otherwise the files that hold are searched alone
+        (a ``MustNot`` leaves their scores as they were) and replaced facts fill the places left.
+        """
+        doc = searcher.doc
+        hits = searcher.search(Query.boolean_query(base), limit, count=False).hits
+        found = [(score, doc(address)) for score, address in hits]
+        replaced = [hit for hit in found if hit[1].get_first("kind") == "replaced_fact"]
+        if not replaced:
+            return found
+        holding = [hit for hit in found if hit[1].get_first("kind") != "replaced_fact"]
+        if len(found) < limit:
+            return holding + replaced
+        hits = searcher.search(Query.boolean_query(base + [(Occur.MustNot, self._replaced)]), limit,
+                               count=False).hits
+        found = [(score, doc(address)) for score, address in hits]
+        if len(found) < limit:
+            hits = searcher.search(Query.boolean_query(base + [(Occur.Must, self._replaced)]),
+                                   limit - len(found), count=False).hits
+            found += [(score, doc(address)) for score, address in hits]
+        return found
+
+    def _hit(self, doc: tantivy.Document, score: float, snippets: _Snippets) -> SearchHit:
         get = doc.get_first
         body = get("body") or ""
-        line = int(get("body_line") or 1)
-        fragment = ""
-        if len(body) > limit:  # short files (facts) read better whole than cut
-            snippet = snippets.snippet_from_doc(doc)
-            fragment = snippet.fragment()
-            if fragment.strip():
-                start = snippet.fragment_range().start  # in bytes
-                line += (body.count("\n", 0, start) if body.isascii()
-                         else body.encode("utf-8")[:start].count(b"\n"))
-        if not fragment.strip():  # short, or matched only in the title or metadata: the beginning
-            stripped = body.lstrip()
-            fragment = stripped[:limit]
-            line += body.count("\n", 0, len(body) - len(stripped))
         kind = get("kind") or ""
+        chars = snippets.chars
+        cut = snippets.cut(doc, body) if len(body) > chars else None  # short files read better whole
+        if cut is None:  # short, or matched only in the title or metadata: the beginning
+            stripped = body.lstrip()
+            start, fragment = len(body) - len(stripped), stripped[:chars]
+        else:
+            start, fragment = cut
         text = " ".join(fragment.split())
         if kind == "fact" or kind == "replaced_fact":
             text += fact_note(kind, get("said"), get("until"))
         modified = get("modified")
-        if isinstance(modified, datetime) and modified.tzinfo is None:
+        if modified is not None and modified.tzinfo is None:
             modified = modified.replace(tzinfo=timezone.utc)
-        elif not isinstance(modified, datetime):
-            modified = None
-        return SearchHit(get("path"), get("title") or "", kind, get("level") or "", round(float(score), 4),
+        line = (get("body_line") or 1) + body.count("\n", 0, start)
+        return SearchHit(get("path"), get("title") or "", kind, get("level") or "", round(score, 4),
                          text, modified, line)
 
     # --- queries ---------------------------------------------------------------------------------
 
-    def _text_clauses(self, query: str, searcher: tantivy.Searcher) -> list[Query]:
+    def _text_clauses(self, query: str, searcher: tantivy.Searcher) -> tuple[list[Query], list[tuple[str, bool]]]:
+        """The query's clauses, and its terms as ``(token, is_prefix)`` for the snippets."""
         if not isinstance(query, str):
             raise BadRequest("query must be text")
         parts = split_query(query)
         clauses: list[Query] = []
-        for position, word in enumerate(parts.words):
-            tokens = self.analyzer.analyze(word)
-            is_last = parts.last_is_prefix and position == len(parts.words) - 1
+        terms: list[tuple[str, bool]] = []
+        last = len(parts.words) - 1
+        for text, is_prefix in [*((word, parts.last_is_prefix and position == last)
+                                  for position, word in enumerate(parts.words)),
+                                *((phrase, False) for phrase in parts.phrases)]:
+            tokens = self.analyzer.analyze(text)
             if len(tokens) == 1:
-                clauses.append(self._term_clause(tokens[0], searcher if is_last else None))
+                clauses.append(self._term_clause(tokens[0], searcher if is_prefix else None))
+                terms.append((tokens[0], is_prefix))
             elif tokens:
                 clauses.append(self._phrase_clause(tokens))
-        for phrase in parts.phrases:
-            tokens = self.analyzer.analyze(phrase)
-            if len(tokens) == 1:
-                clauses.append(self._term_clause(tokens[0], None))
-            elif tokens:
-                clauses.append(self._phrase_clause(tokens))
+                terms.extend((token, False) for token in tokens)
         if not clauses:
             raise BadRequest(
                 f"the query {query!r} has no words to search for: give at least one word or \"a phrase\"")
-        return clauses
+        return clauses, terms
 
     def _term_clause(self, token: str, prefix_from: tantivy.Searcher | None) -> Query:
         subs = []
@@ -800,6 +814,31 @@ class Index:
                              "use *, ** and ? as in 'seo/**' or '*.md'") from error
 
 
+class _Snippets:
+    """Cuts the snippets of one search: ASCII bodies by ``core.snippets``, others by tantivy's generator."""
+
+    def __init__(self, index: Index, searcher: tantivy.Searcher, text_query: Query,
+                 terms: list[tuple[str, bool]]) -> None:
+        self.chars: int = index._setting("snippet_chars", SNIPPET_CHARS)
+        self._terms = snippet_terms(terms)
+        self._make_generator = lambda: tantivy.SnippetGenerator.create(searcher, text_query, index.schema, "body")
+        self._generator: tantivy.SnippetGenerator | None = None
+
+    def cut(self, doc: tantivy.Document, body: str) -> tuple[int, str] | None:
+        """``(start in characters, text)`` of the best window, or ``None`` when the body has no term."""
+        if body.isascii():
+            return cut_snippet(body, self._terms, self.chars) if self._terms else None
+        if self._generator is None:
+            self._generator = self._make_generator()
+            self._generator.set_max_num_chars(self.chars)
+        snippet = self._generator.snippet_from_doc(doc)
+        fragment = snippet.fragment()
+        if not fragment.strip():
+            return None
+        start = len(body.encode("utf-8")[:snippet.fragment_range().start].decode("utf-8", "ignore"))
+        return start, fragment
+
+
 def render_hits(hits: list[SearchHit], query: str) -> str:
     """What a person or a model reads for text-mode results."""
     if not hits:
@@ -809,6 +848,23 @@ def render_hits(hits: list[SearchHit], query: str) -> str:
         where = f"{hit.path}:{hit.line}" if hit.line else hit.path
         lines.append(f"{where}  {hit.title}  [{hit.kind}]\n    {hit.snippet}")
     return "\n".join(lines)
+
+
+def _set_doc_store(folder: Path) -> None:
+    """Store documents uncompressed in small blocks, in a new index that has no segment yet.
+
+    A hit's stored fields are read from the block that holds them: tantivy's default (16 KiB blocks,
+    lz4) decompresses a whole block for each hit its small cache misses, which was a third of a
+    search's time. Small plain blocks cost about a quarter more disk and read in a few microseconds.
+    The binding has no setting for it, so it is written into the index's own ``meta.json`` (tantivy's
+    ``IndexSettings``), before the first writer opens it; an index left as it was still works.
+    """
+    meta_file = folder / "meta.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    settings = meta.get("index_settings")
+    if isinstance(settings, dict) and not meta.get("segments"):
+        settings.update(docstore_compression=DOC_STORE_COMPRESSION, docstore_blocksize=DOC_STORE_BLOCK)
+        meta_file.write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 
 def _file_key(path: str) -> tuple[int, int, int] | None:

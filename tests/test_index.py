@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fsmem.core.snippets import cut_snippet, snippet_terms
 from fsmem.errors import BadRequest
-from fsmem.index import Index, IndexWarning
+from fsmem.index import Index, IndexWarning, _analyzer
 from fsmem.index_state import MANIFEST, index_dir, read_current
 
 CURRENT_FACT = """---
@@ -152,6 +155,73 @@ def test_globs_inside_the_query_match_as_the_tool_s_globs_do(path_index, pattern
 
 def test_limit_counts_replaced_facts_last(root: Path) -> None:
     assert paths(Index(root).search("ana", limit=1)) == ["notes/memory/f2.md"]
+
+
+def test_replaced_facts_come_last_even_when_they_score_higher(root: Path) -> None:
+    for n in range(12):  # files that hold, each naming the word once among many others
+        write(root, f"weak/w{n:02d}.md", f"# Weak {n}\n\n" + "filler words " * 30 + "okapi\n")
+    for n in range(3):  # replaced facts that say little else: they score higher
+        write(root, f"notes/memory/history/r{n}.md", REPLACED_FACT.replace("id: f1", f"id: r{n}").replace(
+            "Ana leads the data team and works in research planning.", "okapi okapi okapi"))
+    index = Index(root)
+    top = index.search("okapi", limit=10)
+    assert [hit.kind for hit in top] == ["topic"] * 10
+    more = index.search("okapi", limit=14)
+    assert [hit.kind for hit in more] == ["topic"] * 12 + ["replaced_fact"] * 2
+    assert [hit.kind for hit in index.search("okapi", limit=20)] == ["topic"] * 12 + ["replaced_fact"] * 3
+    scores = [hit.score for hit in more[:12]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_snippet_is_the_part_of_a_long_file_that_holds_the_words(root: Path) -> None:
+    lines = ["# Runbook", ""] + [f"Step {n}: nothing of note happens here." for n in range(1, 40)]
+    lines[25] = "Step 24: deploy the release to staging, then check the dashboard."
+    write(root, "runbook.md", "\n".join(lines) + "\n")
+    [hit] = Index(root).search("deploy staging", include="runbook.md")
+    assert "deploy the release to staging" in hit.snippet
+    assert "\n" not in hit.snippet and len(hit.snippet) <= 180
+    assert hit.line in (25, 26)  # the window starts on the line holding the words, or the one before
+    first_line = lines[hit.line - 1]
+    assert hit.snippet.split()[0] in first_line
+
+
+def test_a_snippet_of_a_file_with_accents_finds_the_folded_word(root: Path) -> None:
+    lines = ["# Menu", ""] + [f"Ligne {n} : rien à signaler, vraiment rien du tout." for n in range(1, 30)]
+    lines[20] = "Le café ouvre à sept heures, le crème aussi."
+    write(root, "menu.md", "\n".join(lines) + "\n")
+    [hit] = Index(root).search("cafe ouvre", include="menu.md")
+    assert "café ouvre" in hit.snippet
+    assert hit.line in (20, 21)
+
+
+def test_a_file_matched_only_by_its_title_shows_its_beginning(root: Path) -> None:
+    write(root, "long.md", "# Walrus\n\n" + "Nothing else about the animal here at all. " * 20)
+    [hit] = Index(root).search("walrus", include="long.md")
+    assert hit.snippet.startswith("# Walrus Nothing else") and hit.line == 1
+
+
+def test_documents_are_stored_in_small_plain_blocks(root: Path) -> None:
+    index = Index(root)
+    index.search("ana")
+    meta = json.loads((index_dir(root) / read_current(root)["generation"] / "meta.json").read_text())
+    assert meta["index_settings"]["docstore_compression"] == "none"
+    assert meta["index_settings"]["docstore_blocksize"] == 4096
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("abcXYZ019 _-.\n'")), max_size=200),
+       st.sampled_from(["ab", "abc", "a", "x1", "zz"]), st.booleans())
+def test_snippets_find_the_words_the_index_matches(text: str, token: str, is_prefix: bool) -> None:
+    """The snippet's own word finding agrees with the index's analyzer on ASCII text."""
+    tokens = _analyzer().analyze(text)
+    expected = [t for t in tokens if t == token or (is_prefix and t.startswith(token))]
+    found = cut_snippet(text, snippet_terms([(token, is_prefix)]), 10_000)
+    if not expected:
+        assert found is None
+    else:
+        assert found is not None
+        assert [t for t in _analyzer().analyze(found.text)
+                if t == token or (is_prefix and t.startswith(token))] == expected
 
 
 def test_bad_requests_change_nothing(root: Path) -> None:
@@ -348,8 +418,6 @@ def shared_index(tmp_path_factory):
     return index
 
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 from tests.conftest import write
 
 

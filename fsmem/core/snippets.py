@@ -1,0 +1,119 @@
+"""Where a search hit's snippet is cut: the window of a body that shows the most of the query.
+
+Pure: ``fsmem.index`` gives it the body it fetched and the query's terms (as the index analyzed
+them), and prints what it answers.
+
+    >>> terms = snippet_terms([("deploy", False), ("stag", True)])
+    >>> body = "# Notes\\n\\nWe deploy on Fridays. Never to staging before a deploy review."
+    >>> cut_snippet(body, terms, 40)
+    Snippet(start=31, text='Never to staging before a deploy')
+
+It covers bodies in ASCII, the common case, where it finds exactly the words the index matched: the
+index splits text into runs of letters and digits and lowercases them, which a case-blind search for
+the term between non-alphanumeric neighbours reproduces. Any other body is cut by the index's own
+snippet generator, which also folds accents (``café`` found by ``cafe``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+__all__ = ["Snippet", "Term", "cut_snippet", "snippet_terms"]
+
+LEAD_SHARE = 4  # a quarter of the window shows what comes before the first word found
+LONGEST_WORD = 40  # the index drops words of this many characters or more (``Filter.remove_long``)
+
+
+class Snippet(NamedTuple):
+    start: int  # offset of the window in the body, in characters (= bytes: the body is ASCII)
+    text: str  # the window, cut at word boundaries
+
+
+class Term(NamedTuple):
+    token: str  # lowercased, as the index analyzed it
+    is_prefix: bool  # the last word of a query also finds the words it begins
+
+
+def snippet_terms(terms: list[tuple[str, bool]]) -> tuple[Term, ...]:
+    """The analyzed query ``terms`` (``(token, is_prefix)``) that can occur in an ASCII body, once each."""
+    return tuple(Term(token, is_prefix) for token, is_prefix in dict.fromkeys(terms)
+                 if token.isascii() and token.isalnum())
+
+
+def _words_found(body: str, terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
+    """``(start, end, term number)`` of every whole word of ``body`` a term finds, in order."""
+    lowered = body.lower()  # ASCII: offsets unchanged
+    size = len(lowered)
+    found = []
+    for number, (token, is_prefix) in enumerate(terms):
+        position = lowered.find(token)
+        while position >= 0:
+            end = position + len(token)
+            if position == 0 or not lowered[position - 1].isalnum():
+                if is_prefix:
+                    while end < size and lowered[end].isalnum():
+                        end += 1
+                if (end == size or not lowered[end].isalnum()) and end - position < LONGEST_WORD:
+                    found.append((position, end, number))
+            position = lowered.find(token, end)
+    found.sort()
+    return found
+
+
+def cut_snippet(body: str, terms: tuple[Term, ...], chars: int) -> Snippet | None:
+    """The ``chars``-long window of an ASCII ``body`` holding the most different terms, then the most
+    words found; the earliest such. ``None`` when no term occurs in the body.
+
+    Each window begins a little before a word found, so the reader sees what leads to it.
+    """
+    found = _words_found(body, terms)
+    if not found:
+        return None
+    lead = chars // LEAD_SHARE
+    window_start = max(0, found[0][0] - lead)
+    if found[-1][1] <= window_start + chars:  # all in the first window: the usual case
+        return Snippet(*_at_word_edges(body, chars, window_start, found[0][0], found[-1][1]))
+    best: tuple[int, int] | None = None
+    best_window = (0, 0, 0)  # start, and where its first word found begins and its last ends
+    counts: dict[int, int] = {}
+    first = last = 0  # the words inside the current window: found[first:last]
+    for start, _, _ in found:
+        window_start = max(0, start - lead)
+        window_end = window_start + chars
+        while last < len(found) and found[last][1] <= window_end:
+            term = found[last][2]
+            counts[term] = counts.get(term, 0) + 1
+            last += 1
+        while first < last and found[first][0] < window_start:
+            term = found[first][2]
+            counts[term] -= 1
+            if not counts[term]:
+                del counts[term]
+            first += 1
+        score = (len(counts), last - first)
+        if best is None or score > best:
+            best, best_window = score, (window_start, found[first][0], found[last - 1][1])
+    return Snippet(*_at_word_edges(body, chars, *best_window))
+
+
+def _at_word_edges(body: str, chars: int, start: int, first_found: int, last_found: int) -> tuple[int, str]:
+    """The window moved off the middle of words at both ends, never past a word found."""
+    end = min(len(body), start + chars)
+    if start > 0 and not body[start - 1].isspace():
+        space = _first_space(body, start, first_found)
+        if space >= 0:
+            start = space + 1
+    if end < len(body) and not body[end].isspace():
+        cut = max(body.rfind(" ", last_found, end), body.rfind("\n", last_found, end))
+        if cut >= 0:
+            end = cut
+    return start, body[start:end]
+
+
+_SPACE = re.compile(r"\s")
+
+
+def _first_space(body: str, start: int, end: int) -> int:
+    match = _SPACE.search(body, start, end)
+    return match.start() if match else -1

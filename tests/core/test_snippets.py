@@ -1,0 +1,90 @@
+"""Where a hit's snippet is cut (core.snippets): pure, no index."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from fsmem.core.snippets import LONGEST_WORD, cut_snippet, snippet_terms
+
+CHARS = 60
+
+
+def test_the_window_holds_the_most_different_terms() -> None:
+    body = ("deploy " * 3 + "filler words that say nothing at all here " * 3
+            + "then staging and deploy together at last " + "more filler " * 10)
+    snippet = cut_snippet(body, snippet_terms([("deploy", False), ("staging", False)]), CHARS)
+    assert snippet is not None
+    assert "staging" in snippet.text and "deploy" in snippet.text
+    assert body[snippet.start:snippet.start + len(snippet.text)] == snippet.text
+
+
+def test_whole_words_only_in_any_case() -> None:
+    terms = snippet_terms([("deploy", False)])
+    assert cut_snippet("redeploy deployment deploy_x", terms, CHARS) is not None  # "deploy" of deploy_x
+    assert cut_snippet("redeploy deployment deploys", terms, CHARS) is None
+    found = cut_snippet("Notes: We DEPLOY on Fridays.", terms, CHARS)
+    assert found is not None and "DEPLOY" in found.text
+
+
+def test_the_last_word_finds_the_words_it_begins() -> None:
+    terms = snippet_terms([("stag", True)])
+    found = cut_snippet("x " * 100 + "before staging after", terms, CHARS)
+    assert found is not None and "staging" in found.text
+    assert cut_snippet("mustag stag" + "x" * LONGEST_WORD, terms, CHARS) is None  # too long to be indexed
+
+
+def test_terms_that_cannot_occur_in_ascii_are_left_out() -> None:
+    assert snippet_terms([("café", False), ("", False), ("a-b", False), ("ok", False), ("ok", False)]) == (
+        ("ok", False),)
+
+
+def test_no_term_in_the_body_means_no_window() -> None:
+    assert cut_snippet("nothing to see here", snippet_terms([("deploy", False)]), CHARS) is None
+
+
+def test_the_window_starts_a_little_before_the_first_word_and_at_a_word_edge() -> None:
+    body = " ".join(f"w{i}" for i in range(200)) + " target " + " ".join(f"v{i}" for i in range(200))
+    found = cut_snippet(body, snippet_terms([("target", False)]), CHARS)
+    assert found is not None
+    assert found.text.index("target") > 0  # some words lead to it
+    assert body[found.start - 1] == " " and not found.text.startswith(" ")
+    assert body[found.start + len(found.text)] == " "  # not cut inside a word
+
+
+ascii_words = st.sampled_from(["deploy", "Deploy", "staging", "stag", "stage", "notes", "x", "a1", "the"])
+separators = st.sampled_from([" ", "\n", ", ", ". ", "-", "_", "\n\n- ", "/"])
+
+
+@st.composite
+def bodies(draw) -> str:
+    words = draw(st.lists(ascii_words, min_size=1, max_size=80))
+    return "".join(word + draw(separators) for word in words)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bodies(), st.lists(st.tuples(st.sampled_from(["deploy", "stag", "notes", "a1"]), st.booleans()),
+                          min_size=1, max_size=3), st.integers(min_value=20, max_value=200))
+def test_the_window_is_a_part_of_the_body_holding_a_word_found(body: str, raw_terms, chars: int) -> None:
+    terms = snippet_terms(raw_terms)
+    found = cut_snippet(body, terms, chars)
+    lowered_words = _words(body)
+    matches = [word for word in lowered_words
+               if any(word == token or (is_prefix and word.startswith(token)) for token, is_prefix in terms)]
+    if not matches:
+        assert found is None
+        return
+    assert found is not None
+    assert body[found.start:found.start + len(found.text)] == found.text
+    assert len(found.text) <= chars
+    assert any(word in matches for word in _words(found.text))
+
+
+def _words(text: str) -> list[str]:
+    out, word = [], ""
+    for char in text.lower():
+        if char.isalnum():
+            word += char
+        elif word:
+            out.append(word)
+            word = ""
+    return out + ([word] if word else [])
