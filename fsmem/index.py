@@ -105,18 +105,35 @@ class SearchHit(NamedTuple):
 
 
 def _schema() -> tantivy.Schema:
+    """Fields searched and filtered on, the body (snippets are cut from it) and a hit's card.
+
+    What a hit shows besides its snippet is stored in one field, ``card``: each stored field costs
+    its own conversion when a hit's document is read, and ten hits are read per search.
+    """
     builder = tantivy.SchemaBuilder()
     for name in ("path", "folder", "level", "kind"):
-        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
-    builder.add_text_field("title", stored=True, tokenizer_name="fsmem")
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("title", tokenizer_name="fsmem")
     builder.add_text_field("body", stored=True, tokenizer_name="fsmem")
-    builder.add_text_field("meta", stored=False, tokenizer_name="fsmem")
-    builder.add_date_field("modified", stored=True, indexed=True, fast=True)
-    builder.add_date_field("said", stored=True, indexed=True, fast=True)
-    builder.add_date_field("until", stored=True)
-    builder.add_integer_field("body_line", stored=True)
-    builder.add_integer_field("kind_rank", fast=True)  # 1 for a replaced fact: ranked after the rest
+    builder.add_text_field("meta", tokenizer_name="fsmem")
+    builder.add_date_field("modified", indexed=True, fast=True)
+    builder.add_date_field("said", indexed=True, fast=True)
+    builder.add_bytes_field("card", stored=True)
     return builder.build()
+
+
+def _card(doc: FileDoc, modified: datetime) -> bytes:
+    """``path, kind, level, body_line, modified, said, until, title``, NUL-separated (no path holds
+    a NUL; the title, which might, comes last)."""
+    said = doc.said.isoformat() if doc.said else ""
+    until = doc.until.isoformat() if doc.until else ""
+    return "\0".join((doc.path, doc.kind, doc.level, str(doc.body_line), modified.isoformat(), said, until,
+                       doc.title)).encode("utf-8")
+
+
+def _from_card(card: bytes) -> tuple[str, str, str, int, datetime, str, str, str]:
+    path, kind, level, line, modified, said, until, title = card.decode("utf-8").split("\0", 7)
+    return path, kind, level, int(line), datetime.fromisoformat(modified), said, until, title
 
 
 def _analyzer() -> tantivy.TextAnalyzer:
@@ -331,13 +348,11 @@ class Index:
         out = tantivy.Document()
         for name in ("path", "folder", "level", "kind", "title", "body", "meta"):
             out.add_text(name, getattr(doc, name))
-        out.add_date("modified", datetime.fromtimestamp(modified_ns / 1e9, timezone.utc))
+        modified = datetime.fromtimestamp(modified_ns / 1e9, timezone.utc)
+        out.add_date("modified", modified)
         if doc.said:
             out.add_date("said", doc.said)
-        if doc.until:
-            out.add_date("until", doc.until)
-        out.add_integer("body_line", doc.body_line)
-        out.add_integer("kind_rank", 1 if doc.kind == "replaced_fact" else 0)
+        out.add_bytes("card", _card(doc, modified))
         return out
 
     def _read(self, path: str) -> tuple[tantivy.Document, Indexed] | None:
@@ -713,10 +728,10 @@ class Index:
         doc = searcher.doc
         hits = searcher.search(Query.boolean_query(base), limit, count=False).hits
         found = [(score, doc(address)) for score, address in hits]
-        replaced = [hit for hit in found if hit[1].get_first("kind") == "replaced_fact"]
+        replaced = [hit for hit in found if _is_replaced(hit[1])]
         if not replaced:
             return found
-        holding = [hit for hit in found if hit[1].get_first("kind") != "replaced_fact"]
+        holding = [hit for hit in found if not _is_replaced(hit[1])]
         if len(found) < limit:
             return holding + replaced
         hits = searcher.search(Query.boolean_query(base + [(Occur.MustNot, self._replaced)]), limit,
@@ -729,9 +744,8 @@ class Index:
         return found
 
     def _hit(self, doc: tantivy.Document, score: float, snippets: _Snippets) -> SearchHit:
-        get = doc.get_first
-        body = get("body") or ""
-        kind = get("kind") or ""
+        path, kind, level, line, modified, said, until, title = _from_card(doc.get_first("card"))
+        body = doc.get_first("body") or ""
         chars = snippets.chars
         cut = snippets.cut(doc, body) if len(body) > chars else None  # short files read better whole
         if cut is None:  # short, or matched only in the title or metadata: the beginning
@@ -741,13 +755,10 @@ class Index:
             start, fragment = cut
         text = " ".join(fragment.split())
         if kind == "fact" or kind == "replaced_fact":
-            text += fact_note(kind, get("said"), get("until"))
-        modified = get("modified")
-        if modified is not None and modified.tzinfo is None:
-            modified = modified.replace(tzinfo=timezone.utc)
-        line = (get("body_line") or 1) + body.count("\n", 0, start)
-        return SearchHit(get("path"), get("title") or "", kind, get("level") or "", round(score, 4),
-                         text, modified, line)
+            text += fact_note(kind, datetime.fromisoformat(said) if said else None,
+                              datetime.fromisoformat(until) if until else None)
+        return SearchHit(path, title, kind, level, round(score, 4), text, modified,
+                         line + body.count("\n", 0, start))
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -848,6 +859,10 @@ def render_hits(hits: list[SearchHit], query: str) -> str:
         where = f"{hit.path}:{hit.line}" if hit.line else hit.path
         lines.append(f"{where}  {hit.title}  [{hit.kind}]\n    {hit.snippet}")
     return "\n".join(lines)
+
+
+def _is_replaced(doc: tantivy.Document) -> bool:
+    return doc.get_first("card").split(b"\0", 2)[1] == b"replaced_fact"
 
 
 def _set_doc_store(folder: Path) -> None:

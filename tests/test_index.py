@@ -147,10 +147,11 @@ def test_globs_inside_the_query_match_as_the_tool_s_globs_do(path_index, pattern
     from fsmem.core.when import compile_globs
 
     schema, index = path_index
-    query = tantivy.Query.regex_query(schema, "path", glob_to_regex(pattern))
-    searcher = index.searcher()
-    found = {searcher.doc(address)["path"][0] for _, address in searcher.search(query, 100).hits}
-    assert (path in found) is compile_globs(pattern)(path)
+    Occur, Query = tantivy.Occur, tantivy.Query
+    query = Query.boolean_query([(Occur.Must, Query.regex_query(schema, "path", glob_to_regex(pattern))),
+                                 (Occur.Must, Query.term_query(schema, "path", path))])
+    found = bool(index.searcher().search(query, 1).hits)
+    assert found is compile_globs(pattern)(path)
 
 
 def test_limit_counts_replaced_facts_last(root: Path) -> None:

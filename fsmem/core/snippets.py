@@ -16,7 +16,6 @@ snippet generator, which also folds accents (``café`` found by ``cafe``).
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 __all__ = ["Snippet", "Term", "cut_snippet", "snippet_terms"]
@@ -75,7 +74,7 @@ def cut_snippet(body: str, terms: tuple[Term, ...], chars: int) -> Snippet | Non
     if found[-1][1] <= window_start + chars:  # all in the first window: the usual case
         return Snippet(*_at_word_edges(body, chars, window_start, found[0][0], found[-1][1]))
     best: tuple[int, int] | None = None
-    best_window = (0, 0, 0)  # start, and where its first word found begins and its last ends
+    best_window = (window_start, found[0][0], found[0][1])  # start, its first word found, its last's end
     counts: dict[int, int] = {}
     first = last = 0  # the words inside the current window: found[first:last]
     for start, _, _ in found:
@@ -91,6 +90,8 @@ def cut_snippet(body: str, terms: tuple[Term, ...], chars: int) -> Snippet | Non
             if not counts[term]:
                 del counts[term]
             first += 1
+        if last == first:  # the word is longer than the window: it cannot be shown whole
+            continue
         score = (len(counts), last - first)
         if best is None or score > best:
             best, best_window = score, (window_start, found[first][0], found[last - 1][1])
@@ -101,7 +102,7 @@ def _at_word_edges(body: str, chars: int, start: int, first_found: int, last_fou
     """The window moved off the middle of words at both ends, never past a word found."""
     end = min(len(body), start + chars)
     if start > 0 and not body[start - 1].isspace():
-        space = _first_space(body, start, first_found)
+        space = _first_break(body, start, first_found)
         if space >= 0:
             start = space + 1
     if end < len(body) and not body[end].isspace():
@@ -111,9 +112,7 @@ def _at_word_edges(body: str, chars: int, start: int, first_found: int, last_fou
     return start, body[start:end]
 
 
-_SPACE = re.compile(r"\s")
-
-
-def _first_space(body: str, start: int, end: int) -> int:
-    match = _SPACE.search(body, start, end)
-    return match.start() if match else -1
+def _first_break(body: str, start: int, end: int) -> int:
+    """The first space or line break in ``body[start:end]``, or -1."""
+    space, newline = body.find(" ", start, end), body.find("\n", start, end)
+    return newline if space < 0 or 0 <= newline < space else space
