@@ -302,12 +302,45 @@ class Drive:
                     continue  # a line torn by a crash in the middle of its append
 
     def last_change(self, path: str) -> LogEntry | None:
-        """The newest log entry that changed ``path``."""
-        last = None
-        for entry in self.log():
+        """The newest log entry that changed ``path``, read from the end of the log."""
+        needle = json.dumps(path, ensure_ascii=False)  # as the log writes it
+        for line in _lines_from_end(self.state / LOG_FILE):
+            if needle not in line:
+                continue
+            try:
+                entry = LogEntry.from_json(line)
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a crash in the middle of its append
             if path in (entry.path, entry.new_path):
-                last = entry
-        return last
+                return entry
+        return None
+
+
+LOG_TAIL_BLOCK = 1 << 16
+
+
+def _lines_from_end(file: Path) -> Iterator[str]:
+    """The lines of a UTF-8 file, last first, reading it backwards a block at a time."""
+    block = LOG_TAIL_BLOCK
+    try:
+        handle = open(file, "rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        end = handle.seek(0, os.SEEK_END)
+        rest = b""
+        while end > 0:
+            start = max(0, end - block)
+            handle.seek(start)
+            chunk = handle.read(end - start) + rest
+            end = start
+            lines = chunk.split(b"\n")
+            rest = lines.pop(0) if start > 0 else b""  # may continue in the block before
+            for line in reversed(lines):
+                if line.strip():
+                    yield line.decode("utf-8", "replace")
+        if rest.strip():
+            yield rest.decode("utf-8", "replace")
 
 
 class Transaction:

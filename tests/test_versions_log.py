@@ -188,3 +188,32 @@ def test_a_folder_has_no_versions_and_cannot_be_reverted(root: Path) -> None:
         memory.revert("drafts")
     assert log_lines(root) == log_before
     assert [v.version for v in memory.versions("drafts/a.md")] == [version_of(b"# A\n")]
+
+
+def test_the_last_change_of_a_path_is_found_from_the_end_of_a_long_log(root: Path, monkeypatch) -> None:
+    memory = fsmem.open(root)
+    drive = memory.drive
+    names = ["a.md", "café.md", "x/b.md"]
+    for turn in range(400):
+        name = names[turn % 3]
+        run = memory.run(fsmem.Scope.chat(), thread_id=f"t-{turn}")
+        run.call({"command": "read", "path": name})
+        assert run.call({"command": "write", "path": name, "content": f"turn {turn}\n"})["ok"]
+    run = memory.run(fsmem.Scope.chat(), thread_id="mover")
+    run.call({"command": "read", "path": "x/b.md"})
+    assert run.call({"command": "rename", "path": "x/b.md", "new_path": "x/c.md"})["ok"]
+    with open(root / ".fsmem" / "log.jsonl", "a", encoding="utf-8") as log:
+        log.write('{"time": "2026-11-30T00:00:00+00:00", "command": "write", "path": "a.m')  # torn by a crash
+
+    from fsmem import drive as drive_module
+
+    expected = {}
+    for entry in drive.log():  # the whole log read forwards: the newest entry naming each path
+        for path in (entry.path, entry.new_path):
+            expected[path] = entry
+    for block in (37, 1000, 1 << 16):  # lines cut across blocks in every way
+        monkeypatch.setattr(drive_module, "LOG_TAIL_BLOCK", block)
+        for path in ("a.md", "café.md", "x/b.md", "x/c.md"):
+            assert drive.last_change(path) == expected[path], (block, path)
+        assert drive.last_change("never.md") is None
+    assert drive.last_change("x/b.md").thread == "mover" and drive.last_change("a.md").thread == "t-399"
