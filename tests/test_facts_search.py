@@ -34,3 +34,11 @@ def test_keep_and_forget_are_searchable_when_they_return(memory) -> None:
     assert any(hit.path == previous.path and hit.kind == "replaced_fact" for hit in memory.search("research"))
     memory.facts.forget(kept.fact.id)
     assert memory.search("platform") == [] and memory.search("research") == []
+
+
+def test_month_names_find_facts_by_when_they_were_said_and_held(memory) -> None:
+    now = memory.facts.current("ana")[0]
+    old = memory.facts.history(now.id)[1]
+    assert [hit.path for hit in memory.search("september")] == [old.path]  # said 1 September
+    assert [hit.path for hit in memory.search("october")] == [now.path, old.path]  # said / held until
+    assert [hit.path for hit in memory.search('"held until" october')] == [old.path]

@@ -43,7 +43,6 @@ __all__ = [
     "check_draft",
     "fact_from_fields",
     "fields_of",
-    "search_text",
 ]
 
 SUBJECT_LIMIT = 120
@@ -352,23 +351,3 @@ def fact_from_fields(fields: Mapping[str, object], body: str, file_id: str) -> F
         replaced_by=_optional_id(fields.get("replaced_by"), "replaced_by"),
         until=until,
     )
-
-
-# --------------------------------------------------------------------------- search
-
-
-def _spoken(moment: datetime) -> str:
-    return f"{moment.day} {moment.strftime('%B %Y')}"
-
-
-def search_text(fact: Fact) -> str:
-    """What the index should hold for a fact: the sentence, the thing, the source and the dates in
-    words, so "what was Ana's role in September?" finds a fact that held then."""
-    lines = [fact.text, f"{fact.subject} / {fact.attribute}", f"source: {fact.source}"]
-    if fact.holds:
-        lines.append(f"said {_spoken(fact.said)} ({format_when(fact.said)}); holds now")
-    else:
-        until = f"until {_spoken(fact.until)} ({format_when(fact.until)})" if fact.until else "until replaced"
-        lines.append(f"as of {_spoken(fact.said)} ({format_when(fact.said)}), {until}; "
-                     f"no longer holds, replaced by {fact.replaced_by}")
-    return "\n".join(lines)

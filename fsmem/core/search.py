@@ -15,7 +15,7 @@ from typing import NamedTuple
 from datetime import date, datetime, timezone
 
 from fsmem.core.layout import role_of, title_of
-from fsmem.core.when import glob_regex, parse_since
+from fsmem.core.when import glob_regex, parse_since, spoken_date
 
 __all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp", "file_doc",
            "fact_note", "glob_to_regex", "is_indexable_name", "parse_since", "plan_reconcile",
@@ -23,7 +23,7 @@ __all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp"
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 4  # 4: month names in facts' dates; documents stored plainly, a hit's card
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
@@ -104,10 +104,11 @@ def file_doc(path: str, text: str) -> FileDoc:
         attribute = fields.get("attribute", "")
         title = " · ".join(part for part in (subject, attribute) if part) or title_of(body, path)
         meta_parts = [subject, attribute, fields.get("source", "")]
-        if said:
-            meta_parts.append(f"said {said.date().isoformat()}")
+        if said:  # in words too: "what was Ana's role in September?"
+            meta_parts.append(f"said {said.date().isoformat()} ({spoken_date(said)})")
         if role.kind == "replaced_fact":
-            meta_parts.append(f"held until {until.date().isoformat()}" if until else "replaced")
+            meta_parts.append(f"held until {until.date().isoformat()} ({spoken_date(until)})" if until
+                              else "replaced")
         meta = "\n".join(part for part in meta_parts if part)
     else:
         title = title_of(body, path)

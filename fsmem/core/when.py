@@ -38,7 +38,7 @@ from datetime import datetime, timedelta, timezone
 
 from fsmem.errors import BadRequest
 
-__all__ = ["DAYS_PER_MONTH", "parse_since", "compile_globs", "glob_regex"]
+__all__ = ["DAYS_PER_MONTH", "parse_since", "compile_globs", "glob_regex", "spoken_date"]
 
 DAYS_PER_MONTH = 30
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1),
@@ -78,6 +78,15 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 
 Patterns = str | Sequence[str] | None
+
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")
+
+
+def spoken_date(moment: datetime) -> str:
+    """A date as words are searched for it, whatever the locale: ``1 September 2026``."""
+    return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
 
 
 def compile_globs(include: Patterns = None, exclude: Patterns = None) -> Callable[[str], bool]:

@@ -390,15 +390,6 @@ def test_broken_front_matter_is_named(fields, message) -> None:
         F.fact_from_fields(fields, "Ana works.", "x1")
 
 
-def test_search_text_says_until_when_a_fact_held() -> None:
-    folder = Folder()
-    old = folder.keep("Ana", "role", "Ana leads the data team.", "2026-09-01")
-    folder.keep("Ana", "role", "Ana works in research.", "2026-10-12")
-    text = F.search_text(folder.resolution().facts[old.fact.id])
-    assert "as of 1 September 2026 (2026-09-01), until 12 October 2026 (2026-10-12)" in text
-    assert "no longer holds" in text
-
-
 # --------------------------------------------------------------------------- properties
 
 SAID = st.integers(min_value=0, max_value=40)

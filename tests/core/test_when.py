@@ -176,3 +176,10 @@ def test_single_segment_globs_agree_with_fnmatch(pattern: str, name: str) -> Non
         return  # fnmatch reads an unclosed "[" literally; we refuse it, and classes differ on edge cases
     if name:
         assert keep(name) == fnmatch.fnmatchcase(name, pattern)
+
+
+def test_spoken_dates_name_the_month_in_english_whatever_the_locale() -> None:
+    from fsmem.core.when import spoken_date
+
+    assert spoken_date(datetime(2026, 9, 1, tzinfo=timezone.utc)) == "1 September 2026"
+    assert [spoken_date(datetime(2026, month, 28)).split()[1] for month in (1, 12)] == ["January", "December"]
