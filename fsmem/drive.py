@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 from filelock import FileLock, Timeout as LockTimeout
 
 from fsmem.atomic import fsync_dir, write_atomic
-from fsmem.ondisk import nfc, other_spelling
+from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
@@ -103,6 +103,7 @@ class Drive:
         self.on_commit: list[Callable[[set[str]], None]] = []
         lock_file = str(self.state / LOCK_FILE)
         self._lock = FileLock(lock_file, timeout=settings.lock_timeout)
+        self._case_blind: bool | None = None  # found out on first use (once .fsmem/ can tell)
 
     # ---- locating ---------------------------------------------------------------------------
 
@@ -127,8 +128,12 @@ class Drive:
         parts = path.split("/") if path else []
         if any(part in ("", ".", "..") for part in parts):  # not normalized: let realpath settle it
             return Path(os.path.realpath(candidate))
+        if self._case_blind is None:
+            self._case_blind = is_case_blind(self.root)
         current = str(self.root)
         for index, part in enumerate(parts):
+            if self._case_blind:  # "memory.md" is MEMORY.md there: use the name as it is on disk
+                part = parts[index] = spelled(current, part)
             step = f"{current}/{part}"
             try:
                 mode = os.lstat(step).st_mode

@@ -3,6 +3,10 @@
 macOS editors and some tools write decomposed (NFD) names: ``cafe\u0301.md`` for ``café.md``. fsmem
 shows and indexes every name in NFC, and maps it back to the spelling on disk only when the NFC name
 is not there (ASCII names have one spelling, so they never pay for a folder listing).
+
+A file system that ignores case (macOS and Windows by default) takes ``memory.md`` for ``MEMORY.md``;
+there every name is looked up in its folder and used as spelled on disk, so the rules that protect a
+top file, a level folder or the facts see the name they guard (``spelled``, ``is_case_blind``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,35 @@ def other_spelling(folder: str, name: str) -> str | None:
         if entry != name and not entry.isascii() and nfc(entry) == name:
             return entry
     return None
+
+
+def is_case_blind(folder: Path) -> bool | None:
+    """Whether the file system holding ``folder`` takes ``Name`` and ``NAME`` for one entry; ``None``
+    while nothing there can tell (no ``.fsmem`` yet, and no letter in the folder's own name)."""
+    for probe in (folder / ".fsmem", folder):
+        swapped = probe.with_name(probe.name.swapcase())
+        if swapped.name == probe.name or not os.path.lexists(probe):
+            continue
+        try:
+            return os.path.samestat(os.lstat(probe), os.lstat(swapped))
+        except OSError:
+            return False  # the other spelling is not there: case counts
+    return None
+
+
+def spelled(folder: str, name: str) -> str:
+    """``name`` as the entry of ``folder`` it stands for on a case-blind file system is spelled."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return name
+    if name in entries:
+        return name
+    key = nfc(name).casefold()
+    for entry in entries:
+        if nfc(entry).casefold() == key:
+            return entry
+    return name
 
 
 def on_disk(root: Path, path: str) -> Path:
