@@ -200,10 +200,11 @@ class Index:
         self._meta_key = None
         self._meta_file = str(folder / "meta.json")
 
-    def _reload(self) -> None:
-        """See the latest commit, from any process; skipped when meta.json has not been replaced."""
+    def _reload(self, key: tuple[int, int, int] | None = None) -> None:
+        """See the latest commit, from any process; skipped when meta.json (whose stamp is ``key``, if
+        the caller has it) has not been replaced."""
         assert self._tv is not None
-        key = _file_key(self._meta_file)
+        key = key or _file_key(self._meta_file)
         if key is None or key != self._meta_key:
             self._tv.reload()
             self._meta_key = key
@@ -214,9 +215,7 @@ class Index:
         if seen is not None and seen == self._current_key and self._tv is not None:
             meta = _file_key(self._meta_file)
             if meta is not None:  # CURRENT is replaced whole (new inode) on every swap: same generation
-                if meta != self._meta_key:  # another commit: see it
-                    self._tv.reload()
-                    self._meta_key = meta
+                self._reload(meta)  # and see its latest commit
                 return
         with self._mutex:
             problem = self._try_follow_current()
@@ -590,9 +589,7 @@ class Index:
         folder = base / generation
         folder.mkdir()
         (folder / BUILDING).write_text(str(os.getpid()))
-        tantivy.Index(self.schema, path=str(folder), reuse=False)
-        _set_doc_store(folder)
-        tv = tantivy.Index.open(str(folder))
+        tv = _new_index(self.schema, folder)
         tv.register_tokenizer("fsmem", self.analyzer)
         files = sorted(walk_files(self.root))
         entries: dict[str, Indexed] = {}
@@ -762,7 +759,8 @@ class Index:
 
     # --- queries ---------------------------------------------------------------------------------
 
-    def _text_clauses(self, query: str, searcher: tantivy.Searcher) -> tuple[list[Query], list[tuple[str, bool]]]:
+    def _text_clauses(self, query: str,
+                      searcher: tantivy.Searcher) -> tuple[list[Query], list[tuple[str, bool]]]:
         """The query's clauses, and its terms as ``(token, is_prefix)`` for the snippets."""
         if not isinstance(query, str):
             raise BadRequest("query must be text")
@@ -865,21 +863,29 @@ def _is_replaced(doc: tantivy.Document) -> bool:
     return doc.get_first("card").split(b"\0", 2)[1] == b"replaced_fact"
 
 
-def _set_doc_store(folder: Path) -> None:
-    """Store documents uncompressed in small blocks, in a new index that has no segment yet.
+def _new_index(schema: tantivy.Schema, folder: Path) -> tantivy.Index:
+    """An empty index in ``folder`` that stores documents uncompressed in small blocks.
 
     A hit's stored fields are read from the block that holds them: tantivy's default (16 KiB blocks,
     lz4) decompresses a whole block for each hit its small cache misses, which was a third of a
     search's time. Small plain blocks cost about a quarter more disk and read in a few microseconds.
-    The binding has no setting for it, so it is written into the index's own ``meta.json`` (tantivy's
-    ``IndexSettings``), before the first writer opens it; an index left as it was still works.
+    The binding has no setting for it, so it is written into the new index's own ``meta.json``
+    (tantivy's ``IndexSettings``) before anything is added; should a tantivy refuse what was written,
+    the index is kept as tantivy made it.
     """
+    tantivy.Index(schema, path=str(folder), reuse=False)
     meta_file = folder / "meta.json"
-    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    made = meta_file.read_text(encoding="utf-8")
+    meta = json.loads(made)
     settings = meta.get("index_settings")
     if isinstance(settings, dict) and not meta.get("segments"):
         settings.update(docstore_compression=DOC_STORE_COMPRESSION, docstore_blocksize=DOC_STORE_BLOCK)
         meta_file.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    try:
+        return tantivy.Index.open(str(folder))
+    except ValueError:
+        meta_file.write_text(made, encoding="utf-8")
+        return tantivy.Index.open(str(folder))
 
 
 def _file_key(path: str) -> tuple[int, int, int] | None:

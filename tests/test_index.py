@@ -206,6 +206,16 @@ def test_documents_are_stored_in_small_plain_blocks(root: Path) -> None:
     assert meta["index_settings"]["docstore_blocksize"] == 4096
 
 
+def test_a_store_setting_tantivy_refuses_leaves_its_own(root: Path, monkeypatch) -> None:
+    import fsmem.index as index_module
+
+    monkeypatch.setattr(index_module, "DOC_STORE_COMPRESSION", "no-such-compressor")
+    index = Index(root)
+    assert paths(index.search("ana")) == ["notes/memory/f2.md", "notes/memory/history/f1.md"]
+    meta = json.loads((index_dir(root) / read_current(root)["generation"] / "meta.json").read_text())
+    assert meta["index_settings"]["docstore_compression"] == "lz4"
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("abcXYZ019 _-.\n'")), max_size=200),
        st.sampled_from(["ab", "abc", "a", "x1", "zz"]), st.booleans())
