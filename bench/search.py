@@ -152,7 +152,7 @@ def fts5_build(root: Path, db_path: Path) -> sqlite3.Connection:
 
 
 FTS5_TOP10 = ("SELECT path, snippet(docs, 2, '', '', '…', 24) FROM docs WHERE docs MATCH ? "
-              "ORDER BY bm25(docs, 2.0, 1.0) LIMIT 10")
+              "ORDER BY bm25(docs, 0.0, 2.0, 1.0) LIMIT 10")  # path, title, body
 
 
 def fts5_search(conn: sqlite3.Connection, query: str) -> list:

@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 from filelock import FileLock, Timeout as LockTimeout
 
 from fsmem.atomic import fsync_dir, write_atomic
-from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled
+from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
@@ -124,12 +124,12 @@ class Drive:
     def _real(self, path: str) -> Path:
         """``os.path.realpath`` of ``root/path``, cheaply: the root is real already, so only the parts
         under it can be links; with none among them (the usual case) the path is its own real path."""
+        if self._case_blind is None:
+            self._case_blind = is_case_blind(self.root)
         candidate = self.root / path if path else self.root
         parts = path.split("/") if path else []
         if any(part in ("", ".", "..") for part in parts):  # not normalized: let realpath settle it
-            return Path(os.path.realpath(candidate))
-        if self._case_blind is None:
-            self._case_blind = is_case_blind(self.root)
+            return self._realpath(candidate)
         current = str(self.root)
         for index, part in enumerate(parts):
             if self._case_blind:  # "memory.md" is MEMORY.md there: use the name as it is on disk
@@ -145,15 +145,21 @@ class Drive:
                 try:
                     mode = os.lstat(step).st_mode
                 except OSError:
-                    return Path(os.path.realpath(candidate))
+                    return self._realpath(candidate)
             except NotADirectoryError:
                 return Path(step, *parts[index + 1:])
             except OSError:
-                return Path(os.path.realpath(candidate))
+                return self._realpath(candidate)
             if stat_module.S_ISLNK(mode):
-                return Path(os.path.realpath(Path(step, *parts[index + 1:])))
+                return self._realpath(Path(step, *parts[index + 1:]))
             current = step
         return Path(current)
+
+    def _realpath(self, path: Path) -> Path:
+        """Where a path with a link or a dot on the way leads; on a case-blind file system, with the
+        names under the root as spelled on disk (what a link names may be spelled in any case)."""
+        real = Path(os.path.realpath(path))
+        return spelled_path(self.root, real) if self._case_blind else real
 
     def canonical(self, path: str) -> str:
         """The root-relative path of where ``path`` really is (links inside the root resolved)."""

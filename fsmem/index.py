@@ -39,7 +39,7 @@ from fsmem.core.search import (
     plan_reconcile,
     split_query,
 )
-from fsmem.core.snippets import LONGEST_WORD, cut_snippet, snippet_terms
+from fsmem.core.snippets import Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.ondisk import on_disk
 from fsmem.index_state import (
@@ -74,6 +74,7 @@ LOCK_TIMEOUT = 10.0
 BIG_BATCH = 1000  # a batch this large gets the rebuild's writer (more memory, both cores)
 RECONCILE_CHUNK = 5000  # files re-indexed per hold of the root lock
 BUILT_MARKER = "index.built"
+LONGEST_WORD = 40  # words of this many characters or more are not indexed
 DOC_STORE_COMPRESSION = "none"
 DOC_STORE_BLOCK = 4096
 
@@ -698,7 +699,7 @@ class Index:
             assert self._tv is not None
             return self._run(clauses, terms, filters, limit)
 
-    def _run(self, clauses: list[Query], terms: list[tuple[str, bool]], filters: list[tuple[Occur, Query]],
+    def _run(self, clauses: list[Query], terms: list[Term], filters: list[tuple[Occur, Query]],
              limit: int) -> list[SearchHit]:
         """All words first, any word if that finds nothing; replaced facts only after the rest."""
         assert self._tv is not None
@@ -735,7 +736,8 @@ class Index:
                                count=False).hits
         found = [(score, doc(address)) for score, address in hits]
         if len(found) < limit:
-            hits = searcher.search(Query.boolean_query(base + [(Occur.Must, self._replaced)]),
+            only_replaced = Query.boost_query(self._replaced, 0.0)  # a filter: it adds nothing to scores
+            hits = searcher.search(Query.boolean_query(base + [(Occur.Must, only_replaced)]),
                                    limit - len(found), count=False).hits
             found += [(score, doc(address)) for score, address in hits]
         return found
@@ -759,39 +761,45 @@ class Index:
 
     # --- queries ---------------------------------------------------------------------------------
 
-    def _text_clauses(self, query: str,
-                      searcher: tantivy.Searcher) -> tuple[list[Query], list[tuple[str, bool]]]:
-        """The query's clauses, and its terms as ``(token, is_prefix)`` for the snippets."""
+    def _text_clauses(self, query: str, searcher: tantivy.Searcher) -> tuple[list[Query], list[Term]]:
+        """The query's clauses, and its terms for the snippets (a prefix with the words it found)."""
         if not isinstance(query, str):
             raise BadRequest("query must be text")
         parts = split_query(query)
         clauses: list[Query] = []
-        terms: list[tuple[str, bool]] = []
+        terms: list[Term] = []
         last = len(parts.words) - 1
         for text, is_prefix in [*((word, parts.last_is_prefix and position == last)
                                   for position, word in enumerate(parts.words)),
                                 *((phrase, False) for phrase in parts.phrases)]:
             tokens = self.analyzer.analyze(text)
             if len(tokens) == 1:
-                clauses.append(self._term_clause(tokens[0], searcher if is_prefix else None))
-                terms.append((tokens[0], is_prefix))
+                clause, longer = self._term_clause(tokens[0], searcher if is_prefix else None)
+                clauses.append(clause)
+                terms.append(Term(tokens[0], longer))
             elif tokens:
                 clauses.append(self._phrase_clause(tokens))
-                terms.extend((token, False) for token in tokens)
+                terms.extend(Term(token) for token in tokens)
         if not clauses:
             raise BadRequest(
                 f"the query {query!r} has no words to search for: give at least one word or \"a phrase\"")
         return clauses, terms
 
-    def _term_clause(self, token: str, prefix_from: tantivy.Searcher | None) -> Query:
+    def _term_clause(self, token: str, prefix_from: tantivy.Searcher | None) -> tuple[Query, frozenset[str]]:
+        """The word in any text field; with ``prefix_from``, also up to ``PREFIX_EXPANSIONS`` words it
+        begins in each field (weighted 0.7). Returns the clause and the longer words found in bodies."""
         subs = []
+        in_bodies: frozenset[str] = frozenset()
         for field, boost in _TEXT_FIELDS:
             subs.append(Query.boost_query(Query.term_query(self.schema, field, token), boost))
             if prefix_from is not None and field != "meta":
-                for term, _ in prefix_from.terms_with_prefix(field, token, limit=PREFIX_EXPANSIONS):
-                    if term != token:
-                        subs.append(Query.boost_query(Query.term_query(self.schema, field, term), boost * 0.7))
-        return Query.boolean_query([(Occur.Should, sub) for sub in subs])
+                longer = [term for term, _ in prefix_from.terms_with_prefix(field, token, limit=PREFIX_EXPANSIONS)
+                          if term != token]
+                subs.extend(Query.boost_query(Query.term_query(self.schema, field, term), boost * 0.7)
+                            for term in longer)
+                if field == "body":
+                    in_bodies = frozenset(longer)
+        return Query.boolean_query([(Occur.Should, sub) for sub in subs]), in_bodies
 
     def _phrase_clause(self, tokens: list[str]) -> Query:
         return Query.boolean_query([
@@ -826,8 +834,7 @@ class Index:
 class _Snippets:
     """Cuts the snippets of one search: ASCII bodies by ``core.snippets``, others by tantivy's generator."""
 
-    def __init__(self, index: Index, searcher: tantivy.Searcher, text_query: Query,
-                 terms: list[tuple[str, bool]]) -> None:
+    def __init__(self, index: Index, searcher: tantivy.Searcher, text_query: Query, terms: list[Term]) -> None:
         self.chars: int = index._setting("snippet_chars", SNIPPET_CHARS)
         self._terms = snippet_terms(terms)
         self._make_generator = lambda: tantivy.SnippetGenerator.create(searcher, text_query, index.schema, "body")

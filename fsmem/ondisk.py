@@ -52,7 +52,11 @@ def is_case_blind(folder: Path) -> bool | None:
 
 
 def spelled(folder: str, name: str) -> str:
-    """``name`` as the entry of ``folder`` it stands for on a case-blind file system is spelled."""
+    """``name`` as the entry of ``folder`` it stands for on a case-blind file system is spelled.
+
+    The entry that is the very file the file system opens for ``name`` wins (two entries differing only
+    in case can meet in a folder copied from elsewhere); else the one equal to it ignoring case.
+    """
     try:
         entries = os.listdir(folder)
     except OSError:
@@ -60,10 +64,30 @@ def spelled(folder: str, name: str) -> str:
     if name in entries:
         return name
     key = nfc(name).casefold()
-    for entry in entries:
-        if nfc(entry).casefold() == key:
-            return entry
-    return name
+    alike = [entry for entry in entries if nfc(entry).casefold() == key]
+    try:
+        opened = os.lstat(os.path.join(folder, name))
+    except OSError:
+        return alike[0] if alike else name
+    for entry in alike + [entry for entry in entries if entry not in alike]:
+        try:
+            if os.path.samestat(opened, os.lstat(os.path.join(folder, entry))):
+                return entry
+        except OSError:
+            continue
+    return alike[0] if alike else name
+
+
+def spelled_path(root: Path, real: Path) -> Path:
+    """``real`` (a real path) with each name under ``root`` as spelled on disk; others as they are."""
+    try:
+        parts = real.relative_to(root).parts
+    except ValueError:
+        return real
+    current = str(root)
+    for part in parts:
+        current = os.path.join(current, spelled(current, part))
+    return Path(current)
 
 
 def on_disk(root: Path, path: str) -> Path:

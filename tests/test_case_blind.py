@@ -8,6 +8,7 @@ its folder, as it does on such a file system.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,10 @@ import fsmem
 from fsmem import drive as drive_module
 from fsmem.ondisk import is_case_blind, spelled
 from tests.procs.common import diff, snapshot
-from tests.test_protection import AGENT, PROTECTED_CALLS, root, seen_run  # noqa: F401 (fixture)
+from tests import test_protection
+from tests.test_protection import AGENT, PROTECTED_CALLS, seen_run
+
+root = test_protection.root  # the fixture: a root with an agent, a routine, top files and facts
 
 
 @pytest.fixture
@@ -90,3 +94,31 @@ def test_case_blindness_is_found_out_only_when_something_can_tell(tmp_path: Path
     named = tmp_path / "Notes"
     named.mkdir()
     assert is_case_blind(named) is False
+
+
+def test_a_path_through_a_link_is_spelled_as_on_disk_too(root: Path, case_blind) -> None:
+    (root / "alias").symlink_to(root / AGENT)  # a link made by hand, to an agent's folder
+    assert fsmem.open(root).drive.canonical("alias/memory.md") == f"{AGENT}/MEMORY.md"
+    run = seen_run(root, f"{AGENT}/MEMORY.md")
+    renamed = run.call({"command": "rename", "path": "alias/Memory.md", "new_path": "old.md"})
+    assert renamed["error"]["code"] == "PROTECTED", renamed
+    deleted = run.call({"command": "delete", "path": "alias/memory.md"})  # a top file is emptied, not removed
+    assert deleted["ok"], deleted
+    assert (root / AGENT / "MEMORY.md").read_text(encoding="utf-8") == "" and not (root / "old.md").exists()
+
+
+def test_of_two_entries_alike_but_for_case_the_one_the_file_system_opens_wins(tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    (tmp_path / "Notes.md").write_text("a", encoding="utf-8")
+    (tmp_path / "NOTES.md").write_text("b", encoding="utf-8")  # possible in a folder copied from elsewhere
+    real_lstat = os.lstat
+
+    def case_blind_lstat(path, *args, **kwargs):  # this file system opens NOTES.md for "nOtEs.md"
+        if str(path).endswith("/nOtEs.md"):
+            return real_lstat(tmp_path / "NOTES.md")
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", case_blind_lstat)
+    assert spelled(str(tmp_path), "nOtEs.md") == "NOTES.md"
+    assert spelled(str(tmp_path), "Notes.md") == "Notes.md"  # an exact name is always itself
+    assert spelled(str(tmp_path), "NoTeS.md") in ("Notes.md", "NOTES.md")  # nothing opens it: one alike

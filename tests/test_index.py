@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fsmem.core.snippets import cut_snippet, snippet_terms
+from fsmem.core.snippets import Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest
 from fsmem.index import Index, IndexWarning, _analyzer
 from fsmem.index_state import MANIFEST, index_dir, read_current
@@ -217,19 +217,50 @@ def test_a_store_setting_tantivy_refuses_leaves_its_own(root: Path, monkeypatch)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("abcXYZ019 _-.\n'")), max_size=200),
-       st.sampled_from(["ab", "abc", "a", "x1", "zz"]), st.booleans())
-def test_snippets_find_the_words_the_index_matches(text: str, token: str, is_prefix: bool) -> None:
+@given(st.text(alphabet=st.sampled_from(list("abcXYZ019 _-.\n\t'")), max_size=200),
+       st.sampled_from(["ab", "abc", "a", "x1", "zz"]), st.sets(st.sampled_from(["abc", "abca", "ab1", "zzz"])))
+def test_snippets_find_the_words_the_index_matches(text: str, token: str, longer: set[str]) -> None:
     """The snippet's own word finding agrees with the index's analyzer on ASCII text."""
+    longer = {word for word in longer if word.startswith(token) and word != token}
     tokens = _analyzer().analyze(text)
-    expected = [t for t in tokens if t == token or (is_prefix and t.startswith(token))]
-    found = cut_snippet(text, snippet_terms([(token, is_prefix)]), 10_000)
+    expected = [t for t in tokens if t == token or t in longer]
+    found = cut_snippet(text, snippet_terms([Term(token, frozenset(longer))]), 10_000)
     if not expected:
         assert found is None
     else:
         assert found is not None
-        assert [t for t in _analyzer().analyze(found.text)
-                if t == token or (is_prefix and t.startswith(token))] == expected
+        assert [t for t in _analyzer().analyze(found.text) if t == token or t in longer] == expected
+
+
+def test_a_snippet_shows_the_words_the_index_found_for_a_prefix(tmp_path: Path) -> None:
+    for n in range(20):  # twenty words beginning "stb" come first among the words "st" begins
+        write(tmp_path, f"o{n:02d}.md", f"# Other\n\nstb{n:02d}\n")
+    write(tmp_path, "long.md", "# Long\n\nstzza stzzb stzzc stzzd. " + "filler words here. " * 30
+          + "the staaa word.\n")
+    [hit] = Index(tmp_path).search("st", include="long.md")  # matched through "staaa" only
+    assert "staaa" in hit.snippet and "stzz" not in hit.snippet, hit.snippet
+
+
+def test_the_line_of_a_snippet_is_the_line_of_its_first_word(tmp_path: Path) -> None:
+    lines = ["# Notes", ""] + [f"Line {n} says nothing much at all here." for n in range(1, 20)]
+    lines += ["", "w" * (180 // 4 - 2) + " okapi appears here."] + [f"Tail {n} more words." for n in range(30)]
+    write(tmp_path, "lf.md", "\n".join(lines) + "\n")
+    (tmp_path / "crlf.md").write_bytes(("\r\n".join(lines[:21] + lines[22:]) + "\r\n").encode())
+    for name in ("lf.md", "crlf.md"):
+        [hit] = Index(tmp_path).search("okapi", include=name)
+        shown = (tmp_path / name).read_text(encoding="utf-8").splitlines()[hit.line - 1]
+        assert hit.snippet.split()[0] in shown, (name, hit.line, shown)
+
+
+def test_a_replaced_fact_has_one_score_whatever_the_limit(root: Path) -> None:
+    for n in range(12):
+        write(root, f"weak/w{n:02d}.md", f"# Weak {n}\n\n" + "filler words " * 30 + "okapi\n")
+    for n in range(3):
+        write(root, f"notes/memory/history/r{n}.md", REPLACED_FACT.replace("id: f1", f"id: r{n}").replace(
+            "Ana leads the data team and works in research planning.", "okapi okapi okapi"))
+    index = Index(root)
+    scores = {limit: {hit.path: hit.score for hit in index.search("okapi", limit=limit)} for limit in (14, 20)}
+    assert scores[14]["notes/memory/history/r0.md"] == scores[20]["notes/memory/history/r0.md"]
 
 
 def test_bad_requests_change_nothing(root: Path) -> None:

@@ -3,25 +3,25 @@
 Pure: ``fsmem.index`` gives it the body it fetched and the query's terms (as the index analyzed
 them), and prints what it answers.
 
-    >>> terms = snippet_terms([("deploy", False), ("stag", True)])
+    >>> terms = snippet_terms([Term("deploy"), Term("stag", frozenset({"staging"}))])
     >>> body = "# Notes\\n\\nWe deploy on Fridays. Never to staging before a deploy review."
     >>> cut_snippet(body, terms, 40)
     Snippet(start=31, text='Never to staging before a deploy')
 
 It covers bodies in ASCII, the common case, where it finds exactly the words the index matched: the
 index splits text into runs of letters and digits and lowercases them, which a case-blind search for
-the term between non-alphanumeric neighbours reproduces. Any other body is cut by the index's own
+the term between non-alphanumeric neighbours reproduces; the last word of a query also shows the
+longer words the index found for it (``stag`` → ``staging``), and no others. Any other body is cut by the index's own
 snippet generator, which also folds accents (``café`` found by ``cafe``).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 __all__ = ["Snippet", "Term", "cut_snippet", "snippet_terms"]
 
 LEAD_SHARE = 4  # a quarter of the window shows what comes before the first word found
-LONGEST_WORD = 40  # the index drops words of this many characters or more (``Filter.remove_long``)
 
 
 class Snippet(NamedTuple):
@@ -30,14 +30,13 @@ class Snippet(NamedTuple):
 
 
 class Term(NamedTuple):
-    token: str  # lowercased, as the index analyzed it
-    is_prefix: bool  # the last word of a query also finds the words it begins
+    token: str  # a word of the query, lowercased, as the index analyzed it
+    longer: frozenset[str] = frozenset()  # for the last word: the longer words it found, which show too
 
 
-def snippet_terms(terms: list[tuple[str, bool]]) -> tuple[Term, ...]:
-    """The analyzed query ``terms`` (``(token, is_prefix)``) that can occur in an ASCII body, once each."""
-    return tuple(Term(token, is_prefix) for token, is_prefix in dict.fromkeys(terms)
-                 if token.isascii() and token.isalnum())
+def snippet_terms(terms: Iterable[Term]) -> tuple[Term, ...]:
+    """The query's terms that can occur in an ASCII body, once each."""
+    return tuple(term for term in dict.fromkeys(terms) if term.token.isascii() and term.token.isalnum())
 
 
 def _words_found(body: str, terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
@@ -45,18 +44,25 @@ def _words_found(body: str, terms: tuple[Term, ...]) -> list[tuple[int, int, int
     lowered = body.lower()  # ASCII: offsets unchanged
     size = len(lowered)
     found = []
-    for number, (token, is_prefix) in enumerate(terms):
+    for number, (token, longer) in enumerate(terms):
+        length = len(token)
         position = lowered.find(token)
         while position >= 0:
-            end = position + len(token)
-            if position == 0 or not lowered[position - 1].isalnum():
-                if is_prefix:
-                    while end < size and lowered[end].isalnum():
-                        end += 1
-                if (end == size or not lowered[end].isalnum()) and end - position < LONGEST_WORD:
-                    found.append((position, end, number))
+            end = position + length
+            if position and lowered[position - 1].isalnum():
+                position = lowered.find(token, end)
+                continue
+            if longer:
+                while end < size and lowered[end].isalnum():
+                    end += 1
+                if end - position > length and lowered[position:end] not in longer:
+                    position = lowered.find(token, end)
+                    continue
+            if end == size or not lowered[end].isalnum():
+                found.append((position, end, number))
             position = lowered.find(token, end)
-    found.sort()
+    if len(terms) > 1:
+        found.sort()
     return found
 
 
@@ -99,20 +105,29 @@ def cut_snippet(body: str, terms: tuple[Term, ...], chars: int) -> Snippet | Non
 
 
 def _at_word_edges(body: str, chars: int, start: int, first_found: int, last_found: int) -> tuple[int, str]:
-    """The window moved off the middle of words at both ends, never past a word found."""
+    """The window moved off the middle of words at both ends, never past a word found, and starting on
+    a word (so the line it starts on is the line of its first word)."""
     end = min(len(body), start + chars)
     if start > 0 and not body[start - 1].isspace():
-        space = _first_break(body, start, first_found)
-        if space >= 0:
-            start = space + 1
+        start = _after_first_space(body, start, first_found)
+    while start < first_found and body[start].isspace():
+        start += 1
     if end < len(body) and not body[end].isspace():
-        cut = max(body.rfind(" ", last_found, end), body.rfind("\n", last_found, end))
-        if cut >= 0:
-            end = cut
+        end = _last_space(body, last_found, end)
     return start, body[start:end]
 
 
-def _first_break(body: str, start: int, end: int) -> int:
-    """The first space or line break in ``body[start:end]``, or -1."""
-    space, newline = body.find(" ", start, end), body.find("\n", start, end)
-    return newline if space < 0 or 0 <= newline < space else space
+def _after_first_space(body: str, start: int, stop: int) -> int:
+    """Just after the first white space in ``body[start:stop]``; ``start`` when there is none."""
+    for position in range(start, stop):
+        if body[position].isspace():
+            return position + 1
+    return start
+
+
+def _last_space(body: str, start: int, end: int) -> int:
+    """The last white space in ``body[start:end]``; ``end`` when there is none."""
+    for position in range(end - 1, start - 1, -1):
+        if body[position].isspace():
+            return position
+    return end

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from fsmem.core.snippets import LONGEST_WORD, cut_snippet, snippet_terms
+from fsmem.core.snippets import Term, cut_snippet, snippet_terms
 
 CHARS = 60
 
@@ -12,47 +12,60 @@ CHARS = 60
 def test_the_window_holds_the_most_different_terms() -> None:
     body = ("deploy " * 3 + "filler words that say nothing at all here " * 3
             + "then staging and deploy together at last " + "more filler " * 10)
-    snippet = cut_snippet(body, snippet_terms([("deploy", False), ("staging", False)]), CHARS)
+    snippet = cut_snippet(body, snippet_terms([Term("deploy"), Term("staging")]), CHARS)
     assert snippet is not None
     assert "staging" in snippet.text and "deploy" in snippet.text
     assert body[snippet.start:snippet.start + len(snippet.text)] == snippet.text
 
 
 def test_whole_words_only_in_any_case() -> None:
-    terms = snippet_terms([("deploy", False)])
+    terms = snippet_terms([Term("deploy")])
     assert cut_snippet("redeploy deployment deploy_x", terms, CHARS) is not None  # "deploy" of deploy_x
     assert cut_snippet("redeploy deployment deploys", terms, CHARS) is None
     found = cut_snippet("Notes: We DEPLOY on Fridays.", terms, CHARS)
     assert found is not None and "DEPLOY" in found.text
 
 
-def test_the_last_word_finds_the_words_it_begins() -> None:
-    terms = snippet_terms([("stag", True)])
+def test_the_last_word_shows_the_longer_words_the_index_found_for_it() -> None:
+    terms = snippet_terms([Term("stag", frozenset({"staging"}))])
     found = cut_snippet("x " * 100 + "before staging after", terms, CHARS)
     assert found is not None and "staging" in found.text
-    assert cut_snippet("mustag stag" + "x" * LONGEST_WORD, terms, CHARS) is None  # too long to be indexed
+    assert cut_snippet("x " * 100 + "the stage is set", terms, CHARS) is None  # not among the index's words
+    assert cut_snippet("mustag stags", terms, CHARS) is None
+    assert cut_snippet("a stag here", terms, CHARS) is not None  # the word itself
 
 
 def test_terms_that_cannot_occur_in_ascii_are_left_out() -> None:
-    assert snippet_terms([("café", False), ("", False), ("a-b", False), ("ok", False), ("ok", False)]) == (
-        ("ok", False),)
+    assert snippet_terms([Term("café"), Term(""), Term("a-b"), Term("ok"), Term("ok")]) == (Term("ok"),)
 
 
 def test_no_term_in_the_body_means_no_window() -> None:
-    assert cut_snippet("nothing to see here", snippet_terms([("deploy", False)]), CHARS) is None
+    assert cut_snippet("nothing to see here", snippet_terms([Term("deploy")]), CHARS) is None
 
 
 def test_the_window_starts_a_little_before_the_first_word_and_at_a_word_edge() -> None:
     body = " ".join(f"w{i}" for i in range(200)) + " target " + " ".join(f"v{i}" for i in range(200))
-    found = cut_snippet(body, snippet_terms([("target", False)]), CHARS)
+    found = cut_snippet(body, snippet_terms([Term("target")]), CHARS)
     assert found is not None
     assert found.text.index("target") > 0  # some words lead to it
     assert body[found.start - 1] == " " and not found.text.startswith(" ")
     assert body[found.start + len(found.text)] == " "  # not cut inside a word
 
 
+def test_tabs_and_line_breaks_are_word_edges_and_a_window_starts_on_a_word() -> None:
+    body = "\t".join(["alpha"] * 60) + "\ttarget\t" + "\t".join(["omega"] * 60)
+    found = cut_snippet(body, snippet_terms([Term("target")]), CHARS)
+    assert found is not None and found.text.split("\t")[0] == "alpha" and found.text.split("\t")[-1] == "omega"
+    lead = CHARS // 4
+    body = "x\r\n\r\n" + "w" * (lead - 2) + " target"  # the window would begin on the line break
+    found = cut_snippet("intro " * 40 + body, snippet_terms([Term("target")]), CHARS)
+    assert found is not None and found.text.startswith("w")
+
+
 ascii_words = st.sampled_from(["deploy", "Deploy", "staging", "stag", "stage", "notes", "x", "a1", "the"])
-separators = st.sampled_from([" ", "\n", ", ", ". ", "-", "_", "\n\n- ", "/"])
+separators = st.sampled_from([" ", "\n", ", ", ". ", "-", "_", "\n\n- ", "/", "\t", "\r\n"])
+query_terms = st.sampled_from([Term("deploy"), Term("stag", frozenset({"staging"})), Term("notes"), Term("a1"),
+                               Term("sta", frozenset({"stag", "stage", "staging"}))])
 
 
 @st.composite
@@ -62,14 +75,11 @@ def bodies(draw) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(bodies(), st.lists(st.tuples(st.sampled_from(["deploy", "stag", "notes", "a1"]), st.booleans()),
-                          min_size=1, max_size=3), st.integers(min_value=20, max_value=200))
+@given(bodies(), st.lists(query_terms, min_size=1, max_size=3), st.integers(min_value=20, max_value=200))
 def test_the_window_is_a_part_of_the_body_holding_a_word_found(body: str, raw_terms, chars: int) -> None:
     terms = snippet_terms(raw_terms)
     found = cut_snippet(body, terms, chars)
-    lowered_words = _words(body)
-    matches = [word for word in lowered_words
-               if any(word == token or (is_prefix and word.startswith(token)) for token, is_prefix in terms)]
+    matches = [word for word in _words(body) if any(word == token or word in longer for token, longer in terms)]
     if not matches:
         assert found is None
         return
@@ -77,6 +87,7 @@ def test_the_window_is_a_part_of_the_body_holding_a_word_found(body: str, raw_te
     assert body[found.start:found.start + len(found.text)] == found.text
     assert len(found.text) <= chars
     assert any(word in matches for word in _words(found.text))
+    assert not found.text[:1].isspace()
 
 
 def _words(text: str) -> list[str]:
