@@ -832,7 +832,8 @@ class Index:
 
 
 class _Snippets:
-    """Cuts the snippets of one search: ASCII bodies by ``core.snippets``, others by tantivy's generator."""
+    """Cuts the snippets of one search by ``core.snippets``; where that finds nothing in a body that is
+    not ASCII (a letter the index folds into two, ``æ`` → ``ae``), by tantivy's generator."""
 
     def __init__(self, index: Index, searcher: tantivy.Searcher, text_query: Query, terms: list[Term]) -> None:
         self.chars: int = index._setting("snippet_chars", SNIPPET_CHARS)
@@ -842,8 +843,9 @@ class _Snippets:
 
     def cut(self, doc: tantivy.Document, body: str) -> tuple[int, str] | None:
         """``(start in characters, text)`` of the best window, or ``None`` when the body has no term."""
-        if body.isascii():
-            return cut_snippet(body, self._terms, self.chars) if self._terms else None
+        cut = cut_snippet(body, self._terms, self.chars) if self._terms else None
+        if cut is not None or body.isascii():
+            return cut
         if self._generator is None:
             self._generator = self._make_generator()
             self._generator.set_max_num_chars(self.chars)

@@ -8,24 +8,29 @@ them), and prints what it answers.
     >>> cut_snippet(body, terms, 40)
     Snippet(start=31, text='Never to staging before a deploy')
 
-It covers bodies in ASCII, the common case, where it finds exactly the words the index matched: the
-index splits text into runs of letters and digits and lowercases them, which a case-blind search for
-the term between non-alphanumeric neighbours reproduces; the last word of a query also shows the
-longer words the index found for it (``stag`` → ``staging``), and no others. Any other body is cut by the index's own
-snippet generator, which also folds accents (``café`` found by ``cafe``).
+It finds the words the index matched as the index finds them: runs of letters and digits, lowercased,
+accents folded (``Café`` is found by ``cafe``), and for the last word of a query the longer words the
+index searched for (``stag`` → ``staging``) and no others. The body is searched in a copy of the same
+length, lowercased and with each accented letter replaced by its base letter, so offsets carry over.
+A letter the index folds into two (``æ`` → ``ae``, ``ß`` → ``ss``) or into another letter (``ø`` →
+``o``) is not folded here: when nothing is found in such a body, ``None`` lets the caller ask the
+index's own snippet generator.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, NamedTuple
 
 __all__ = ["Snippet", "Term", "cut_snippet", "snippet_terms"]
 
 LEAD_SHARE = 4  # a quarter of the window shows what comes before the first word found
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+_FOLDED: dict[str, str] = {}  # a character -> itself folded, as found so far
 
 
 class Snippet(NamedTuple):
-    start: int  # offset of the window in the body, in characters (= bytes: the body is ASCII)
+    start: int  # offset of the window in the body, in characters
     text: str  # the window, cut at word boundaries
 
 
@@ -35,13 +40,44 @@ class Term(NamedTuple):
 
 
 def snippet_terms(terms: Iterable[Term]) -> tuple[Term, ...]:
-    """The query's terms that can occur in an ASCII body, once each."""
-    return tuple(term for term in dict.fromkeys(terms) if term.token.isascii() and term.token.isalnum())
+    """The query's terms that can occur as words, once each."""
+    return tuple(term for term in dict.fromkeys(terms) if term.token.isalnum())
 
 
-def _words_found(body: str, terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
-    """``(start, end, term number)`` of every whole word of ``body`` a term finds, in order."""
-    lowered = body.lower()  # ASCII: offsets unchanged
+def _searchable(body: str) -> str | None:
+    """``body`` lowercased with accents folded, of the same length; ``None`` if lowercasing changes
+    its length (``İ`` → ``i̇``), which would move every offset after it."""
+    lowered = body.lower()
+    if lowered.isascii():
+        return lowered
+    if len(lowered) != len(body):
+        return None
+    import unicodedata  # only for bodies that are not ASCII
+
+    if unicodedata.is_normalized("NFKD", lowered):  # dashes, quotes, £: nothing that folds
+        return lowered
+    for char in set(_NOT_ASCII.findall(lowered)):  # a few distinct ones: accented letters among them
+        folded = _fold(char)
+        if folded != char:
+            lowered = lowered.replace(char, folded)
+    return lowered
+
+
+def _fold(char: str) -> str:
+    folded = _FOLDED.get(char)
+    if folded is None:
+        import unicodedata
+
+        # Folded only to one ASCII letter or digit with nothing but accents beside it: é → e, ² → 2;
+        # never ﬁ → f (the index reads "fi") or Ⅻ → x.
+        base, *marks = unicodedata.normalize("NFKD", char)
+        one = base.isascii() and base.isalnum() and all(unicodedata.combining(mark) for mark in marks)
+        folded = _FOLDED[char] = base if one else char
+    return folded
+
+
+def _words_found(lowered: str, terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
+    """``(start, end, term number)`` of every whole word of the searchable body a term finds, in order."""
     size = len(lowered)
     found = []
     for number, (token, longer) in enumerate(terms):
@@ -67,12 +103,15 @@ def _words_found(body: str, terms: tuple[Term, ...]) -> list[tuple[int, int, int
 
 
 def cut_snippet(body: str, terms: tuple[Term, ...], chars: int) -> Snippet | None:
-    """The ``chars``-long window of an ASCII ``body`` holding the most different terms, then the most
-    words found; the earliest such. ``None`` when no term occurs in the body.
+    """The ``chars``-long window of ``body`` holding the most different terms, then the most words
+    found; the earliest such. ``None`` when no term is found in the body.
 
     Each window begins a little before a word found, so the reader sees what leads to it.
     """
-    found = _words_found(body, terms)
+    lowered = _searchable(body)
+    if lowered is None:
+        return None
+    found = _words_found(lowered, terms)
     if not found:
         return None
     lead = chars // LEAD_SHARE

@@ -35,8 +35,20 @@ def test_the_last_word_shows_the_longer_words_the_index_found_for_it() -> None:
     assert cut_snippet("a stag here", terms, CHARS) is not None  # the word itself
 
 
-def test_terms_that_cannot_occur_in_ascii_are_left_out() -> None:
-    assert snippet_terms([Term("café"), Term(""), Term("a-b"), Term("ok"), Term("ok")]) == (Term("ok"),)
+def test_terms_that_are_not_words_are_left_out() -> None:
+    assert snippet_terms([Term("cafe"), Term(""), Term("a-b"), Term("ok"), Term("ok"), Term("日本")]) == (
+        Term("cafe"), Term("ok"), Term("日本"))
+
+
+def test_accents_and_case_are_folded_and_offsets_kept() -> None:
+    body = "Intro — " * 30 + "Le Café ouvre à 7h, crème brûlée. " + "Fin — " * 30
+    found = cut_snippet(body, snippet_terms([Term("cafe"), Term("brulee")]), CHARS)
+    assert found is not None and "Café ouvre" in found.text and "brûlée" in found.text
+    assert body[found.start:found.start + len(found.text)] == found.text
+
+
+def test_a_body_whose_lowercase_is_longer_is_left_to_the_caller() -> None:
+    assert cut_snippet("İstanbul " * 40 + "okapi", snippet_terms([Term("okapi")]), CHARS) is None
 
 
 def test_no_term_in_the_body_means_no_window() -> None:
