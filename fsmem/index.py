@@ -13,6 +13,7 @@ is never kept across batches.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -831,9 +832,29 @@ class Index:
                              "use *, ** and ? as in 'seo/**' or '*.md'") from error
 
 
+_READ_AS: dict[str, str | None] = {}  # a character -> how the index reads it, as asked so far
+
+
+def read_as(char: str) -> str | None:
+    """How the index reads one character (``core.snippets.ReadAs``), asked of its analyzer: every step
+    of it (split on what is not a letter or digit, lowercase, fold) takes one character at a time."""
+    try:
+        return _READ_AS[char]
+    except KeyError:
+        tokens = _read_as_analyzer().analyze(char)
+        seen = "" if not tokens else tokens[0] if len(tokens) == 1 and len(tokens[0]) == 1 else None
+        _READ_AS[char] = seen
+        return seen
+
+
+@functools.cache
+def _read_as_analyzer() -> tantivy.TextAnalyzer:
+    return _analyzer()
+
+
 class _Snippets:
     """Cuts the snippets of one search by ``core.snippets``; where that finds nothing in a body that is
-    not ASCII (a letter the index folds into two, ``æ`` → ``ae``), by tantivy's generator."""
+    not ASCII (a letter the index reads as two, ``æ`` as ``ae``), by tantivy's generator."""
 
     def __init__(self, index: Index, searcher: tantivy.Searcher, text_query: Query, terms: list[Term]) -> None:
         self.chars: int = index._setting("snippet_chars", SNIPPET_CHARS)
@@ -843,7 +864,7 @@ class _Snippets:
 
     def cut(self, doc: tantivy.Document, body: str) -> tuple[int, str] | None:
         """``(start in characters, text)`` of the best window, or ``None`` when the body has no term."""
-        cut = cut_snippet(body, self._terms, self.chars) if self._terms else None
+        cut = cut_snippet(body, self._terms, self.chars, read_as) if self._terms else None
         if cut is not None or body.isascii():
             return cut
         if self._generator is None:

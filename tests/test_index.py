@@ -7,13 +7,15 @@ import os
 import shutil
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fsmem.core import snippets
 from fsmem.core.snippets import Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest
-from fsmem.index import Index, IndexWarning, _analyzer
+from fsmem.index import Index, IndexWarning, _analyzer, read_as
 from fsmem.index_state import MANIFEST, index_dir, read_current
 
 CURRENT_FACT = """---
@@ -224,7 +226,7 @@ def test_snippets_find_the_words_the_index_matches(text: str, token: str, longer
     longer = {word for word in longer if word.startswith(token) and word != token}
     tokens = _analyzer().analyze(text)
     expected = [t for t in tokens if t == token or t in longer]
-    found = cut_snippet(text, snippet_terms([Term(token, frozenset(longer))]), 10_000)
+    found = cut_snippet(text, snippet_terms([Term(token, frozenset(longer))]), 10_000, read_as)
     if not expected:
         assert found is None
     else:
@@ -232,22 +234,45 @@ def test_snippets_find_the_words_the_index_matches(text: str, token: str, longer
         assert [t for t in _analyzer().analyze(found.text) if t == token or t in longer] == expected
 
 
-FOLDED_ONE_TO_ONE = list("abcXYZ019 _-.\n\t'") + list("éÉèçàüÖñÅ") + ["e\u0301", "—", "£", "’", "б", "Ж",
-                                                                      "日本", "Ａ", "²"]
+read_as_one = st.characters(exclude_categories=("Cs",)).filter(lambda char: read_as(char) is not None)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(FOLDED_ONE_TO_ONE), max_size=80), st.sampled_from(["e", "ab", "ze", "日本", "ж"]))
-def test_snippets_find_the_words_the_index_matches_in_any_script(pieces: list[str], token: str) -> None:
-    """Accented letters, other scripts, combining marks, full-width letters: as the analyzer sees them."""
-    text = "".join(pieces)
-    expected = [t for t in _analyzer().analyze(text) if t == token]
-    found = cut_snippet(text, snippet_terms([Term(token)]), 10_000)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(st.text(alphabet=read_as_one, max_size=60), st.data())
+def test_snippets_find_the_words_the_index_matches_in_any_script(text: str, data) -> None:
+    """Any script, marks, folds, full-width forms, Greek sigma: the words found are the analyzer's."""
+    tokens = _analyzer().analyze(text)
+    token = data.draw(st.sampled_from(tokens)) if tokens else "okapi"
+    expected = [t for t in tokens if t == token]
+    with mock.patch.object(snippets, "MOSTLY_ASCII", 0):  # however little of the text is ASCII
+        found = cut_snippet(text, snippet_terms([Term(token)]), 10_000, read_as)
     if not expected:
         assert found is None
     else:
         assert found is not None
+        assert text[found.start:found.start + len(found.text)] == found.text
         assert [t for t in _analyzer().analyze(found.text) if t == token] == expected
+
+
+@pytest.mark.parametrize(("body", "query", "shown"), [
+    ("कमला आई।", "कमल", "कमल खिला"),  # a vowel sign belongs to its word
+    ("محمدٌ هنا", "محمد", "محمد جاء"),  # so does a haraka
+    ("Nº 5 here", "no", "no entry"),  # º is not the letter o to the index
+    ("ΟΔΟΣ ΜΕΓΑΛΗ", "οδος", "οδος μικρή"),  # the index reads Σ as σ everywhere, not as a final ς
+])
+def test_a_word_is_found_only_where_the_index_found_it(body: str, query: str, shown: str) -> None:
+    text = body + " " + "x " * 60 + shown
+    terms = snippet_terms([Term(_analyzer().analyze(query)[0])])
+    with mock.patch.object(snippets, "MOSTLY_ASCII", 0):
+        found = cut_snippet(text, terms, 40, read_as)
+    assert found is not None and shown.split()[0] in found.text and found.start > len(body)
+
+
+def test_a_file_mostly_in_another_script_is_cut_by_the_index_s_generator(root: Path) -> None:
+    write(root, "greek.md", "# Σημειώσεις\n\n" + "Καλημέρα κόσμε, τίποτα εδώ. " * 20 + "Ο δρόμος είναι μεγάλος.\n")
+    assert cut_snippet("Καλημέρα κόσμε. " * 20 + "δρόμος", snippet_terms([Term("δρομος")]), 180, read_as) is None
+    [hit] = Index(root).search("δρόμος", include="greek.md")
+    assert "δρόμος" in hit.snippet and hit.line == 3
 
 
 def test_a_word_the_index_folds_into_two_letters_is_still_shown(root: Path) -> None:

@@ -1,32 +1,37 @@
 """Where a search hit's snippet is cut: the window of a body that shows the most of the query.
 
-Pure: ``fsmem.index`` gives it the body it fetched and the query's terms (as the index analyzed
-them), and prints what it answers.
+Pure: ``fsmem.index`` gives it the body it fetched, the query's terms (as the index analyzed them) and
+how the index reads a character, and prints what it answers.
 
     >>> terms = snippet_terms([Term("deploy"), Term("stag", frozenset({"staging"}))])
     >>> body = "# Notes\\n\\nWe deploy on Fridays. Never to staging before a deploy review."
-    >>> cut_snippet(body, terms, 40)
+    >>> cut_snippet(body, terms, 40, read_as=lambda char: char)
     Snippet(start=31, text='Never to staging before a deploy')
 
-It finds the words the index matched as the index finds them: runs of letters and digits, lowercased,
-accents folded (``Café`` is found by ``cafe``), and for the last word of a query the longer words the
-index searched for (``stag`` → ``staging``) and no others. The body is searched in a copy of the same
-length, lowercased and with each accented letter replaced by its base letter, so offsets carry over.
-A letter the index folds into two (``æ`` → ``ae``, ``ß`` → ``ss``) or into another letter (``ø`` →
-``o``) is not folded here: when nothing is found in such a body, ``None`` lets the caller ask the
-index's own snippet generator.
+It finds the words the index matched as the index finds them: the body is searched in a copy of the
+same length where each character is what the index reads it as — ASCII letters lowercased, ``É`` as
+``e``, ``Σ`` as ``σ``, a dash as a space, a Devanagari vowel sign as part of its word — so offsets
+carry over; for the last word of a query, the longer words the index searched for (``stag`` →
+``staging``) and no others. A character the index reads as two (``æ`` as ``ae``) matches nothing
+here: when that leaves nothing found in a body, or when much of the body is in another script,
+``None`` lets the caller ask the index's own snippet generator.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
-__all__ = ["Snippet", "Term", "cut_snippet", "snippet_terms"]
+__all__ = ["ReadAs", "Snippet", "Term", "cut_snippet", "snippet_terms"]
 
 LEAD_SHARE = 4  # a quarter of the window shows what comes before the first word found
+MOSTLY_ASCII = 10  # a body whose UTF-8 is over a tenth longer than its characters is left to the caller
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
-_FOLDED: dict[str, str] = {}  # a character -> itself folded, as found so far
+_READ_AS_MORE = "\ue000"  # stands for a character the index reads as several: in a word, matching none
+
+# How the index reads one character that is not ASCII: the one character it becomes in a word, ""
+# when it separates words, None when it becomes several characters.
+ReadAs = Callable[[str], "str | None"]
 
 
 class Snippet(NamedTuple):
@@ -35,83 +40,77 @@ class Snippet(NamedTuple):
 
 
 class Term(NamedTuple):
-    token: str  # a word of the query, lowercased, as the index analyzed it
+    token: str  # a word of the query, as the index analyzed it
     longer: frozenset[str] = frozenset()  # for the last word: the longer words it found, which show too
 
 
 def snippet_terms(terms: Iterable[Term]) -> tuple[Term, ...]:
-    """The query's terms that can occur as words, once each."""
-    return tuple(term for term in dict.fromkeys(terms) if term.token.isalnum())
+    """The query's terms, once each."""
+    return tuple(term for term in dict.fromkeys(terms) if term.token)
 
 
-def _searchable(body: str) -> str | None:
-    """``body`` lowercased with accents folded, of the same length; ``None`` if lowercasing changes
-    its length (``İ`` → ``i̇``), which would move every offset after it."""
-    lowered = body.lower()
-    if lowered.isascii():
-        return lowered
-    if len(lowered) != len(body):
+def _searchable(body: str, read_as: ReadAs) -> tuple[str, frozenset[str]] | None:
+    """The copy of ``body`` that is searched, and the characters beyond ASCII that are word characters
+    in it; ``None`` if it would not have the same length, or if much of the body is beyond ASCII (text
+    in another script: looking at each of its characters here costs more than the index's own
+    generator, which reads it natively)."""
+    if body.isascii():
+        return body.lower(), frozenset()
+    if (len(body.encode("utf-8")) - len(body)) * MOSTLY_ASCII > len(body):
         return None
-    import unicodedata  # only for bodies that are not ASCII
-
-    if unicodedata.is_normalized("NFKD", lowered):  # dashes, quotes, £: nothing that folds
-        return lowered
-    for char in set(_NOT_ASCII.findall(lowered)):  # a few distinct ones: accented letters among them
-        folded = _fold(char)
-        if folded != char:
-            lowered = lowered.replace(char, folded)
-    return lowered
-
-
-def _fold(char: str) -> str:
-    folded = _FOLDED.get(char)
-    if folded is None:
-        import unicodedata
-
-        # Folded only to one ASCII letter or digit with nothing but accents beside it: é → e, ² → 2;
-        # never ﬁ → f (the index reads "fi") or Ⅻ → x.
-        base, *marks = unicodedata.normalize("NFKD", char)
-        one = base.isascii() and base.isalnum() and all(unicodedata.combining(mark) for mark in marks)
-        folded = _FOLDED[char] = base if one else char
-    return folded
+    text = body
+    in_words = set()
+    for char in set(_NOT_ASCII.findall(body)):
+        seen = read_as(char)
+        target = " " if seen == "" else _READ_AS_MORE if seen is None else seen
+        if not target.isascii():
+            in_words.add(target)
+        if target != char:
+            text = text.replace(char, target)
+    text = text.lower()  # the ASCII letters: every other character is as the index reads it already
+    return (text, frozenset(in_words)) if len(text) == len(body) else None
 
 
-def _words_found(lowered: str, terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
-    """``(start, end, term number)`` of every whole word of the searchable body a term finds, in order."""
-    size = len(lowered)
+def _words_found(text: str, in_words: frozenset[str], terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
+    """``(start, end, term number)`` of every whole word of the searchable copy a term finds, in order."""
+    size = len(text)
+
+    def is_word(char: str) -> bool:
+        return char.isalnum() if char.isascii() else char in in_words
+
     found = []
     for number, (token, longer) in enumerate(terms):
         length = len(token)
-        position = lowered.find(token)
+        position = text.find(token)
         while position >= 0:
             end = position + length
-            if position and lowered[position - 1].isalnum():
-                position = lowered.find(token, end)
+            if position and is_word(text[position - 1]):
+                position = text.find(token, end)
                 continue
             if longer:
-                while end < size and lowered[end].isalnum():
+                while end < size and is_word(text[end]):
                     end += 1
-                if end - position > length and lowered[position:end] not in longer:
-                    position = lowered.find(token, end)
+                if end - position > length and text[position:end] not in longer:
+                    position = text.find(token, end)
                     continue
-            if end == size or not lowered[end].isalnum():
+            if end == size or not is_word(text[end]):
                 found.append((position, end, number))
-            position = lowered.find(token, end)
+            position = text.find(token, end)
     if len(terms) > 1:
         found.sort()
     return found
 
 
-def cut_snippet(body: str, terms: tuple[Term, ...], chars: int) -> Snippet | None:
+def cut_snippet(body: str, terms: tuple[Term, ...], chars: int, read_as: ReadAs) -> Snippet | None:
     """The ``chars``-long window of ``body`` holding the most different terms, then the most words
     found; the earliest such. ``None`` when no term is found in the body.
 
     Each window begins a little before a word found, so the reader sees what leads to it.
     """
-    lowered = _searchable(body)
-    if lowered is None:
+    searchable = _searchable(body, read_as)
+    if searchable is None:
         return None
-    found = _words_found(lowered, terms)
+    found = _words_found(*searchable, terms)
     if not found:
         return None
     lead = chars // LEAD_SHARE
