@@ -74,10 +74,9 @@ def _searchable(body: str, read_as: ReadAs) -> tuple[str, frozenset[str]] | None
 def _words_found(text: str, in_words: frozenset[str], terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
     """``(start, end, term number)`` of every whole word of the searchable copy a term finds, in order."""
     size = len(text)
-
-    def is_word(char: str) -> bool:
-        return char.isalnum() if char.isascii() else char in in_words
-
+    is_word: Callable[[str], bool] = str.isalnum  # when the copy is all ASCII
+    if in_words:
+        is_word = lambda char: char.isalnum() if char.isascii() else char in in_words  # noqa: E731
     found = []
     for number, (token, longer) in enumerate(terms):
         length = len(token)
