@@ -40,7 +40,7 @@ from fsmem.core.search import (
     plan_reconcile,
     split_query,
 )
-from fsmem.core.snippets import Term, cut_snippet, snippet_terms
+from fsmem.core.snippets import LONGEST_WORD, Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.ondisk import on_disk
 from fsmem.index_state import (
@@ -75,7 +75,6 @@ LOCK_TIMEOUT = 10.0
 BIG_BATCH = 1000  # a batch this large gets the rebuild's writer (more memory, both cores)
 RECONCILE_CHUNK = 5000  # files re-indexed per hold of the root lock
 BUILT_MARKER = "index.built"
-LONGEST_WORD = 40  # words of this many characters or more are not indexed
 DOC_STORE_COMPRESSION = "none"
 DOC_STORE_BLOCK = 4096
 

@@ -254,6 +254,33 @@ def test_snippets_find_the_words_the_index_matches_in_any_script(text: str, data
         assert [t for t in _analyzer().analyze(found.text) if t == token] == expected
 
 
+ascii_runs = st.text(alphabet=st.sampled_from("abcdeDEP xyz0 .-\n"), max_size=40)
+beyond_ascii = st.text(alphabet=st.characters(min_codepoint=0x80, exclude_categories=("Cs",)), max_size=4)
+tricky = st.sampled_from(["é" * 20, "dé" + "x" * 37, "\ue000", "æ", "ᴅe", "ǧ", "ΟΔΟΣ", "कमला"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.one_of(ascii_runs, beyond_ascii, tricky), max_size=12).map("".join), st.data())
+def test_in_mostly_ascii_text_each_word_found_is_a_word_the_index_has(body: str, data) -> None:
+    """Mixed text as it comes: every word found reads, alone, as the term; none is missed unless the
+    body holds a character the index reads as several, or as an uppercase letter."""
+    tokens = _analyzer().analyze(body)
+    token = data.draw(st.sampled_from(tokens)) if tokens else "deploy"
+    several = any(read_as(char) is None or read_as(char) != read_as(char).lower()  # "æ" → "ae", "ᴅ" → "D"
+                  for char in body if not char.isascii())
+    for term in [Term(token), Term(token[:2], frozenset(t for t in tokens if t.startswith(token[:2]))),
+                 Term("e" * 20), Term("de" + "x" * 37), Term("deploy"), Term("g")]:
+        longer = term.longer - {term.token}
+        searchable = snippets._searchable(body, read_as)
+        if searchable is None:
+            continue
+        found = snippets._words_found(body, *searchable, snippet_terms([Term(term.token, longer)]))
+        expected = [t for t in tokens if t == term.token or t in longer]
+        assert len(found) <= len(expected) if several else len(found) == len(expected), (body, term, found)
+        for start, end, _ in found:
+            assert _analyzer().analyze(body[start:end]) in ([term.token], *([t] for t in longer)), (body, term)
+
+
 @pytest.mark.parametrize(("body", "query", "shown"), [
     ("कमला आई।", "कमल", "कमल खिला"),  # a vowel sign belongs to its word
     ("محمدٌ هنا", "محمد", "محمد جاء"),  # so does a haraka

@@ -26,6 +26,7 @@ __all__ = ["ReadAs", "Snippet", "Term", "cut_snippet", "snippet_terms"]
 
 LEAD_SHARE = 4  # a quarter of the window shows what comes before the first word found
 MOSTLY_ASCII = 10  # a body whose UTF-8 is over a tenth longer than its characters is left to the caller
+LONGEST_WORD = 40  # the index leaves out words of this many bytes or more (``Filter.remove_long``)
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 _READ_AS_MORE = "\ue000"  # stands for a character the index reads as several: in a word, matching none
 
@@ -51,28 +52,37 @@ def snippet_terms(terms: Iterable[Term]) -> tuple[Term, ...]:
 
 def _searchable(body: str, read_as: ReadAs) -> tuple[str, frozenset[str]] | None:
     """The copy of ``body`` that is searched, and the characters beyond ASCII that are word characters
-    in it; ``None`` if it would not have the same length, or if much of the body is beyond ASCII (text
-    in another script: looking at each of its characters here costs more than the index's own
+    in it; ``None`` if it cannot be made of the same length, or if much of the body is beyond ASCII
+    (text in another script: looking at each of its characters here costs more than the index's own
     generator, which reads it natively)."""
     if body.isascii():
         return body.lower(), frozenset()
     if (len(body.encode("utf-8")) - len(body)) * MOSTLY_ASCII > len(body):
         return None
-    text = body
-    in_words = set()
+    targets = {}
     for char in set(_NOT_ASCII.findall(body)):
         seen = read_as(char)
-        target = " " if seen == "" else _READ_AS_MORE if seen is None else seen
-        if not target.isascii():
-            in_words.add(target)
+        if seen == "":
+            targets[char] = " "
+        elif seen is None or seen.lower() != seen:  # several characters; or one a lowercasing would change
+            targets[char] = _READ_AS_MORE  # (the index keeps "ᴅ" as "D": no word typed with "d" is it)
+        else:
+            targets[char] = seen
+    if any(target in targets and targets[target] != target for target in targets.values()):
+        return None  # a character read as another that is read otherwise: not one replacement each
+    text = body
+    for char, target in targets.items():
         if target != char:
             text = text.replace(char, target)
-    text = text.lower()  # the ASCII letters: every other character is as the index reads it already
-    return (text, frozenset(in_words)) if len(text) == len(body) else None
+    text = text.lower()  # ASCII letters; every other character is already as it is read, lowercased
+    in_words = frozenset(target for target in targets.values() if not target.isascii())
+    return (text, in_words) if len(text) == len(body) else None
 
 
-def _words_found(text: str, in_words: frozenset[str], terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
-    """``(start, end, term number)`` of every whole word of the searchable copy a term finds, in order."""
+def _words_found(body: str, text: str, in_words: frozenset[str],
+                 terms: tuple[Term, ...]) -> list[tuple[int, int, int]]:
+    """``(start, end, term number)`` of every whole word of the searchable copy ``text`` of ``body`` a
+    term finds, in order; a word the index leaves out (``LONGEST_WORD`` bytes or more) is not one."""
     size = len(text)
     is_word: Callable[[str], bool] = str.isalnum  # when the copy is all ASCII
     if in_words:
@@ -92,7 +102,8 @@ def _words_found(text: str, in_words: frozenset[str], terms: tuple[Term, ...]) -
                 if end - position > length and text[position:end] not in longer:
                     position = text.find(token, end)
                     continue
-            if end == size or not is_word(text[end]):
+            if (end == size or not is_word(text[end])) and (
+                    end - position < LONGEST_WORD // 4 or len(body[position:end].encode("utf-8")) < LONGEST_WORD):
                 found.append((position, end, number))
             position = text.find(token, end)
     if len(terms) > 1:
@@ -109,7 +120,7 @@ def cut_snippet(body: str, terms: tuple[Term, ...], chars: int, read_as: ReadAs)
     searchable = _searchable(body, read_as)
     if searchable is None:
         return None
-    found = _words_found(*searchable, terms)
+    found = _words_found(body, *searchable, terms)
     if not found:
         return None
     lead = chars // LEAD_SHARE
