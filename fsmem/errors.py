@@ -30,6 +30,8 @@ repeats a secret.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "FsmemError",
     "RequestError",
@@ -64,12 +66,15 @@ class FsmemError(Exception):
 
     code = "FSMEM_ERROR"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
         self.message = message
+        # Data a face words itself (``path``, ``seen_version``, ``current_version``, ``changed_by``, ...),
+        # so no face re-parses ``message``. JSON values only.
+        self.details = details
 
-    def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.details}
 
 
 class RequestError(FsmemError):

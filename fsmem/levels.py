@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Literal
+from urllib.parse import unquote
 
 from fsmem.atomic import pid_alive
 from fsmem.core.layout import (
@@ -62,25 +63,41 @@ class Scope:
                    agent_name=agent_name, routine_name=routine_name)
 
     def to_text(self) -> str:
-        """The inverse of :meth:`parse`."""
+        """The inverse of :meth:`parse`: names ride along when the scope has them."""
         if self.kind == "chat":
             return "chat"
         if self.kind == "agent":
-            return f"agent:{self.agent_id}"
-        return f"routine:{self.agent_id}/{self.routine_id}"
+            text = f"agent:{_escape(self.agent_id)}"
+            return text if self.agent_name is None else f"{text}:{_escape(self.agent_name)}"
+        text = f"routine:{_escape(self.agent_id)}/{_escape(self.routine_id)}"
+        if self.agent_name is None and self.routine_name is None:
+            return text
+        return f"{text}:{_escape(self.agent_name or '')}/{_escape(self.routine_name or '')}"
 
     @classmethod
     def parse(cls, text: str) -> "Scope":
-        """``chat``, ``agent:ID`` or ``routine:AGENT_ID/ROUTINE_ID`` (the CLI and MCP form)."""
-        kind, _, ids = text.partition(":")
-        if kind == "chat" and not ids:
+        """The CLI and MCP form: ``chat``, ``agent:ID[:NAME]``, ``routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME]``.
+
+        A name lets the folder be made on first use (a config pasted before the harness made it).
+        ``%``, ``/`` and ``:`` inside an id or a name are written ``%25``, ``%2F``, ``%3A``; an empty
+        name is no name (``routine:a1/b2:/Meta tags`` names only the routine).
+        """
+        kind, _, rest = text.partition(":")
+        ids, _, names = rest.partition(":")
+        if kind == "chat" and not rest:
             return cls.chat()
         if kind == "agent" and ids:
-            return cls.agent(ids)
-        if kind == "routine" and ids.count("/") == 1:
-            agent_id, routine_id = ids.split("/")
-            return cls.routine(agent_id, routine_id)
-        raise ScopeError(f"scope {text!r} is not one of: chat, agent:ID, routine:AGENT_ID/ROUTINE_ID")
+            return cls.agent(unquote(ids), unquote(names) or None)
+        if kind == "routine" and ids.count("/") == 1 and (not names or names.count("/") == 1):
+            agent_id, routine_id = map(unquote, ids.split("/"))
+            agent_name, _, routine_name = names.partition("/")
+            return cls.routine(agent_id, routine_id, unquote(agent_name) or None, unquote(routine_name) or None)
+        raise ScopeError(f"scope {text!r} is not one of: chat, agent:ID, routine:AGENT_ID/ROUTINE_ID "
+                         "(add :NAME, or :AGENT_NAME/ROUTINE_NAME, so a missing folder is made)")
+
+
+def _escape(part: str | None) -> str:
+    return (part or "").replace("%", "%25").replace("/", "%2F").replace(":", "%3A")
 
 
 def _check_id(entity_id: str, what: str) -> None:

@@ -124,24 +124,29 @@ class Run:
             if current.strip():
                 raise NotRead(
                     f"{path} has content this run has not read; read it first (command read), then "
-                    f"{doing} it with what you saw in mind"
+                    f"{doing} it with what you saw in mind", path=path, current_version=current_version
                 )
             return
         if expected != current_version:
-            raise Conflict(self._changed_since(path, expected, current_version))
+            raise self._changed_since(path, expected, current_version)
 
-    def _changed_since(self, path: str, expected: str, current_version: str | None) -> str:
+    def _changed_since(self, path: str, expected: str, current_version: str | None) -> Conflict:
+        """The CONFLICT for a file that is no longer as this run saw it; ``changed_by`` is the log's
+        ``{thread, command, time}`` of the change, or None when it was made outside fsmem."""
         last = self.drive.last_change(path)
         landed = last is not None and (last.after if last.new_path is None or last.new_path == path else None)
+        changed_by = None
         if last is not None and landed == current_version:
             thread = f"thread {last.thread}" if last.thread else "a caller without a thread"
             who = f" by {thread} ({last.command}, {last.time})"
+            changed_by = {"thread": last.thread, "command": last.command, "time": last.time}
         else:
             who = " outside fsmem (edited by hand or by another program)"
         now = f"it is now version {current_version}" if current_version else "it no longer exists"
-        return (
+        return Conflict(
             f"{path} changed since you read it (you saw version {expected}; {now}){who}. "
-            f"Nothing was changed. Read it again, then redo your change on what it holds now."
+            f"Nothing was changed. Read it again, then redo your change on what it holds now.",
+            path=path, seen_version=expected, current_version=current_version, changed_by=changed_by,
         )
 
     def _check_writable(self, path: str, doing: str) -> layout.PathRole:
@@ -201,7 +206,8 @@ class Run:
         info = self.drive.stat(path)
         view = render.file_view(path, text, version, info.st_mtime if info else 0.0,
                                 request.start_line, request.end_line)
-        return {"ok": True, "path": path, "version": version, "text": view}
+        return {"ok": True, "path": path, "version": version, "content": text,
+                "lines": len(text.splitlines()), "text": view}
 
     def _tree(self, path: str) -> str:
         levels = []
@@ -226,7 +232,7 @@ class Run:
             if before is not None:
                 self._check_version(path, before, request.expected_version, "write")
             elif request.expected_version or path in self.seen:
-                raise Conflict(self._changed_since(path, request.expected_version or self.seen[path], None))
+                raise self._changed_since(path, request.expected_version or self.seen[path], None)
             whole = request.content is not None and (request.literal or not has_markers(request.content))
             before_text = None if before is None else _decode(before, path, lenient=whole)
             # What the call brings in is checked before the merge: a merge refusal names lines.
@@ -237,7 +243,8 @@ class Run:
             if before is not None and after == before:
                 version = version_of(before)
                 self.mark_seen(path, version)
-                return {"ok": True, "path": path, "version": version,
+                return {"ok": True, "path": path, "version": version, "content": after_text,
+                        "lines": len(after_text.splitlines()),
                         "text": f"{path} already holds exactly this (version {version}); nothing changed."}
             if self.review and before_text is not None and not only_adds(before_text, after_text):
                 raise _Deferred(f"change {path}", {path: version_of(before)},
@@ -248,7 +255,8 @@ class Run:
         verb = "Created" if before is None else "Wrote"
         text = (f"{verb} {path} (version {version}, {render.lines_count(len(after_text.splitlines()))}). "
                 f"Around the change:\n{render.excerpt(after_text, line)}")
-        return {"ok": True, "path": path, "version": version, "text": text}
+        return {"ok": True, "path": path, "version": version, "content": after_text,
+                "lines": len(after_text.splitlines()), "text": text}
 
     def _new_text(self, path: str, before: str | None, request: Write) -> str:
         if request.content is not None:
@@ -349,7 +357,7 @@ class Run:
             if path.startswith(folder + "/"):
                 data = self.drive.read(path)
                 if data is not None and version_of(data) != seen_version:
-                    raise Conflict(self._changed_since(path, seen_version, version_of(data)))
+                    raise self._changed_since(path, seen_version, version_of(data))
 
     # ---- delete -----------------------------------------------------------------------------
 

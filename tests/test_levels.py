@@ -112,3 +112,24 @@ def test_folder_parked_by_a_dead_process_comes_back_on_open(memory):
     reopened = fsmem.open(memory.root)
     assert (reopened.root / folder / "NOTES.md").read_text() == "notes\n"
     assert not aside.exists()
+
+
+@pytest.mark.parametrize("text, scope", [
+    ("agent:3f9a1c2e-77:SEO bot", Scope.agent("3f9a1c2e-77", "SEO bot")),
+    ("agent:a1:A/B tests: weekly", Scope.agent("a1", "A/B tests: weekly")),
+    ("routine:a1/b2:SEO/Meta tags", Scope.routine("a1", "b2", "SEO", "Meta tags")),
+    ("routine:a1/b2:/Meta tags", Scope.routine("a1", "b2", None, "Meta tags")),
+    ("routine:a%2F1/b2:x%3Ay%2Fz/50%25", Scope.routine("a/1", "b2", "x:y/z", "50%")),
+])
+def test_scope_text_carries_names_and_round_trips(text, scope):
+    assert Scope.parse(text) == scope
+    assert Scope.parse(scope.to_text()) == scope
+
+
+def test_scope_with_a_name_makes_the_missing_folder_on_first_use(memory):
+    run = memory.run(Scope.parse("routine:3f9a1c2e-77/9b7d4e10:SEO bot/Meta tags"))
+    assert run.agent_folder == "agents/seo-bot-3f9a1c2e"
+    assert run.routine_folder == "agents/seo-bot-3f9a1c2e/routines/meta-tags-9b7d4e10"
+    assert (memory.root / run.routine_folder / "NOTES.md").is_file()
+    with pytest.raises(ScopeError, match="add :NAME"):
+        Scope.parse("routine:a1/b2:only-one-name")

@@ -57,7 +57,9 @@ def test_lists_the_memory_tool_with_the_portable_schema(memory):
     [tool] = drive(serve(memory), script)
     source = load_source()
     assert tool.name == "memory"
-    assert tool.description == tool_description(source)
+    # The tool's own description, then the scope's top files as the session starts (hosts show it).
+    assert tool.description.startswith(tool_description(source) + "\n\nMemory loaded for this session")
+    assert "- Titles end with | Field Notes" in tool.description
     assert tool.input_schema == portable_input_schema(source)
     assert "allOf" not in tool.input_schema  # refused at the top level by the Anthropic API
     assert tool.annotations.destructive_hint is True and tool.annotations.open_world_hint is False
@@ -73,7 +75,7 @@ def test_read_then_write_in_one_session(memory):
     read, written = drive(serve(memory), script)
     version = version_of(b"# Project\n- Titles end with | Field Notes\n")
     assert not read.is_error
-    assert read.structured_content == {"ok": True, "path": "MEMORY.md", "version": version}
+    assert read.structured_content == {"ok": True, "path": "MEMORY.md", "version": version, "lines": 2}
     assert text(read).splitlines()[1:] == ["     1\t# Project", "     2\t- Titles end with | Field Notes"]
     assert not written.is_error and text(written).startswith("Wrote MEMORY.md (version ")
     assert (memory.root / "MEMORY.md").read_text() == "# Project\n- Titles end with | FN\n"
@@ -99,12 +101,15 @@ def test_read_versions_are_kept_per_session(memory):
 
 
 def test_a_session_that_never_read_gets_not_read(memory):
+    (memory.root / "brand.md").write_text("# Brand\n- Voice: warm\n")  # not a top file: never loaded
+
     async def script(_, second):
-        return await second.call_tool("memory", {"command": "delete", "path": "MEMORY.md"})
+        return await second.call_tool("memory", {"command": "delete", "path": "brand.md"})
 
     result = drive(serve(memory), script)
     assert result.is_error and result.structured_content["error"]["code"] == "NOT_READ"
-    assert (memory.root / "MEMORY.md").read_text().startswith("# Project")
+    assert result.structured_content["error"]["path"] == "brand.md"
+    assert (memory.root / "brand.md").read_text().startswith("# Brand")
 
 
 def test_expected_version_serves_callers_without_a_session(memory):
@@ -241,36 +246,19 @@ def test_resource_uris_round_trip():
     assert resource_uri("notes/café menu.md") == "fsmem:///notes/caf%C3%A9%20menu.md"
 
 
-def test_a_bad_scope_fails_before_serving(memory):
-    with pytest.raises(fsmem.ScopeError):
-        build_server(memory, Scope.agent("no-such-agent"))
+def test_a_bad_scope_serves_the_reason_to_every_call(memory):
+    async def script(client, _):
+        return client.instructions, await client.call_tool("memory", {"command": "read", "path": "/"})
+
+    instructions, result = drive(build_server(memory, Scope.agent("no-such-agent")), script)
+    assert result.is_error and result.structured_content["error"]["code"] == "BAD_SCOPE"
+    assert "pass its name in the scope" in text(result) and "cannot serve" in instructions
 
 
-def test_cli_help_and_setup_errors(tmp_path, memory):
-    runner = CliRunner()
-    assert runner.invoke(main, ["mcp", "--help"]).output == (
-        "Usage: main mcp [OPTIONS]\n"
-        "\n"
-        "  Serve the memory tool and the scope's top files over MCP on stdin/stdout.\n"
-        "\n"
-        "  Each connection is one session with its own read versions. Point an MCP client\n"
-        "  at `fsmem mcp --root DIR`; it speaks JSON-RPC on stdout, so nothing else is\n"
-        "  printed there.\n"
-        "\n"
-        "Options:\n"
-        "  --root DIR            The memory root (default: $FSMEM_ROOT, else the nearest\n"
-        "                        folder upward with .fsmem/).\n"
-        "  --scope SCOPE         Which levels the session's run belongs to: chat,\n"
-        "                        agent:ID or routine:AGENT_ID/ROUTINE_ID.  [default:\n"
-        "                        chat]\n"
-        "  --thread-prefix TEXT  Each session logs its changes as thread PREFIX-<8 hex\n"
-        "                        digits>.  [default: mcp]\n"
-        "  -h, --help            Show this message and exit.\n"
-    )
-    missing = runner.invoke(main, ["mcp", "--root", str(tmp_path / "nowhere")])
-    assert missing.exit_code == 2 and missing.output.startswith("Error: [NO_ROOT] ")
-    bad_scope = runner.invoke(main, ["mcp", "--root", str(memory.root), "--scope", "agent:no-such-agent"])
-    assert bad_scope.exit_code == 2 and bad_scope.output.startswith("Error: [BAD_SCOPE] ")
+def test_cli_help_names_the_scope_forms_and_create(tmp_path, memory):
+    output = " ".join(CliRunner().invoke(main, ["mcp", "--help"]).output.split())
+    assert "agent:ID[:NAME]" in output and "routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME]" in output
+    assert "--create" in output and "still starts" in output
 
 
 def test_a_write_over_mcp_is_what_every_other_face_sees(memory):
@@ -288,3 +276,41 @@ def test_a_write_over_mcp_is_what_every_other_face_sees(memory):
         "seo/titles.md:2: - /stories on hold")
     assert [(entry.command, entry.path, entry.thread[:4]) for entry in memory.log()] == [
         ("write", "seo/titles.md", "mcp-")]
+
+
+def test_top_files_past_the_cap_are_cut_with_a_pointer_and_not_counted_as_read(memory):
+    from fsmem.mcp_server import LOADED_CAP
+
+    long_text = "# Project\n" + "".join(f"- rule {n}: keep titles short and plain\n" for n in range(600))
+    (memory.root / "MEMORY.md").write_text(long_text)
+
+    async def script(client, _):
+        description = (await client.list_tools()).tools[0].description
+        edit = await client.call_tool("memory", {"command": "write", "path": "MEMORY.md",
+                                                 "old_text": "- rule 599:", "new_text": "- rule 600:"})
+        return client.instructions, description, edit
+
+    instructions, description, edit = drive(serve(memory), script)
+    loaded = description[description.index("Memory loaded for this session"):]
+    assert len(loaded.encode("utf-8")) <= LOADED_CAP + 400  # the cap counts the copies; plus one intro line
+    assert "- rule 0: keep titles short" in loaded and "- rule 599:" not in loaded
+    assert "read MEMORY.md with the memory tool (command read) for the rest" in loaded
+    assert loaded in instructions
+    assert edit.is_error and edit.structured_content["error"]["code"] == "NOT_READ"  # it saw only a part
+
+
+def test_each_new_session_reads_the_top_files_afresh(memory):
+    server = serve(memory)
+
+    async def first():
+        async with Client(server) as client:
+            before = (await client.list_tools()).tools[0].description
+            await client.call_tool("memory", {"command": "write", "path": "MEMORY.md",
+                                              "old_text": "| Field Notes", "new_text": "| Field Notes Weekly"})
+            during = (await client.list_tools()).tools[0].description  # one session: one snapshot
+        async with Client(server) as client:
+            return before, during, client.instructions, (await client.list_tools()).tools[0].description
+
+    before, during, instructions, after = anyio.run(first)
+    assert "Weekly" not in before and during == before
+    assert "- Titles end with | Field Notes Weekly" in instructions and "Field Notes Weekly" in after
