@@ -35,6 +35,7 @@ from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_pa
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
+from fsmem.core.paths import is_memory_file_name
 from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Busy, Exists, NotFound
 
@@ -245,7 +246,7 @@ class Drive:
         return sorted(found, key=lambda entry: entry.path)
 
     def walk_files(self, path: str = "") -> Iterator[Entry]:
-        """Every visible ``.md`` file under a folder, depth first, links to folders not followed."""
+        """Every visible memory file (``core.paths.is_memory_file_name``) under a folder, depth first, links to folders not followed."""
         stack = [path]
         while stack:
             folder = stack.pop()
@@ -253,7 +254,7 @@ class Drive:
                 if entry.is_dir:
                     if not os.path.islink(self.root / entry.path):
                         stack.append(entry.path)
-                elif entry.path.endswith(".md"):
+                elif is_memory_file_name(entry.path.rsplit("/", 1)[-1]):
                     yield entry
 
     # ---- changing ---------------------------------------------------------------------------
@@ -425,11 +426,11 @@ class Transaction:
     # ---- internals --------------------------------------------------------------------------
 
     def _other_files(self, folder: str) -> list[Entry]:
-        """Non-markdown files under a folder, so a folder delete keeps them too."""
+        """Files that are not memory files under a folder, so a folder delete keeps them too."""
         extra = []
         for dirpath, _, filenames in os.walk(self.drive.resolve(folder)):
             for name in filenames:
-                if not name.endswith(".md") and not name.startswith("."):
+                if not is_memory_file_name(name) and not name.startswith("."):
                     full = Path(dirpath, name)
                     rel = full.relative_to(self.drive.root).as_posix()
                     extra.append(Entry(rel, False, full.stat().st_size, full.stat().st_mtime))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from fsmem import render
 from fsmem.core import layout
 from fsmem.core.merge import has_markers, merge_markers, replace_exact
-from fsmem.core.paths import ensure_markdown_file, normalize_path
+from fsmem.core.paths import ensure_memory_file, normalize_path
 from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, parse_request, request_to_dict
 from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
@@ -220,7 +220,7 @@ class Run:
 
     def _write(self, request: Write) -> dict[str, Any]:
         path = self._path(request.path)
-        ensure_markdown_file(path)
+        ensure_memory_file(path)
         self._check_writable(path, "writing")
         self._refuse_secret_path(path)
         if self.drive.is_dir(path):
@@ -277,6 +277,9 @@ class Run:
             data = after.encode("utf-8")
         except UnicodeEncodeError as error:
             raise BadRequest("the content is not valid UTF-8 text (it holds a lone surrogate); send plain text") from error
+        if b"\0" in data:  # a NUL is what marks a binary file; memory is text, whatever its name
+            raise BadRequest(f"the content for {path} holds a NUL character, so it is binary, not text; "
+                             "memory files are plain text: send the text without it")
         limit = self.memory.settings.max_file_bytes
         if len(data) > limit:
             raise TooLarge(
@@ -325,7 +328,7 @@ class Run:
         if destination.startswith(source + "/"):
             raise BadRequest(f"cannot move {source} into itself")
         if not source_is_dir:
-            ensure_markdown_file(destination)
+            ensure_memory_file(destination)
         self._check_writable(destination, "renaming")
         self._refuse_secret_path(destination)
         with self.drive.change("rename", self.thread_id) as tx:

@@ -133,10 +133,10 @@ def test_create_refuses_a_secret_without_repeating_it(memory, tool):
     assert not (memory.root / "keys.md").exists()
 
 
-def test_create_of_a_file_that_is_not_markdown_is_refused(memory, tool):
-    message = error(tool, command="create", path="/memories/notes.txt", file_text="x")
-    assert message.startswith('Path "/memories/notes.txt" is not a markdown file')
-    assert not (memory.root / "notes.txt").exists()
+def test_create_of_a_file_that_is_not_text_is_refused(memory, tool):
+    message = error(tool, command="create", path="/memories/photo.png", file_text="x")
+    assert message.startswith('Path /memories/photo.png is not a memory file')
+    assert not (memory.root / "photo.png").exists()
 
 
 def test_create_in_fsmem_state_is_refused(memory, tool):

@@ -392,7 +392,7 @@ def test_refresh_of_a_folder_covers_everything_under_it(root: Path) -> None:
 
 
 def test_what_is_not_markdown_or_is_hidden_is_not_indexed(root: Path, tmp_path_factory) -> None:
-    write(root, "notes.txt", "zebra")
+    write(root, "photo.png", "zebra")
     write(root, ".hidden/a.md", "zebra")
     write(root, ".MEMORY.md.swp", "zebra")
     write(root, "MEMORY.md~", "zebra")

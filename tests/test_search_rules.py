@@ -104,7 +104,7 @@ def test_an_unchanged_root_plans_nothing() -> None:
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("MEMORY.md", True), ("notes.txt", False), (".MEMORY.md.swp", False), ("a.md~", False),
+    [("MEMORY.md", True), ("notes.txt", True), ("progress.xml", True), ("photo.png", False), (".MEMORY.md.swp", False), ("a.md~", False),
      ("#a.md#", False), (".#a.md", False), ("a.md.tmp", False), ("4913", False)],
 )
 def test_only_markdown_and_never_editor_temp_files(name: str, expected: bool) -> None:

@@ -25,7 +25,7 @@ def tree(tmp_path: Path) -> Path:
     write(tmp_path, "seo/titles.md", "# Titles\n\nUnder 60 characters.\n")
     write(tmp_path, "seo/deep/a.md", "# A\n\nalpha\n")
     write(tmp_path, "notes/b.md", "# B\n\nbeta\n")
-    write(tmp_path, "notes/readme.txt", "not markdown\n")
+    write(tmp_path, "notes/photo.png", "not text\n")
     (tmp_path / ".fsmem").mkdir()
     return tmp_path
 
@@ -85,7 +85,7 @@ def test_a_folder_whose_files_are_the_same_is_kept_with_its_new_stamp(tree: Path
     assert folders is not None
     time.sleep(TICK)
     (tree / "notes/.b.md.swp").write_text("swap")  # an editor's swap file: not indexable
-    (tree / "notes/other.txt").write_text("text")
+    (tree / "notes/other.png").write_text("image")
     now = unchanged_since(tree, FAR_FUTURE, folders, 0)
     assert now is not None and now != folders
     changed = [record for record, before in zip(now, folders) if record != before]

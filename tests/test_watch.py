@@ -116,7 +116,7 @@ def test_searches_skip_their_comparison_while_a_healthy_watcher_beats(root: Path
 def test_temp_swap_and_hidden_files_are_ignored(root: Path) -> None:
     watcher = Watcher(Index(root))
     for name in ("seo/.titles.md.swp", "seo/titles.md~", "seo/#titles.md#", ".fsmem/index/x.md",
-                 "seo/4913", ".git/a.md", "notes.txt"):
+                 "seo/4913", ".git/a.md", "photo.png"):
         watcher.on_any_event(FileCreatedEvent(str(root / name)))
     assert watcher._pending == set()
     watcher.on_any_event(FileMovedEvent(str(root / "seo/.titles.md.swp"), str(root / "seo/titles.md")))

@@ -27,7 +27,8 @@ import unicodedata
 
 from fsmem.errors import BadPath
 
-__all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "normalize_path", "ensure_markdown_file"]
+__all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "TEXT_FILE_SUFFIXES", "normalize_path", "is_memory_file_name",
+           "ensure_memory_file"]
 
 MAX_PATH_BYTES = 512
 MAX_SEGMENT_BYTES = 255
@@ -55,7 +56,8 @@ def _shown(raw: str) -> str:
 
 
 def _refuse(raw: str, problem: str) -> BadPath:
-    return BadPath(f"Path {_shown(raw)} {problem}. {_EXAMPLES}")
+    # ``path`` and ``problem`` let a face that shows paths its own way (Claude's /memories) word it.
+    return BadPath(f"Path {_shown(raw)} {problem}. {_EXAMPLES}", path=raw, problem=problem)
 
 
 def normalize_path(raw: object) -> str:
@@ -111,18 +113,41 @@ def _check_segment(raw: str, segment: str) -> None:
                            f"use a shorter name")
 
 
-def ensure_markdown_file(path: str) -> str:
-    """``path`` (already normalized) if it names a markdown file, else ``BadPath``.
+# Plain-text files models and people keep beside markdown: indexed, versioned, searchable, editable.
+# Compared without case (``NOTES.TXT``). Binary content is refused by the write path whatever the name.
+TEXT_FILE_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".xml", ".json", ".jsonl", ".yaml", ".yml",
+                      ".csv", ".tsv", ".toml", ".ini", ".log", ".html", ".rst", ".org")
+_SUFFIX_LIST = ", ".join(f'"{suffix}"' for suffix in TEXT_FILE_SUFFIXES)
 
-    >>> ensure_markdown_file("seo/titles.md")
-    'seo/titles.md'
+
+def is_memory_file_name(name: str) -> bool:
+    """Whether a file name (no folder) is a memory file: a plain-text suffix, and not an editor's
+    temp, swap or backup file.
+
+    >>> [is_memory_file_name(n) for n in ("notes.md", "progress.xml", "NOTES.TXT", "a.png", "a.md~", ".md")]
+    [True, True, True, False, False, False]
+    """
+    lowered = name.lower()
+    return (
+        lowered.endswith(TEXT_FILE_SUFFIXES)
+        and not name.startswith((".", "~", "#"))
+        and not lowered.endswith(("~", ".swp", ".swx", ".tmp"))
+    )
+
+
+def ensure_memory_file(path: str) -> str:
+    """``path`` (already normalized) if it names a memory file (markdown or another plain-text
+    file), else ``BadPath``.
+
+    >>> ensure_memory_file("seo/titles.md"), ensure_memory_file("notes.txt")
+    ('seo/titles.md', 'notes.txt')
     """
     name = path.rsplit("/", 1)[-1]
     if not path:
-        raise BadPath('The root "/" is a folder; name a markdown file in it, like "notes.md".')
-    if not name.endswith(".md") or name == ".md":
-        raise BadPath(f"Path {_shown(path)} is not a markdown file: memory files end in \".md\", "
-                      f"like \"{_suggest(path)}\".")
+        raise BadPath('The root "/" is a folder; name a file in it, like "notes.md".')
+    if not is_memory_file_name(name):
+        problem = f"is not a memory file: memory files are plain text and end in {_SUFFIX_LIST}"
+        raise BadPath(f"Path {_shown(path)} {problem}, like \"{_suggest(path)}\".", path=path, problem=problem)
     return path
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from datetime import date, datetime, timezone
 
 from fsmem.core.layout import role_of, title_of
+from fsmem.core.paths import is_memory_file_name
 from fsmem.core.when import glob_regex, parse_since, spoken_date
 
 __all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp", "file_doc",
@@ -245,9 +246,5 @@ def plan_reconcile(on_disk: dict[str, Stamp], indexed: dict[str, Indexed]) -> Pl
 
 
 def is_indexable_name(name: str) -> bool:
-    """Markdown files only; editors' temp, swap and backup files never are."""
-    return (
-        name.endswith(".md")
-        and not name.startswith((".", "~", "#"))
-        and not name.endswith(("~", ".swp", ".swx", ".tmp"))
-    )
+    """Memory files only (``core.paths.is_memory_file_name``): plain text, no editor's temp files."""
+    return is_memory_file_name(name)

@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.core.paths import MAX_PATH_BYTES, ensure_markdown_file, normalize_path
+from fsmem.core.paths import MAX_PATH_BYTES, ensure_memory_file, is_memory_file_name, normalize_path
 from fsmem.errors import BadPath
 
 
@@ -100,13 +100,23 @@ def test_exactly_512_bytes_is_allowed() -> None:
     assert normalize_path(path) == path
 
 
-def test_ensure_markdown_file() -> None:
-    assert ensure_markdown_file("a/b.md") == "a/b.md"
-    assert ensure_markdown_file("MEMORY.md") == "MEMORY.md"
-    for bad in ["", "a", "a/b", "notes.txt", "a.md/b", "a/.md", "b.MD"]:
+def test_ensure_memory_file_takes_plain_text_files() -> None:
+    for good in ["a/b.md", "MEMORY.md", "notes.txt", "progress.xml", "data.json", "c.yaml", "c.yml",
+                 "t.csv", "b.MD", "NOTES.TXT", "pyproject.toml", "run.log"]:
+        assert ensure_memory_file(good) == good
+    for bad in ["a", "a/b", "a.md/b", "a/.md", "photo.png", "notes.md~", "a.pdf", "notes.txt.swp"]:
         with pytest.raises(BadPath) as caught:
-            ensure_markdown_file(bad)
-        assert ".md" in caught.value.message
+            ensure_memory_file(bad)
+        assert ".md" in caught.value.message and ".txt" in caught.value.message
+        assert caught.value.details == {"path": bad, "problem": caught.value.message.split(" ", 2)[2].split(", like")[0]}
+    with pytest.raises(BadPath, match="is a folder"):
+        ensure_memory_file("")
+
+
+def test_is_memory_file_name_skips_editor_debris() -> None:
+    assert is_memory_file_name("notes.txt") and is_memory_file_name("progress.xml")
+    assert not any(is_memory_file_name(n) for n in ["#notes.md#", "~notes.md", ".notes.md.swp", "notes.md.tmp",
+                                                   "image.png", "archive.zip", "notes"])
 
 
 # --- properties --------------------------------------------------------------------------
