@@ -10,7 +10,6 @@ import pytest
 
 import fsmem
 from fsmem import Scope
-
 from tests.conftest import invoke, run_fsmem, write
 
 TEXT_FILES = {

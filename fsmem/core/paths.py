@@ -27,8 +27,14 @@ import unicodedata
 
 from fsmem.errors import BadPath
 
-__all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "TEXT_FILE_SUFFIXES", "normalize_path", "is_memory_file_name",
-           "ensure_memory_file"]
+__all__ = [
+    "MAX_PATH_BYTES",
+    "MAX_SEGMENT_BYTES",
+    "TEXT_FILE_SUFFIXES",
+    "ensure_memory_file",
+    "is_memory_file_name",
+    "normalize_path",
+]
 
 MAX_PATH_BYTES = 512
 MAX_SEGMENT_BYTES = 255
@@ -154,5 +160,5 @@ def ensure_memory_file(path: str) -> str:
 def _suggest(path: str) -> str:
     if len(path) > 60:
         return "notes.md"
-    stem = path[:-1] if path.endswith(".") else path
+    stem = path.removesuffix(".")
     return stem + ".md"
