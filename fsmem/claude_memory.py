@@ -62,11 +62,8 @@ __all__ = ["FsmemMemoryTool", "MEMORIES"]
 
 MEMORIES = "/memories"
 LINE_NUMBER_WIDTH = 6  # as the SDK numbers lines: right-aligned in six columns, then a tab
-_VIEW_ATTEMPTS = 3
-# fsmem's messages name its own commands; this tool's model knows them by other names.
-_WORDING = (("since you read it", "since you viewed it"), ("Read it again", "View it again"),
-            ("(command read)", "(command view)"), ("read it first", "view it first"))
 _PATH_EXAMPLES = getattr(_paths, "_EXAMPLES", "\0")  # the path hint of fsmem's own tool
+_EXAMPLE = f'Use a path under {MEMORIES}, like "{MEMORIES}/notes.md".'
 
 
 class FsmemMemoryTool(BetaAbstractMemoryTool):
@@ -113,15 +110,10 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         shown = _field(command, "path", str)
         path = self._path(shown)
         view_range = getattr(command, "view_range", None)
-        for _ in range(_VIEW_ATTEMPTS):
-            result = self._call(Read(path=path), shown, "view")
-            if "version" not in result:  # a folder
-                return self._listing(result["path"], shown)
-            data = self.memory.drive.read(result["path"])
-            if data is not None and version_of(data) == result["version"]:
-                return _file_view(data.decode("utf-8"), shown, view_range)
-        # The file kept changing between the read and our look at it; show what the read saw.
-        return result["text"]
+        result = self._call(Read(path=path), shown, "view")
+        if "content" not in result:  # a folder
+            return self._listing(result["path"], shown)
+        return _file_view(result["content"], shown, view_range)
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         shown = _field(command, "path", str)
@@ -134,15 +126,10 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         old = _field(command, "old_str", str)
         new = _field(command, "new_str", str)
         path = self._path(shown)
-        before = self._require_file(path, shown).decode("utf-8", errors="replace")
+        self._require_file(path, shown)
         result = self._call(Write(path=path, old_text=old, new_text=new), shown, "str_replace", old_str=old)
-        after = self.memory.drive.read(result["path"])
-        position = before.find(old)
-        if after is None or version_of(after) != result["version"] or position < 0 or \
-                after.decode("utf-8") != before[:position] + new + before[position + len(old):]:
-            return "The memory file has been edited."  # changed by someone else meanwhile: no snippet to vouch for
-        changed_line = before[:position].count("\n")
-        lines = after.decode("utf-8").split("\n")
+        changed_line = result["line"] - 1
+        lines = result["content"].split("\n")
         start, end = max(0, changed_line - 2), min(len(lines), changed_line + 3)
         snippet = "\n".join(_numbered(number, lines[number - 1]) for number in range(start + 1, end + 1))
         return ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
@@ -169,16 +156,10 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         if not new_content.endswith("\n"):
             new_content += "\n"
         # The new file is computed from the bytes just read, so it may land only over those very bytes,
-        # and only if they are what this conversation last viewed (fsmem's read-version rule).
+        # and only if they are what this conversation last viewed: the run checks that (NOT_READ,
+        # CONFLICT) against the version it saw, or against these bytes when they are that version.
         seen, current = self.run.seen.get(real), version_of(data)
-        if seen is None and data.strip():
-            raise ToolError(self._error_text("NOT_READ", "", Write(path=path), shown, "insert"))
-        if seen is not None and seen != current:
-            raise ToolError(
-                f"The file {shown} changed since you viewed it (you saw version {seen}; it is now version "
-                f"{current}). Nothing was changed: view it again, then redo your change on what it holds now."
-            )
-        expected = current
+        expected = current if seen == current else seen
         self._call(Write(path=path, content=new_content, literal=True, expected_version=expected), shown, "insert")
         return f"The file {shown} has been edited."
 
@@ -206,23 +187,44 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
     # ---- paths ------------------------------------------------------------------------------
 
     def _path(self, shown: str) -> str:
-        """``/memories/a/b.md`` → ``a/b.md`` (the root is ""); the SDK's refusals for what leaves it."""
+        """``/memories/a/b.md`` → ``a/b.md`` (the root is ""); the SDK's refusals for what leaves it.
+
+        ``.`` and ``..`` are resolved as the SDK's tool resolves them (``/memories/sub/..`` is the
+        folder itself); one that climbs out is the SDK's escape. Everything else is fsmem's path rule.
+        """
         if shown != MEMORIES and not shown.startswith(MEMORIES + "/"):
             raise ToolError(f"Path must start with {MEMORIES}, got: {shown}")
-        relative = shown[len(MEMORIES):].lstrip("/")
-        if ".." in relative.split("/"):
-            raise ToolError(f"Path {shown} would escape {MEMORIES} directory")
-        candidate = self.memory.root / relative
-        real = Path(os.path.realpath(candidate))
+        kept: list[str] = []
+        for segment in shown[len(MEMORIES):].split("/"):
+            if segment == "..":
+                if not kept:
+                    raise ToolError(f"Path {shown} would escape {MEMORIES} directory")
+                kept.pop()
+            elif segment not in ("", "."):
+                kept.append(segment)
+        try:
+            relative = normalize_path("/".join(kept))
+        except BadPath as error:
+            raise ToolError(self._bad_path(error, {}, shown)) from None
+        real = Path(os.path.realpath(self.memory.root / relative))
         if real != self.memory.root and self.memory.root not in real.parents:
             raise ToolError(f"Path would escape {MEMORIES} directory via symlink")
         return relative
+
+    @staticmethod
+    def _bad_path(error: BadPath, paths: dict[str, str], shown: str) -> str:
+        """fsmem's path refusal, worded from its data with the path as this tool shows it."""
+        problem = error.details.get("problem")
+        if problem is None:
+            return error.message.replace(_PATH_EXAMPLES, _EXAMPLE)
+        display = _paths._shown(paths.get(error.details.get("path", ""), shown))[1:-1]  # invisibles escaped
+        return f"Path {display} {problem}. {_EXAMPLE}"
 
     def _canonical(self, path: str, shown: str) -> str:
         try:
             return self.memory.drive.canonical(normalize_path(path))
         except BadPath as error:
-            raise ToolError(_with_display_path(error.message, path, shown)) from None
+            raise ToolError(self._bad_path(error, {path: shown}, shown)) from None
 
     def _require_file(self, path: str, shown: str) -> bytes:
         """The file's bytes, or the SDK's refusal for a missing path or a folder."""
@@ -238,18 +240,23 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
     # ---- calling the run --------------------------------------------------------------------
 
     def _call(self, request: Request, shown: str, command: str, **details: str) -> dict[str, Any]:
-        result = _execute(self.run, request)
+        result = _execute(self.run, request, shown)
         if result.get("ok"):
             if "proposal" in result:  # a review-mode run held the change for a person: nothing changed yet
                 raise _Proposed(result["text"])
             return result
-        code, message = result["error"]["code"], result["error"]["message"]
-        raise ToolError(self._error_text(code, message, request, shown, command, **details))
+        raise ToolError(self._error_text(result["error"], request, shown, command, **details))
 
-    def _error_text(self, code: str, message: str, request: Request, shown: str, command: str,
+    def _error_text(self, error: dict[str, Any], request: Request, shown: str, command: str,
                     old_str: str | None = None, new_shown: str | None = None) -> str:
-        """The SDK's text for a refusal it also makes; fsmem's own explanation otherwise."""
+        """The SDK's text for a refusal it also makes; fsmem's own explanation, worded from the
+        error's data, otherwise."""
+        code, message = error["code"], error["message"]
         path = getattr(request, "path", "")
+        paths = {path: shown}
+        if isinstance(request, Rename) and new_shown is not None:
+            paths[request.new_path] = new_shown
+        display = paths.get(error.get("path", path), shown)
         if code == "NOT_FOUND":
             if command in ("view", "str_replace", "insert"):
                 return f"The path {shown} does not exist. Please provide a valid path."
@@ -268,17 +275,19 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
                 lines = _occurrence_lines(self.memory.drive.read(self._canonical(path, shown)) or b"", old_str)
                 return (f"No replacement was performed. Multiple occurrences of {quoted} in lines: "
                         f"{', '.join(map(str, lines))}. Please ensure it is unique")
+        if code == "EXISTS" and command in ("str_replace", "insert"):
+            return f"The path {shown} is not a file."
         if code == "NOT_READ":
-            return (f"The file {shown} has content you have not viewed in this conversation. Nothing was "
+            return (f"The file {display} has content you have not viewed in this conversation. Nothing was "
                     f"changed: view it first, then make your change with what it holds in mind.")
-        paths = {path: shown}
-        if isinstance(request, Rename) and new_shown is not None:
-            paths[request.new_path] = new_shown
-        text = message.replace(_PATH_EXAMPLES, f'Use a path under {MEMORIES}, like "{MEMORIES}/notes.md".')
+        if code == "CONFLICT" and "seen_version" in error:
+            return _conflict_text(display, error)
+        if code == "BAD_PATH":
+            return self._bad_path(BadPath(message, **{k: v for k, v in error.items()
+                                                      if k not in ("code", "message")}), paths, shown)
+        text = message.replace(_PATH_EXAMPLES, _EXAMPLE)
         for relative, display in paths.items():
             text = _with_display_path(text, relative, display)
-        for fsmem_words, sdk_words in _WORDING:
-            text = text.replace(fsmem_words, sdk_words)
         return text
 
     # ---- folder listing ---------------------------------------------------------------------
@@ -313,12 +322,28 @@ class _Proposed(Exception):
         self.text = text
 
 
-def _execute(run: Run, request: Request) -> dict[str, Any]:
+def _execute(run: Run, request: Request, shown: str) -> dict[str, Any]:
     """Run a typed request the way ``Run.call`` runs a dict: refusals come back, never raised."""
     try:
         return run.execute(request)
     except RequestError as error:
         return error_result(error)
+    except OSError as error:  # the disk said no (a name too long for it, a full disk): still the model's to read
+        raise ToolError(f"The memory could not store {shown}: {error.strerror or error}. "
+                        "Use a shorter name, or try again later.") from None
+
+
+def _conflict_text(shown: str, error: dict[str, Any]) -> str:
+    """CONFLICT in this tool's words (view, not read), from the error's data."""
+    changed_by, current = error.get("changed_by"), error.get("current_version")
+    if changed_by:
+        thread = f"thread {changed_by['thread']}" if changed_by.get("thread") else "a caller without a thread"
+        who = f" by {thread} ({changed_by['command']}, {changed_by['time']})"
+    else:
+        who = " outside fsmem (edited by hand or by another program)"
+    now = f"it is now version {current}" if current else "it no longer exists"
+    return (f"The file {shown} changed since you viewed it (you saw version {error['seen_version']}; {now}){who}. "
+            "Nothing was changed: view it again, then redo your change on what it holds now.")
 
 
 def _field(command: object, name: str, kind: type) -> Any:
@@ -376,7 +401,8 @@ def _size(drive: Any, path: str) -> int:
 
 
 def _with_display_path(text: str, relative: str, display: str) -> str:
-    if not relative:
+    """fsmem's messages name paths relative to the root; this tool's model knows them under /memories."""
+    if not any(char.isalnum() for char in relative):  # "" or a run of dots would match everywhere
         return text
-    return re.sub(r"(?<![\w./-])'?" + re.escape(relative) + r"'?(?![\w/-])", display, text)
+    return re.sub(r"(?<![\w./-])'?" + re.escape(relative) + r"'?(?![\w/-])", lambda _: display, text)
 

@@ -255,8 +255,10 @@ class Run:
         verb = "Created" if before is None else "Wrote"
         text = (f"{verb} {path} (version {version}, {render.lines_count(len(after_text.splitlines()))}). "
                 f"Around the change:\n{render.excerpt(after_text, line)}")
+        if request.old_text is not None and before_text is not None:  # where the replaced text began
+            line = before_text[:before_text.find(request.old_text)].count("\n") + 1
         return {"ok": True, "path": path, "version": version, "content": after_text,
-                "lines": len(after_text.splitlines()), "text": text}
+                "lines": len(after_text.splitlines()), "line": line, "text": text}
 
     def _new_text(self, path: str, before: str | None, request: Write) -> str:
         if request.content is not None:

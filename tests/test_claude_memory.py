@@ -197,8 +197,8 @@ def test_str_replace_after_another_conversation_changed_the_file_is_a_conflict(m
     call(other, command="view", path="/memories/n.md")
     call(other, command="str_replace", path="/memories/n.md", old_str="a", new_str="b")
     message = error(tool, command="str_replace", path="/memories/n.md", old_str="b", new_str="c")
-    assert message.startswith("/memories/n.md changed since you viewed it (you saw version ")
-    assert "by thread claude-2" in message and "View it again" in message
+    assert message.startswith("The file /memories/n.md changed since you viewed it (you saw version ")
+    assert "by thread claude-2 (write, " in message and "view it again" in message
     assert (memory.root / "n.md").read_text() == "b\n"
 
 
