@@ -128,29 +128,62 @@ def delete(path: str, expected_version: str | None, root: str | None, as_json: b
         click.echo(result["text"].split("\n", 1)[0])
 
 
+_MAX_REQUEST_DEPTH = 16  # a request nests 3 deep (an include list); far deeper is not a request
+
+
 @click.command()
 @root_option
 @click.option("--scope", "scope_text", default="chat", show_default=True,
-              help="chat, agent:ID or routine:AGENT_ID/ROUTINE_ID.")
+              help="chat, agent:ID[:NAME] or routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME].")
 @click.option("--thread", "thread_id", default=None, help="The thread the call belongs to (for the log).")
 def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
-    """One memory-tool call: a JSON request on stdin, the JSON result on stdout."""
-    import fsmem
-    from fsmem.levels import Scope
+    """One memory-tool call: a JSON request on stdin, the JSON result on stdout.
 
+    Always JSON, refusals and setup problems too; exit 0 done, 1 refused, 2 setup, 3 conflict.
+    """
+    import fsmem
+    from fsmem.errors import FsmemError
+    from fsmem.levels import Scope
+    from fsmem.tool import error_result
+
+    try:
+        request = _request_from_stdin()
+        memory = fsmem.open(find_root(root))
+        result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
+    except FsmemError as error:  # stdin, the root or the scope: still an answer the caller can parse
+        result = {"ok": False, "error": error.to_dict(), "text": f"Error [{error.code}]: {error.message}"}
+    click.echo(json.dumps(result, ensure_ascii=False))
+    if not result["ok"]:
+        sys.exit(exit_code_for(from_code(result["error"]["code"], result["error"]["message"])))
+
+
+def _request_from_stdin() -> object:
     raw = _stdin_text()
     try:
         request = json.loads(raw)
     except json.JSONDecodeError as error:
-        from fsmem.tool import error_result
+        raise BadRequest(f"stdin is not JSON ({error})") from error
+    except RecursionError as error:
+        raise BadRequest(f"stdin nests JSON too deeply; a request is one object at most "
+                         f"{_MAX_REQUEST_DEPTH} levels deep") from error
+    if _depth(request) > _MAX_REQUEST_DEPTH:
+        raise BadRequest(f"stdin nests JSON too deeply; a request is one object at most "
+                         f"{_MAX_REQUEST_DEPTH} levels deep")
+    return request
 
-        click.echo(json.dumps(error_result(BadRequest(f"stdin is not JSON ({error})")), ensure_ascii=False))
-        sys.exit(1)
-    memory = fsmem.open(find_root(root))
-    result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
-    click.echo(json.dumps(result, ensure_ascii=False))
-    if not result["ok"]:
-        sys.exit(1)
+
+def _depth(value: object) -> int:
+    """How deep lists and objects nest in ``value``, without recursion (it may be very deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= _MAX_REQUEST_DEPTH:
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 @click.command()
