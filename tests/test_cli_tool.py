@@ -17,7 +17,7 @@ def answer(root, stdin: str | bytes, *args: str):
     from tests.conftest import REPO
 
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-    proc = subprocess.run([sys.executable, "-m", "fsmem", "tool", "--root", str(root), *args], input=data,
+    proc = subprocess.run([sys.executable, "-m", "fsmem", "tool", "--root", str(root), *args], input=data, check=False,
                           capture_output=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=60)
     return proc.returncode, json.loads(proc.stdout.decode("utf-8")), proc.stderr.decode("utf-8")
 

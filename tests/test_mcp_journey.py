@@ -94,11 +94,11 @@ def _first_call(params: StdioServerParameters, classic: bool = False) -> dict:
 
     async def script():
         if classic:
-            async with stdio_client(params) as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream) as session:
-                    seen["instructions"] = (await session.initialize()).instructions
-                    seen["result"] = await session.call_tool("memory", {"command": "read", "path": "/"})
-                    seen["again"] = await session.call_tool("memory", {"command": "search", "query": "x"})
+            async with stdio_client(params) as (read_stream, write_stream), \
+                    ClientSession(read_stream, write_stream) as session:
+                seen["instructions"] = (await session.initialize()).instructions
+                seen["result"] = await session.call_tool("memory", {"command": "read", "path": "/"})
+                seen["again"] = await session.call_tool("memory", {"command": "search", "query": "x"})
             return
         async with Client(params) as client:
             seen["instructions"] = client.instructions
