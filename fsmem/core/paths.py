@@ -133,12 +133,9 @@ def is_memory_file_name(name: str) -> bool:
     >>> [is_memory_file_name(n) for n in ("notes.md", "progress.xml", "NOTES.TXT", "a.png", "a.md~", ".md")]
     [True, True, True, False, False, False]
     """
-    lowered = name.lower()
-    return (
-        lowered.endswith(TEXT_FILE_SUFFIXES)
-        and not name.startswith((".", "~", "#"))
-        and not lowered.endswith(("~", ".swp", ".swx", ".tmp"))
-    )
+    # Editors' debris ends in "~", "#", ".swp", ".tmp", none of them a text suffix, or starts so:
+    return (name.endswith(TEXT_FILE_SUFFIXES) or name.lower().endswith(TEXT_FILE_SUFFIXES)) and not name.startswith(
+        (".", "~", "#"))
 
 
 def ensure_memory_file(path: str) -> str:
