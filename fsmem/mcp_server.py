@@ -95,10 +95,10 @@ def _describe(path: str) -> str:
     }[role.level]
 
 
-def _tool_error(code: str, message: str, **data: Any) -> types.CallToolResult:
+def _tool_error(code: str, message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=f"Error [{code}]: {message}")],
-        structured_content={"ok": False, "error": {"code": code, "message": message, **data}},
+        structured_content={"ok": False, "error": {"code": code, "message": message}},
         is_error=True,
     )
 
