@@ -26,6 +26,7 @@ from fsmem.errors import (
     Conflict,
     EditUnplaced,
     Exists,
+    FsmemError,
     NotFound,
     NotRead,
     Protected,
@@ -50,7 +51,7 @@ class _Deferred(Exception):
         self.summary, self.base, self.diff, self.folder = summary, base, diff, folder
 
 
-def error_result(error: RequestError) -> dict[str, Any]:
+def error_result(error: FsmemError) -> dict[str, Any]:
     return {"ok": False, "error": error.to_dict(), "text": f"Error [{error.code}]: {error.message}"}
 
 
@@ -82,7 +83,12 @@ class Run:
     def call(self, request: Any) -> dict[str, Any]:
         """Execute one memory-tool call. Refusals come back as ``{"ok": False, ...}``, never raised."""
         try:
-            return self.execute(parse_request(check_request(request)))
+            try:
+                parsed = parse_request(check_request(request))
+            except RecursionError as error:  # checking a value nested thousands deep: not a request
+                raise BadRequest("the request nests lists or objects too deeply; send one flat object "
+                                 "with the fields of one command") from error
+            return self.execute(parsed)
         except RequestError as error:
             return error_result(error)
 

@@ -24,7 +24,8 @@ def answer(root, stdin: str | bytes, *args: str):
 
 @pytest.mark.parametrize("stdin, words", [
     ("[" * 100_000 + "]" * 100_000, "nests JSON too deeply"),
-    ('{"command": "read", "path": "a.md", "include": ' + "[" * 500 + "]" * 500 + "}", "nests JSON too deeply"),
+    ("[" * 900 + "]" * 900, "must be a JSON object"),
+    ("{\"command\": \"search\", \"query\": \"x\", \"include\": " + "[" * 900 + "]" * 900 + "}", "does not fit the memory tool"),
     (b"\xff\xfe{}", "not UTF-8"),
     (b'{"command": "write", "path": "a.md", "content": "caf\xe9"}', "not UTF-8"),
     ("{not json", "is not JSON"),

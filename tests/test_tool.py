@@ -219,3 +219,15 @@ def test_conflict_after_a_delete_by_another_thread(memory, run):
     ok(other.call({"command": "delete", "path": "a.md"}))
     message = refused(run.call({"command": "write", "path": "a.md", "content": "again\n"}), "CONFLICT")
     assert "no longer exists" in message and "thread t-2" in message
+
+
+def test_a_request_nested_past_pythons_recursion_limit_is_refused_not_raised(tmp_path):
+    import fsmem
+
+    memory = fsmem.open(tmp_path / "root", create=True)
+    nested: list = []
+    for _ in range(5000):
+        nested = [nested]
+    for request in ({"command": "search", "query": "x", "include": nested}, {"command": nested}):
+        result = memory.run().call(request)
+        assert result["ok"] is False and result["error"]["code"] == "BAD_REQUEST", result["text"][:200]

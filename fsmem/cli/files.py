@@ -128,9 +128,6 @@ def delete(path: str, expected_version: str | None, root: str | None, as_json: b
         click.echo(result["text"].split("\n", 1)[0])
 
 
-_MAX_REQUEST_DEPTH = 16  # a request nests 3 deep (an include list); far deeper is not a request
-
-
 @click.command()
 @root_option
 @click.option("--scope", "scope_text", default="chat", show_default=True,
@@ -151,7 +148,7 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
         memory = fsmem.open(find_root(root))
         result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
     except FsmemError as error:  # stdin, the root or the scope: still an answer the caller can parse
-        result = {"ok": False, "error": error.to_dict(), "text": f"Error [{error.code}]: {error.message}"}
+        result = error_result(error)
     click.echo(json.dumps(result, ensure_ascii=False))
     if not result["ok"]:
         sys.exit(exit_code_for(from_code(result["error"]["code"], result["error"]["message"])))
@@ -163,27 +160,10 @@ def _request_from_stdin() -> object:
         request = json.loads(raw)
     except json.JSONDecodeError as error:
         raise BadRequest(f"stdin is not JSON ({error})") from error
-    except RecursionError as error:
-        raise BadRequest(f"stdin nests JSON too deeply; a request is one object at most "
-                         f"{_MAX_REQUEST_DEPTH} levels deep") from error
-    if _depth(request) > _MAX_REQUEST_DEPTH:
-        raise BadRequest(f"stdin nests JSON too deeply; a request is one object at most "
-                         f"{_MAX_REQUEST_DEPTH} levels deep")
+    except RecursionError as error:  # the parser's own limit; a value it can hold, the run checks
+        raise BadRequest("stdin nests JSON too deeply; send one flat object with the fields of one "
+                         "command") from error
     return request
-
-
-def _depth(value: object) -> int:
-    """How deep lists and objects nest in ``value``, without recursion (it may be very deep)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        if level <= _MAX_REQUEST_DEPTH:
-            stack.extend((child, level + 1) for child in children)
-    return deepest
 
 
 @click.command()
