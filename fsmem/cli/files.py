@@ -256,7 +256,7 @@ def _deleted_lines(result: dict) -> list[str]:
         return [f"Deleted {target} ({lines} line{'s' if lines != 1 else ''}).",
                 f"Its content is kept: `fsmem versions {target}` lists it, `fsmem revert {target}` puts it back."]
     out = [f"Deleted the folder {target} and its {len(held)} file{'s' if len(held) != 1 else ''}:"]
-    out += [f"  {path}" for path in held]
+    out += [f"  {path}" for path in sorted(held)]
     out.append("Each is kept: `fsmem revert PATH` puts one back.")
     return out
 

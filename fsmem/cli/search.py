@@ -82,14 +82,10 @@ MORE_COUNTED = 1000
 
 def _echo_lines(hits: list[Any], pattern: str, more: int) -> None:
     """``path:line: text``, the matches painted; then how many more matching lines were not shown."""
-    import regex
-
     from fsmem.cli.style import colour_on, paint
+    from fsmem.grep import compile_pattern
 
-    try:
-        compiled = regex.compile(pattern, regex.MULTILINE) if colour_on() else None
-    except regex.error:
-        compiled = None
+    compiled = compile_pattern(pattern, literal=False) if colour_on() and hits else None
     for hit in hits:
         shown = hit.text
         if compiled is not None:
