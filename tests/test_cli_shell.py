@@ -198,7 +198,7 @@ def test_errors_under_json_are_json_on_stdout(root):
 def test_every_command_that_prints_data_takes_json(root):
     from tests.test_docs import _commands
 
-    quiet = {("mcp",), ("watch",), ("tool",), ("demo",), ("init",), ("chat",)}  # JSON by nature, or no data
+    quiet = {("mcp",), ("watch",), ("tool",), ("demo",), ("chat",)}  # JSON by nature, or a session
     missing = [" ".join(words) for words, command in _commands()
                if not isinstance(command, __import__("click").Group) and words not in quiet
                and not any(p.name == "as_json" for p in command.params)]
@@ -357,6 +357,25 @@ def test_agents_list_shows_names_ids_and_folders(root):
         "seo          3f9a1c2e  agents/seo-3f9a1c2e\n"
         "  meta-tags  9b7d4e10  agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10\n"
         "writer       aa11bb22  agents/writer-aa11bb22\n")
+
+
+def test_an_unsupported_system_is_refused_plainly_at_open(root, monkeypatch):
+    import fsmem.system
+
+    assert "fsync of a folder" in fsmem.system.missing_features(os_name="nt")[0]
+    monkeypatch.delattr(os, "O_NOFOLLOW")
+    try:
+        fsmem.open(root)
+    except fsmem.errors.Unsupported as error:
+        assert error.message.startswith(f"fsmem runs on Linux and macOS; this system ({sys.platform}) lacks "
+                                        "opening a file without following symlinks (O_NOFOLLOW)")
+        assert error.message.endswith("Use fsmem from Linux, macOS or WSL")
+    else:
+        raise AssertionError("fsmem.open went on without what it relies on")
+    shown = invoke(root, "read", "/")
+    assert shown.exit_code == 2 and shown.output.startswith("Error: [UNSUPPORTED] fsmem runs on Linux and macOS")
+    monkeypatch.undo()
+    assert fsmem.system.missing_features() == []  # here, on Linux or macOS
 
 
 def test_completion_script_is_what_the_readme_says(root):

@@ -55,14 +55,24 @@ def _with_expect(request: dict, expected_version: str | None) -> dict:
 
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
-def init(directory: Path | None) -> None:
-    """Make DIRECTORY (default: here) an fsmem root: .fsmem/ and an empty MEMORY.md."""
-    from fsmem.memory import init_root
+@json_option
+def init(directory: Path | None, as_json: bool) -> None:
+    """Make DIRECTORY (default: here) an fsmem root: .fsmem/ and an empty MEMORY.md.
 
+    A folder of notes you already have becomes a root as it is: its files stay where they are and
+    are searchable at once.
+    """
+    from fsmem.memory import init_root
+    from fsmem.system import check_system
+
+    check_system()
     target = (directory or Path.cwd()).resolve()
     existed = (target / ".fsmem").is_dir()
     init_root(target)
-    click.echo(f"{'Already an fsmem root' if existed else 'Made an fsmem root'}: {target}")
+    if as_json:
+        echo_json({"root": str(target), "made": not existed})
+    else:
+        click.echo(f"{'Already an fsmem root' if existed else 'Made an fsmem root'}: {target}")
 
 
 @click.command()
