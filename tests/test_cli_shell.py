@@ -384,3 +384,19 @@ def test_completion_script_is_what_the_readme_says(root):
                           capture_output=True, text=True, timeout=60)
     assert "complete " in done.stdout and "_fsmem_completion" in done.stdout
     assert '_FSMEM_COMPLETE=bash_source fsmem' in (REPO / "README.md").read_text()
+
+
+def test_review_under_json_prints_one_document_even_when_the_model_fails(root, tmp_path):
+    from tests.chat_server import ChatServer, Reply
+
+    conversation = tmp_path / "chat.json"
+    conversation.write_text(json.dumps([{"role": "user", "content": "We deploy on Tuesdays."}]))
+    from fsmem.llm import tool_call
+
+    add = {"command": "write", "path": "MEMORY.md", "content": "- Deploys happen on Tuesdays.\n"}
+    with ChatServer([Reply(tool_calls=[tool_call("memory", add)]), Reply(status=500, raw="down")]) as server:
+        done = run_fsmem("review", "--from", str(conversation), "--json", "--root", str(root),
+                         env={"FSMEM_MODEL_URL": server.base_url, "FSMEM_MODEL": "m"})
+    assert done.returncode == 2, done.stderr
+    data = json.loads(done.stdout)  # one document, not a result followed by an error
+    assert data["error"] and [a["path"] for a in data["applied"]] == ["MEMORY.md"]

@@ -129,13 +129,15 @@ def status(root: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(info)
         return
+    from fsmem.render import size
+
     watcher = f"running (pid {info['watcher_pid']})" if info["watcher"] else "not running"
     click.echo(
         f"documents: {info['documents']}\n"
         f"files:     {info['files']}\n"
         f"stale:     {info['stale']}\n"
         f"watcher:   {watcher}\n"
-        f"size:      {info['index_bytes']} bytes"
+        f"size:      {size(info['index_bytes'])}"
     )
 
 
