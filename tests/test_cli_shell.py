@@ -191,6 +191,8 @@ def test_errors_under_json_are_json_on_stdout(root):
         data = json.loads(done.stdout)
         assert data["ok"] is False and data["error"]["code"] in {"NOT_FOUND", "BAD_PATH"}, args
         assert done.stderr == ""
+    usage = CliRunner().invoke(main, ["--json", "--root", str(root), "read", "--bogus"])
+    assert usage.exit_code == 2 and json.loads(usage.stdout)["error"]["code"] == "USAGE"
     no_root = run_fsmem("--json", "status", cwd=Path("/"))
     assert no_root.returncode == 2 and json.loads(no_root.stdout)["error"]["code"] == "NO_ROOT"
 
@@ -400,3 +402,15 @@ def test_review_under_json_prints_one_document_even_when_the_model_fails(root, t
     assert done.returncode == 2, done.stderr
     data = json.loads(done.stdout)  # one document, not a result followed by an error
     assert data["error"] and [a["path"] for a in data["applied"]] == ["MEMORY.md"]
+
+
+def test_edit_refuses_what_is_not_a_file_and_speaks_json(root, tmp_path):
+    write(root, "folder/a.md", "x\n")
+    editor = _editor(tmp_path, 'printf "y\\n" >> "$1"\n')
+    env = {"EDITOR": editor, "VISUAL": None}
+    folder = CliRunner().invoke(main, ["edit", "folder", "--root", str(root)], env=env)
+    assert folder.exit_code == 1 and folder.stderr == "Error: [BAD_REQUEST] folder is a folder; name a file in it to edit\n"
+    bad = CliRunner().invoke(main, ["edit", ".fsmem/config.toml", "--root", str(root)], env=env)
+    assert bad.exit_code == 1 and bad.stderr.startswith("Error: [BAD_PATH]")
+    done = json.loads(CliRunner().invoke(main, ["edit", "folder/a.md", "--json", "--root", str(root)], env=env).stdout)
+    assert done["ok"] is True and done["changed"] is True and done["version"] == version_of(b"x\ny\n")

@@ -80,8 +80,13 @@ class LazyGroup(click.Group):
         except FsmemError as error:
             echo_error(error, wants_json(ctx))
             ctx.exit(exit_code_for(error))
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except click.ClickException as error:  # a command line click cannot parse: JSON too, when asked
+            if not wants_json(ctx):
+                raise
+            echo_json({"ok": False, "error": {"code": "USAGE", "message": error.format_message()}})
+            ctx.exit(error.exit_code)
         except Exception as error:  # noqa: BLE001 - the shell gets one line; tests get the traceback
             if os.environ.get("FSMEM_RAISE") or "pytest" in sys.modules:
                 raise
