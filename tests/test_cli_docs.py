@@ -39,7 +39,7 @@ def test_every_command_has_help_that_names_its_options():
 @pytest.mark.parametrize("setting", [f.name for f in dataclasses.fields(Settings)])
 def test_every_setting_is_in_docs_config(setting):
     default = getattr(Settings(), setting)
-    row = re.search(rf"^\| `{setting}` \| `([^`]+)`", CONFIG_DOC, flags=re.M)
+    row = re.search(rf"^\| `{setting}` \| `([^`]+)`", CONFIG_DOC, flags=re.MULTILINE)
     assert row, f"docs/config.md has no row for {setting}"
     assert row.group(1) == (str(default).lower() if isinstance(default, bool) else str(default))
 

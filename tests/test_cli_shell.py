@@ -73,6 +73,8 @@ def test_root_is_accepted_before_or_after_the_command(root):
     nested = cli("--root", str(root), "agents", "list")
     assert nested.exit_code == 0 and nested.output == "No agents. `fsmem agents create ID NAME` makes one.\n"
     assert json.loads(cli("--json", "--root", str(root), "read", "a.md").output)["ok"] is True
+    made = cli("--root", str(root.parent / "other"), "init", "--json")
+    assert json.loads(made.output) == {"root": str(root.parent / "other"), "made": True}
 
 
 # ---- the person's own edits ------------------------------------------------------------------
@@ -130,7 +132,7 @@ printf "mine\\n" >> "$1"
     assert "Error: [CONFLICT] a.md changed since you opened it:" in done.stderr
     assert "-one\n+theirs" in done.stderr
     assert (root / "a.md").read_text() == "one\nmine\nmine\n"
-    assert [v.version for v in fsmem.open(root).versions("a.md")][0] == version_of(b"theirs\n")  # kept
+    assert fsmem.open(root).versions("a.md")[0].version == version_of(b"theirs\n")  # theirs is kept
 
     flag.write_text("")
     write(root, "a.md", "one\n")
@@ -383,7 +385,7 @@ def test_an_unsupported_system_is_refused_plainly_at_open(root, monkeypatch):
 def test_completion_script_is_what_the_readme_says(root):
     done = subprocess.run([sys.executable, "-m", "fsmem"], env={**os.environ, "_FSMEM_COMPLETE": "bash_source",
                                                                 "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert "complete " in done.stdout and "_fsmem_completion" in done.stdout
     assert '_FSMEM_COMPLETE=bash_source fsmem' in (REPO / "README.md").read_text()
 
@@ -414,3 +416,30 @@ def test_edit_refuses_what_is_not_a_file_and_speaks_json(root, tmp_path):
     assert bad.exit_code == 1 and bad.stderr.startswith("Error: [BAD_PATH]")
     done = json.loads(CliRunner().invoke(main, ["edit", "folder/a.md", "--json", "--root", str(root)], env=env).stdout)
     assert done["ok"] is True and done["changed"] is True and done["version"] == version_of(b"x\ny\n")
+
+
+def test_an_edit_that_is_refused_keeps_the_persons_text(root, tmp_path):
+    write(root, "a.md", "one\n")
+    editor = _editor(tmp_path, 'printf "password: hunter2-horse-battery\\n" >> "$1"\n')
+    done = CliRunner().invoke(main, ["edit", "a.md", "--root", str(root)], env={"EDITOR": editor, "VISUAL": None})
+    assert done.exit_code == 1 and done.stderr.startswith("Error: [SENSITIVE]")
+    assert "hunter2" not in done.stderr
+    kept = done.stderr.rsplit("Your text is kept in ", 1)[1].strip()
+    assert Path(kept).read_text() == "one\npassword: hunter2-horse-battery\n"
+    assert (root / "a.md").read_text() == "one\n"
+    os.unlink(kept)
+
+
+def test_leaving_the_editor_unsaved_on_a_retry_keeps_the_text(root, tmp_path):
+    write(root, "a.md", "one\n")
+    flag = tmp_path / "first"
+    flag.write_text("")
+    editor = _editor(tmp_path, f'''if [ -e "{flag}" ]; then rm "{flag}"; printf "theirs\\n" > "{root / 'a.md'}"
+printf "mine\\n" >> "$1"; fi
+''')
+    done = CliRunner().invoke(main, ["edit", "a.md", "--root", str(root)], input="y\n",
+                              env={"EDITOR": editor, "VISUAL": None})
+    assert done.exit_code == 3
+    kept = done.stderr.rsplit("your text is kept in ", 1)[1].strip()
+    assert Path(kept).read_text() == "one\nmine\n" and (root / "a.md").read_text() == "theirs\n"
+    os.unlink(kept)

@@ -14,7 +14,7 @@ import click
 from fsmem.cli import exit_code_for
 from fsmem.cli.options import echo_json, expect_option, find_root, json_option, root_option, shell_path
 from fsmem.cli.style import table
-from fsmem.errors import BadRequest, Conflict, NotRead, from_code
+from fsmem.errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 
 
 def _memory(root: str | None):
@@ -55,9 +55,10 @@ def _with_expect(request: dict, expected_version: str | None) -> dict:
 
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@root_option
 @json_option
-def init(directory: Path | None, as_json: bool) -> None:
-    """Make DIRECTORY (default: here) an fsmem root: .fsmem/ and an empty MEMORY.md.
+def init(directory: Path | None, root: str | None, as_json: bool) -> None:
+    """Make DIRECTORY (default: --root, else here) an fsmem root: .fsmem/ and an empty MEMORY.md.
 
     A folder of notes you already have becomes a root as it is: its files stay where they are and
     are searchable at once.
@@ -66,7 +67,7 @@ def init(directory: Path | None, as_json: bool) -> None:
     from fsmem.system import check_system
 
     check_system()
-    target = (directory or Path.cwd()).resolve()
+    target = (directory or (Path(root).expanduser() if root else None) or Path.cwd()).resolve()
     existed = (target / ".fsmem").is_dir()
     init_root(target)
     if as_json:
@@ -155,21 +156,17 @@ def edit(path: str, root: str | None, as_json: bool) -> None:
     memory = _memory(root)
     run = memory.run(thread_id="cli")
     target, base = _open_for_edit(run, shell_path(path, memory.root))
-    text = base or b""
+    text, retrying = base or b"", False
     while True:
         edited = click.edit(text, extension=os.path.splitext(target)[1] or ".md", require_save=True)
+        if edited is None and retrying:  # they left the editor without saving: their text still counts
+            raise Conflict(f"{target} was not saved; your text is kept in {_keep_aside(target, text)}")
         if edited is None or edited == (base or b""):
             _finish(as_json, {"ok": True, "path": target, "changed": False}, f"No changes to {target}.")
             return
         try:
-            content = edited.decode("utf-8")
-        except UnicodeDecodeError as error:
-            kept = _keep_aside(target, edited)
-            raise BadRequest(f"the editor saved text that is not UTF-8 (byte {error.start}); it is kept in "
-                             f"{kept}; fsmem stores UTF-8 text") from error
-        try:
-            result = run.execute(Write(target, content=content, literal=True, create=base is None))
-        except (Conflict, NotRead) as error:
+            result = run.execute(Write(target, content=_utf8(edited), literal=True, create=base is None))
+        except (Conflict, NotRead, Exists) as error:
             now = memory.drive.read(target)
             click.echo(f"Error: [{error.code}] {target} changed since you opened it:", err=True)
             click.echo(paint_diff(unified_diff(target, (base or b"").decode("utf-8", "replace"),
@@ -180,10 +177,21 @@ def edit(path: str, root: str | None, as_json: bool) -> None:
                 raise Conflict(f"{target} was not saved; your text is kept in {kept}") from error
             os.unlink(kept)
             target, base = _open_for_edit(run, target)
-            text = edited
+            text, retrying = edited, True
             continue
+        except RequestError as error:  # refused (too large, a secret, …): what they typed is not lost
+            raise from_code(error.code, f"{error.message.rstrip('.')}. Your text is kept in "
+                                        f"{_keep_aside(target, edited)}") from error
         _finish(as_json, {**result, "changed": True}, result["text"].split("\n", 1)[0])
         return
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(f"the editor saved text that is not UTF-8 (byte {error.start}); fsmem stores "
+                         "UTF-8 text") from error
 
 
 def _open_for_edit(run: Any, path: str) -> tuple[str, bytes | None]:
