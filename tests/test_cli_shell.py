@@ -324,6 +324,11 @@ def test_colour_only_on_a_terminal_and_never_under_no_color(root):
     assert "\x1b[" not in plain and "deploy" in plain
     piped = run_fsmem("search", "deploy", "--root", str(root))
     assert "\x1b[" not in piped.stdout and piped.stdout.startswith("a.md")
+    proposal = _proposal(root)
+    diff, _, _ = _on_a_terminal(["proposals", "show", proposal, "--root", str(root)], root, {})
+    assert "\x1b[32m+- 1\x1b[0m" in diff and "\x1b[31m-- one\x1b[0m" in diff
+    regex, _, _ = _on_a_terminal(["search", "--regex", "fri.ays", "--root", str(root)], root, {})
+    assert "\x1b[33m\x1b[1mfridays\x1b[0m" in regex.replace("\x1b[1m\x1b[33m", "\x1b[33m\x1b[1m")
 
 
 # ---- status and agents ----------------------------------------------------------------------

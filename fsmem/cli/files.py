@@ -170,7 +170,7 @@ def edit(path: str, root: str | None, as_json: bool) -> None:
             now = memory.drive.read(target)
             click.echo(f"Error: [{error.code}] {target} changed since you opened it:", err=True)
             click.echo(paint_diff(unified_diff(target, (base or b"").decode("utf-8", "replace"),
-                                               (now or b"").decode("utf-8", "replace"))), err=True)
+                                               (now or b"").decode("utf-8", "replace")), err=True), err=True)
             kept = _keep_aside(target, edited)
             if not click.confirm(f"Your text is kept in {kept}. Open your editor again on your text, to "
                                  "save it over the current version?", default=True, err=True):

@@ -40,9 +40,9 @@ def highlight(text: str, words: list[str], *, ignore_case: bool = True) -> str:
     return pattern.sub(lambda m: click.style(m.group(0), fg="yellow", bold=True), text)
 
 
-def diff(text: str) -> str:
-    """A unified diff with added lines green, removed red and hunk heads cyan."""
-    if not colour_on():
+def diff(text: str, *, err: bool = False) -> str:
+    """A unified diff with added lines green, removed red and hunk heads cyan (``err``: for stderr)."""
+    if not colour_on(sys.stderr if err else None):
         return text
     out = []
     for line in text.splitlines():
