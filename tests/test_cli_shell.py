@@ -53,6 +53,8 @@ def test_paths_are_taken_from_the_current_folder_inside_the_root(root):
     assert up.returncode == 0 and up.stdout.startswith("MEMORY.md · version ")
     absolute = run_fsmem("read", str(here / "deploy.md"), "--root", str(root), cwd=REPO)
     assert absolute.returncode == 0 and absolute.stdout.startswith("notes/ops/deploy.md"), absolute.stderr
+    found = run_fsmem("read", str(here / "deploy.md"), cwd=Path("/"))  # the root found from the path itself
+    assert found.returncode == 0 and found.stdout.startswith("notes/ops/deploy.md"), found.stderr
     tool_form = run_fsmem("read", "/notes/ops/deploy.md", cwd=here)  # a leading / is the root
     assert tool_form.returncode == 0 and tool_form.stdout.startswith("notes/ops/deploy.md")
     out = run_fsmem("read", "../../../elsewhere.md", cwd=here)

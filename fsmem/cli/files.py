@@ -17,10 +17,11 @@ from fsmem.cli.style import table
 from fsmem.errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 
 
-def _memory(root: str | None):
+def _memory(root: str | None, near: str | None = None):
+    """The memory of ``--root``, else of the root holding ``near`` (an absolute path typed), else here."""
     import fsmem
 
-    return fsmem.open(find_root(root))
+    return fsmem.open(find_root(root, near))
 
 
 def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
@@ -85,10 +86,10 @@ def init(directory: Path | None, root: str | None, as_json: bool) -> None:
 def read(path: str | None, start_line: int | None, end_line: int | None, root: str | None, as_json: bool) -> None:
     """Show a file with numbered lines, or a folder as a tree (default: the folder you are in, or the root).
 
-    PATH is taken from the current folder when you are inside the root; an absolute path inside the
-    root works too; from elsewhere, PATH is relative to the root.
+    PATH is taken from the current folder when you are inside the root; an absolute path inside a
+    root works from anywhere; otherwise PATH is relative to the root.
     """
-    memory = _memory(root)
+    memory = _memory(root, path)
     request: dict[str, Any] = {"command": "read", "path": shell_path(path, memory.root)}
     if start_line:
         request["start_line"] = start_line
@@ -115,7 +116,7 @@ def write(path: str, source, expected_version: str | None, old_text: str | None,
     written since is lost. --old A --new B replaces one exact, unique text and needs no --expect: the
     text you name is what you saw.
     """
-    memory = _memory(root)
+    memory = _memory(root, path)
     request: dict[str, Any] = {"command": "write", "path": shell_path(path, memory.root)}
     run = memory.run(thread_id="cli")
     if old_text is not None or new_text is not None:
@@ -153,7 +154,7 @@ def edit(path: str, root: str | None, as_json: bool) -> None:
     from fsmem.core.requests import Write
     from fsmem.core.review import unified_diff
 
-    memory = _memory(root)
+    memory = _memory(root, path)
     run = memory.run(thread_id="cli")
     target, base = _open_for_edit(run, shell_path(path, memory.root))
     text, retrying = base or b"", False
@@ -236,7 +237,7 @@ def _finish(as_json: bool, data: dict, line: str) -> None:
 @json_option
 def rename(path: str, new_path: str, expected_version: str | None, root: str | None, as_json: bool) -> None:
     """Rename a file or folder (never over an existing path)."""
-    memory = _memory(root)
+    memory = _memory(root, path)
     request = {"command": "rename", "path": shell_path(path, memory.root),
                "new_path": shell_path(new_path, memory.root)}
     result = _call(memory, _with_expect(request, expected_version), as_json)
@@ -254,7 +255,7 @@ def delete(path: str, expected_version: str | None, root: str | None, as_json: b
 
     A level's top file (MEMORY.md, NOTES.md) is emptied, not removed.
     """
-    memory = _memory(root)
+    memory = _memory(root, path)
     request = {"command": "delete", "path": shell_path(path, memory.root)}
     result = _call(memory, _with_expect(request, expected_version), as_json)
     if not as_json:
@@ -312,7 +313,7 @@ def versions(path: str, root: str | None, as_json: bool) -> None:
     """List the earlier contents kept for PATH, newest first."""
     from fsmem.render import size, when_iso
 
-    memory = _memory(root)
+    memory = _memory(root, path)
     path = shell_path(path, memory.root)
     kept = memory.versions(path)
     if as_json:
@@ -333,7 +334,7 @@ def versions(path: str, root: str | None, as_json: bool) -> None:
 @json_option
 def revert(path: str, version: str | None, root: str | None, as_json: bool) -> None:
     """Put back an earlier content of PATH (the newest kept one, or VERSION or its first characters)."""
-    memory = _memory(root)
+    memory = _memory(root, path)
     path = shell_path(path, memory.root)
     new_version = memory.revert(path, version, thread="cli")
     if as_json:

@@ -21,17 +21,21 @@ _ROOT_KEY = "fsmem.root"
 _JSON_KEY = "fsmem.json"
 
 
-def find_root(explicit: str | None) -> Path:
-    """``--root``, else ``FSMEM_ROOT``, else the nearest folder upward that holds ``.fsmem/``."""
+def find_root(explicit: str | None, near: str | None = None) -> Path:
+    """``--root``, else ``FSMEM_ROOT``, else the root holding ``near`` (an absolute path a person typed),
+    else the nearest folder upward from here that holds ``.fsmem/``."""
     if explicit:
         return Path(explicit).expanduser().resolve()
     from_env = os.environ.get("FSMEM_ROOT")
     if from_env:
         return Path(from_env).expanduser().resolve()
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / STATE_DIR).is_dir():
-            return folder
+    starts = [Path.cwd().resolve()]
+    if near and os.path.isabs(near):
+        starts.insert(0, _real(Path(near)).parent)
+    for start in starts:
+        for folder in (start, *start.parents):
+            if (folder / STATE_DIR).is_dir():
+                return folder
     raise RootNotFound(
         "no fsmem root here: pass --root DIR, set FSMEM_ROOT, or run `fsmem init` to make one"
     )
