@@ -364,6 +364,11 @@ def test_agents_list_shows_names_ids_and_folders(root):
     invoke(root, "routines", "create", "3f9a1c2e-77", "9b7d4e10", "Meta tags")
     created = json.loads(invoke(root, "agents", "create", "aa11bb22", "Writer", "--json").output)
     assert created == {"id": "aa11bb22", "name": "Writer", "folder": "agents/writer-aa11bb22"}
+    assert invoke(root, "agents", "create", "aa11bb22", "Writer").exit_code == 1  # EXISTS
+    again = invoke(root, "agents", "create", "aa11bb22", "Writer", "--exist-ok")
+    assert again.exit_code == 0 and again.output == "agents/writer-aa11bb22\n"
+    routine = invoke(root, "routines", "create", "3f9a1c2e-77", "9b7d4e10", "Meta tags", "--exist-ok")
+    assert routine.output == "agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10\n"
     assert invoke(root, "agents", "list").output == (
         "seo          3f9a1c2e  agents/seo-3f9a1c2e\n"
         "  meta-tags  9b7d4e10  agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10\n"

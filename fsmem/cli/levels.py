@@ -58,11 +58,12 @@ def list_agents(root: str | None, as_json: bool) -> None:
 @agents.command("create")
 @click.argument("agent_id")
 @click.argument("name")
+@click.option("--exist-ok", is_flag=True, help="An agent that has a folder keeps it (get-or-create).")
 @root_option
 @json_option
-def create_agent(agent_id: str, name: str, root: str | None, as_json: bool) -> None:
+def create_agent(agent_id: str, name: str, exist_ok: bool, root: str | None, as_json: bool) -> None:
     """Make the folder of agent AGENT_ID, named NAME, with an empty MEMORY.md."""
-    folder = _memory(root).create_agent(agent_id, name)
+    folder = _memory(root).create_agent(agent_id, name, exist_ok=exist_ok)
     if as_json:
         echo_json({"id": agent_id, "name": name, "folder": folder})
     else:
@@ -91,11 +92,13 @@ def routines() -> None:
 @click.argument("agent_id")
 @click.argument("routine_id")
 @click.argument("name")
+@click.option("--exist-ok", is_flag=True, help="A routine of this agent that has a folder keeps it (get-or-create).")
 @root_option
 @json_option
-def create_routine(agent_id: str, routine_id: str, name: str, root: str | None, as_json: bool) -> None:
+def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, root: str | None,
+                   as_json: bool) -> None:
     """Make the folder of routine ROUTINE_ID of agent AGENT_ID, with an empty NOTES.md."""
-    folder = _memory(root).create_routine(agent_id, routine_id, name)
+    folder = _memory(root).create_routine(agent_id, routine_id, name, exist_ok=exist_ok)
     if as_json:
         echo_json({"id": routine_id, "agent_id": agent_id, "name": name, "folder": folder})
     else:
