@@ -22,7 +22,8 @@
         ├── ScopeError              BAD_SCOPE
         ├── BadFact                 BAD_FACT
         ├── ModelError              MODEL_ERROR
-        └── IndexError_             INDEX_ERROR
+        ├── IndexError_             INDEX_ERROR
+        └── Unsupported             UNSUPPORTED
 
 A refused call changes nothing. Each message says what went wrong and what to do next, and never
 repeats a secret.
@@ -56,6 +57,7 @@ __all__ = [
     "BadFact",
     "ModelError",
     "IndexError_",
+    "Unsupported",
     "TOOL_ERROR_CODES",
     "from_code",
 ]
@@ -163,6 +165,12 @@ class ModelError(SetupError):
 
 class IndexError_(SetupError):  # trailing underscore: the builtin IndexError is something else
     code = "INDEX_ERROR"
+
+
+class Unsupported(SetupError):
+    """This system lacks what fsmem relies on (fsmem runs on Linux and macOS)."""
+
+    code = "UNSUPPORTED"
 
 
 

@@ -316,6 +316,14 @@ class Facts:
         with self._guard:
             return self._load().get(fact_id)
 
+    def resolve_id(self, typed: str) -> str:
+        """The full id an unambiguous prefix stands for, as a person types it (``fsmem facts show 2026113``)."""
+        from fsmem.core.prefix import resolve_prefix
+
+        with self._guard:
+            resolution = self._load()
+            return resolve_prefix(typed, [*resolution.facts, *resolution.broken], "fact", "fsmem facts list --all")
+
     def current(self, subject: str | None = None) -> list[Fact]:
         """The facts that hold now (of ``subject``, ignoring case and extra spaces), oldest said first."""
         with self._guard:

@@ -20,7 +20,7 @@ from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.errors import NotFound, RootNotFound
+from fsmem.errors import Exists, NotFound, RootNotFound
 from fsmem.levels import Scope
 
 if TYPE_CHECKING:
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 def open(root: str | os.PathLike[str], create: bool = False, settings: Settings | None = None) -> "Memory":
     """Open a memory root; with ``create``, make it first (``.fsmem/`` and an empty ``MEMORY.md``)."""
+    from fsmem.system import check_system
+
+    check_system()  # Linux and macOS; elsewhere, say what is missing before anything is touched
     root_path = Path(root).expanduser()
     if not (root_path / STATE_DIR).is_dir():
         if not create:
@@ -111,11 +114,25 @@ class Memory:
 
     # ---- levels -----------------------------------------------------------------------------
 
-    def create_agent(self, agent_id: str, name: str) -> str:
-        return levels.create_agent(self, agent_id, name)
+    def create_agent(self, agent_id: str, name: str, *, exist_ok: bool = False) -> str:
+        """Make the agent's folder; with ``exist_ok``, an agent that has one keeps it (get-or-create)."""
+        try:
+            return levels.create_agent(self, agent_id, name)
+        except Exists:
+            folder = levels.find_agent(self, agent_id) if exist_ok else None
+            if folder is None:
+                raise
+            return folder
 
-    def create_routine(self, agent_id: str, routine_id: str, name: str) -> str:
-        return levels.create_routine(self, agent_id, routine_id, name)
+    def create_routine(self, agent_id: str, routine_id: str, name: str, *, exist_ok: bool = False) -> str:
+        """Make the routine's folder; with ``exist_ok``, a routine of this agent that has one keeps it."""
+        try:
+            return levels.create_routine(self, agent_id, routine_id, name)
+        except Exists:
+            folder = levels.find_routine(self, routine_id, agent_id) if exist_ok else None
+            if folder is None:  # not there, or a routine of another agent: still an error
+                raise
+            return folder
 
     def delete_agent(self, agent_id: str) -> dict[str, str]:
         return levels.delete_agent(self, agent_id)

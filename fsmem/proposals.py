@@ -66,6 +66,15 @@ def load(memory: "Memory", proposal_id: str) -> Proposal:
     return Proposal(**json.loads(path.read_text(encoding="utf-8")))
 
 
+def resolve_id(memory: "Memory", typed: str) -> str:
+    """The full id an unambiguous prefix stands for, as a person types it (``fsmem proposals approve 2026``)."""
+    from fsmem.core.prefix import resolve_prefix
+
+    folder = _folder(memory)
+    ids = [p.stem for p in folder.glob("*.json")] if folder.is_dir() else []
+    return resolve_prefix(typed, ids, "proposal", "fsmem proposals")
+
+
 def all_proposals(memory: "Memory") -> list[Proposal]:
     folder = _folder(memory)
     if not folder.is_dir():

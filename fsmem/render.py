@@ -76,3 +76,16 @@ def first_difference(before: str, after: str) -> int:
         if a != b:
             return number
     return min(len(old), len(new)) + 1
+
+
+def when_iso(text: str | None) -> str:
+    """An ISO time from the log or versions/ in the one format people read (:func:`when`)."""
+    if not text:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return when(moment.timestamp())

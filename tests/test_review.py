@@ -86,7 +86,7 @@ def test_cli_lists_approves_and_discards(memory):
     listing = runner.invoke(main, ["proposals", "--root", str(memory.root)])
     assert listing.output.strip().endswith("[stale (MEMORY.md changed)]")
     assert runner.invoke(main, ["proposals", "discard", second.id, "--root", str(memory.root)]).output == \
-        f"Discarded {second.id}.\n"
+        f"Discarded {second.id}: change MEMORY.md.\n"
     assert memory.read("MEMORY.md") == "# Rules\n- 1\n- two\n"
 
 

@@ -8,7 +8,8 @@ import sys
 
 import click
 
-from fsmem.errors import FsmemError
+from fsmem.cli.options import echo_json, json_option, root_option, wants_json
+from fsmem.errors import BadFact, Conflict, FsmemError, NotRead, SetupError
 
 # name -> "module:attribute"; each module is imported only when its command runs (or for --help).
 COMMANDS: dict[str, str] = {
@@ -34,20 +35,32 @@ COMMANDS: dict[str, str] = {
     "check": "fsmem.cli.facts:check",
     "chat": "fsmem.cli.chat:chat",
     "demo": "fsmem.cli.chat:demo",
+    "edit": "fsmem.cli.files:edit",
+    "status": "fsmem.cli.status:status",
 }
 
-# Exit codes by error family; one place, so scripts can rely on them.
+# Exit codes by error family; one place, so scripts can rely on them (the README's table).
 EXIT_REQUEST_REFUSED = 1
-EXIT_SETUP = 2
+EXIT_NO_MATCH = 1  # `fsmem search` found nothing, as grep says it
+EXIT_SETUP = 2  # also click's own code for a command line it cannot parse
 EXIT_CONFLICT = 3
 
 
 def exit_code_for(error: FsmemError) -> int:
-    if error.code in {"CONFLICT", "NOT_READ"}:
+    """By the error's place in the tree: a stale version 3, something to set up 2, any refusal 1."""
+    if isinstance(error, (Conflict, NotRead)):
         return EXIT_CONFLICT
-    if error.code in {"NO_ROOT", "BAD_SCOPE", "MODEL_ERROR", "INDEX_ERROR"}:
+    if isinstance(error, SetupError) and not isinstance(error, BadFact):  # a fact that breaks a rule is refused
         return EXIT_SETUP
     return EXIT_REQUEST_REFUSED
+
+
+def echo_error(error: FsmemError, as_json: bool) -> None:
+    """One ``Error: [CODE] …`` line on stderr, or the tool's error shape on stdout under ``--json``."""
+    if as_json:
+        echo_json({"ok": False, "error": error.to_dict()})
+    else:
+        click.echo(f"Error: [{error.code}] {error.message}", err=True)
 
 
 class LazyGroup(click.Group):
@@ -65,10 +78,15 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except FsmemError as error:
-            click.echo(f"Error: [{error.code}] {error.message}", err=True)
+            echo_error(error, wants_json(ctx))
             ctx.exit(exit_code_for(error))
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except click.ClickException as error:  # a command line click cannot parse: JSON too, when asked
+            if not wants_json(ctx):
+                raise
+            echo_json({"ok": False, "error": {"code": "USAGE", "message": error.format_message()}})
+            ctx.exit(error.exit_code)
         except Exception as error:  # noqa: BLE001 - the shell gets one line; tests get the traceback
             if os.environ.get("FSMEM_RAISE") or "pytest" in sys.modules:
                 raise
@@ -78,5 +96,11 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fsmem")
-def main() -> None:
-    """Memory for LLM agents, kept as markdown files in a plain folder."""
+@root_option
+@json_option
+def main(root: str | None, as_json: bool) -> None:
+    """Memory for LLM agents, kept as markdown files in a plain folder.
+
+    --root and --json may come before the command or after it. Exit codes: 0 done, 1 refused (or
+    `search` found nothing, as grep), 2 setup or usage, 3 conflict (the file changed since read).
+    """

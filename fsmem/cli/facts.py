@@ -102,7 +102,8 @@ def list_(subject: str | None, everything: bool, root: str | None, as_json: bool
 @json_option
 def show(fact_id: str, root: str | None, as_json: bool) -> None:
     """One fact with everything it records."""
-    fact = _facts(root).get(fact_id)
+    store = _facts(root)
+    fact = store.get(store.resolve_id(fact_id))
     if as_json:
         echo_json(fact.to_dict())
         return
@@ -128,7 +129,8 @@ def show(fact_id: str, root: str | None, as_json: bool) -> None:
 @json_option
 def history(fact_id: str, root: str | None, as_json: bool) -> None:
     """The chain ID belongs to, newest first: what holds now, then what it replaced."""
-    chain = _facts(root).history(fact_id)
+    store = _facts(root)
+    chain = store.history(store.resolve_id(fact_id))
     if as_json:
         echo_json([f.to_dict() for f in chain])
         return
@@ -146,7 +148,8 @@ def history(fact_id: str, root: str | None, as_json: bool) -> None:
 def edit(fact_id: str, text: str | None, subject: str | None, attribute: str | None, root: str | None,
          as_json: bool) -> None:
     """Correct a fact's words, subject or attribute. It keeps its id and history and replaces nothing."""
-    fact = _facts(root).edit(fact_id, fact=text, subject=subject, attribute=attribute, thread=THREAD)
+    store = _facts(root)
+    fact = store.edit(store.resolve_id(fact_id), fact=text, subject=subject, attribute=attribute, thread=THREAD)
     if as_json:
         echo_json(fact.to_dict())
         return
@@ -159,7 +162,8 @@ def edit(fact_id: str, text: str | None, subject: str | None, attribute: str | N
 @json_option
 def forget(fact_id: str, root: str | None, as_json: bool) -> None:
     """Delete a fact and the facts it replaced, back to the first (their files stay in versions/)."""
-    deleted = _facts(root).forget(fact_id, thread=THREAD)
+    store = _facts(root)
+    deleted = store.forget(store.resolve_id(fact_id), thread=THREAD)
     if as_json:
         echo_json([f.to_dict() for f in deleted])
         return

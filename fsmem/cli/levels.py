@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.style import table
 
 
 def _memory(root: str | None):
     import fsmem
 
     return fsmem.open(find_root(root))
+
+
+def _level(folder: str) -> dict[str, str]:
+    """A level folder as people read it. The folder name holds the slug of the name the level had at
+    creation and the first 8 characters of its id (the full id is not stored in the folder yet)."""
+    name, _, prefix = folder.rsplit("/", 1)[-1].rpartition("-")
+    return {"folder": folder, "slug": name or folder, "id_prefix": prefix}
+
+
+def describe_levels(memory: Any) -> list[dict[str, Any]]:
+    """Every agent with its routines: folder, name slug, id prefix."""
+    from fsmem import levels
+
+    return [{**_level(agent), "routines": [_level(r) for r in levels.list_routines(memory, agent)]}
+            for agent in levels.list_agents(memory)]
 
 
 @click.group()
@@ -22,29 +40,34 @@ def agents() -> None:
 @root_option
 @json_option
 def list_agents(root: str | None, as_json: bool) -> None:
-    """Every agent folder, with its routines."""
-    from fsmem import levels
-
-    memory = _memory(root)
-    listing = {folder: levels.list_routines(memory, folder) for folder in levels.list_agents(memory)}
+    """Every agent with its routines: name, id (the first 8 characters) and folder."""
+    listing = describe_levels(_memory(root))
     if as_json:
         echo_json(listing)
         return
     if not listing:
-        click.echo("No agents.")
-    for folder, routines in listing.items():
-        click.echo(folder)
-        for routine in routines:
-            click.echo(f"  {routine}")
+        click.echo("No agents. `fsmem agents create ID NAME` makes one.")
+    rows = []
+    for agent in listing:
+        rows.append([agent["slug"], agent["id_prefix"], agent["folder"]])
+        rows += [["  " + r["slug"], r["id_prefix"], r["folder"]] for r in agent["routines"]]
+    for line in table(rows):
+        click.echo(line)
 
 
 @agents.command("create")
 @click.argument("agent_id")
 @click.argument("name")
+@click.option("--exist-ok", is_flag=True, help="An agent that has a folder keeps it (get-or-create).")
 @root_option
-def create_agent(agent_id: str, name: str, root: str | None) -> None:
+@json_option
+def create_agent(agent_id: str, name: str, exist_ok: bool, root: str | None, as_json: bool) -> None:
     """Make the folder of agent AGENT_ID, named NAME, with an empty MEMORY.md."""
-    click.echo(_memory(root).create_agent(agent_id, name))
+    folder = _memory(root).create_agent(agent_id, name, exist_ok=exist_ok)
+    if as_json:
+        echo_json({"id": agent_id, "name": name, "folder": folder})
+    else:
+        click.echo(folder)
 
 
 @agents.command("delete")
@@ -69,10 +92,17 @@ def routines() -> None:
 @click.argument("agent_id")
 @click.argument("routine_id")
 @click.argument("name")
+@click.option("--exist-ok", is_flag=True, help="A routine of this agent that has a folder keeps it (get-or-create).")
 @root_option
-def create_routine(agent_id: str, routine_id: str, name: str, root: str | None) -> None:
+@json_option
+def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, root: str | None,
+                   as_json: bool) -> None:
     """Make the folder of routine ROUTINE_ID of agent AGENT_ID, with an empty NOTES.md."""
-    click.echo(_memory(root).create_routine(agent_id, routine_id, name))
+    folder = _memory(root).create_routine(agent_id, routine_id, name, exist_ok=exist_ok)
+    if as_json:
+        echo_json({"id": routine_id, "agent_id": agent_id, "name": name, "folder": folder})
+    else:
+        click.echo(folder)
 
 
 @routines.command("delete")

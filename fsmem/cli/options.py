@@ -1,32 +1,62 @@
-"""Options every command shares (``--root``, ``--json``) and how the root is found."""
+"""Options every command shares (``--root``, ``--json``), how the root is found, and how a path typed
+at the shell names a file of the root."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from fsmem.core.layout import STATE_DIR
-from fsmem.errors import RootNotFound
+from fsmem.errors import BadPath, RootNotFound
+
+# ``--root`` and ``--json`` may stand before the subcommand (``fsmem --root R read X``) or after it
+# (``fsmem read X --root R``): the value is kept in the context's ``meta``, which every nested
+# context shares, and a command without its own value takes the one given before it.
+_ROOT_KEY = "fsmem.root"
+_JSON_KEY = "fsmem.json"
 
 
-def find_root(explicit: str | None) -> Path:
-    """``--root``, else ``FSMEM_ROOT``, else the nearest folder upward that holds ``.fsmem/``."""
+def find_root(explicit: str | None, near: str | None = None) -> Path:
+    """``--root``, else ``FSMEM_ROOT``, else the root holding ``near`` (an absolute path a person typed),
+    else the nearest folder upward from here that holds ``.fsmem/``."""
     if explicit:
         return Path(explicit).expanduser().resolve()
     from_env = os.environ.get("FSMEM_ROOT")
     if from_env:
         return Path(from_env).expanduser().resolve()
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / STATE_DIR).is_dir():
-            return folder
+    starts = [Path.cwd().resolve()]
+    if near and os.path.isabs(near):
+        starts.insert(0, _real(Path(near)).parent)
+    for start in starts:
+        for folder in (start, *start.parents):
+            if (folder / STATE_DIR).is_dir():
+                return folder
     raise RootNotFound(
         "no fsmem root here: pass --root DIR, set FSMEM_ROOT, or run `fsmem init` to make one"
     )
+
+
+def _remember_root(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        ctx.meta[_ROOT_KEY] = value
+        return value
+    return ctx.meta.get(_ROOT_KEY)
+
+
+def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.meta[_JSON_KEY] = True
+    return bool(value or ctx.meta.get(_JSON_KEY))
+
+
+def wants_json(ctx: click.Context) -> bool:
+    """Whether ``--json`` was given anywhere on the command line (errors then print as JSON too)."""
+    return bool(ctx.meta.get(_JSON_KEY))
 
 
 def root_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,13 +65,15 @@ def root_option(command: Callable[..., Any]) -> Callable[..., Any]:
         "root",
         metavar="DIR",
         default=None,
+        callback=_remember_root,
         help="The memory root (default: $FSMEM_ROOT, else the nearest folder upward with .fsmem/).",
     )(command)
 
 
 def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--json", "as_json", is_flag=True, help="Print the result as JSON (stable, for scripts)."
+        "--json", "as_json", is_flag=True, callback=_remember_json,
+        help="Print the result as JSON (stable, for scripts); errors too, on stdout.",
     )(command)
 
 
@@ -54,3 +86,45 @@ def expect_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+def shell_path(typed: str | None, root: Path) -> str:
+    """The root-relative path a person means by ``typed`` at the shell.
+
+    Inside the root, a relative path is taken from the current folder (``cd notes/ops && fsmem read
+    deploy.md`` reads ``notes/ops/deploy.md``; ``..`` may climb back up as far as the root) and no
+    path means the current folder. An absolute path inside the root is taken as that file. Anything
+    else is the tool's form, relative to the root (a leading ``/`` is the root), checked by its rules.
+    """
+    root = Path(os.path.realpath(root))
+    try:
+        here: Path | None = Path(os.path.realpath(os.getcwd()))
+    except OSError:  # the current folder was removed under us
+        here = None
+    here_in_root = None if here is None else _inside(here, root)
+    if typed is None:
+        return here_in_root or ""
+    if os.path.isabs(typed):
+        absolute = _inside(_real(Path(typed)), root)
+        return typed if absolute is None else absolute
+    if here is None or here_in_root is None:
+        return typed
+    target = _inside(_real(here / typed), root)
+    if target is None:
+        raise BadPath(f"{typed!r} from {here} leads outside the root {root}; name a file inside it")
+    return target
+
+
+def _real(path: Path) -> Path:
+    """``path`` with ``..`` folded and its folder's symlinks resolved (not the last name's own)."""
+    folded = Path(os.path.normpath(path))
+    return Path(os.path.realpath(folded.parent)) / folded.name if folded.name else folded
+
+
+def _inside(path: Path, root: Path) -> str | None:
+    """``path`` relative to ``root`` as a posix string ("" for the root), or None if it lies outside."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return None
+    return relative.as_posix() if relative.parts else ""

@@ -7,6 +7,8 @@ import dataclasses
 import click
 
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.style import diff, table
+from fsmem.render import when_iso
 
 
 def _memory(root: str | None):
@@ -32,38 +34,66 @@ def proposals(ctx: click.Context, root: str | None, as_json: bool) -> None:
         return
     if not listed:
         click.echo("No proposals.")
-    for proposal, stale in listed:
-        state = "can apply" if not stale else f"stale ({', '.join(stale)} changed)"
-        click.echo(f"{proposal.id}  {proposal.made_at[:16]}  {proposal.summary}  [{state}]")
+    rows = [[p.id, when_iso(p.made_at), p.summary, "[can apply]" if not stale else f"[stale ({', '.join(stale)} changed)]"]
+            for p, stale in listed]
+    for line in table(rows):
+        click.echo(line)
 
 
 @proposals.command()
-@click.argument("proposal_id")
+@click.argument("proposal_id", metavar="ID")
 @root_option
-def show(proposal_id: str, root: str | None) -> None:
-    """Show one proposal with its diff."""
-    from fsmem.proposals import load
+@json_option
+def show(proposal_id: str, root: str | None, as_json: bool) -> None:
+    """Show one proposal with its diff (ID or its first characters)."""
+    from fsmem.proposals import load, resolve_id, stale_paths
 
-    proposal = load(_memory(root), proposal_id)
+    memory = _memory(root)
+    proposal = load(memory, resolve_id(memory, proposal_id))
+    if as_json:
+        echo_json({**dataclasses.asdict(proposal), "stale": stale_paths(memory, proposal)})
+        return
     click.echo(f"{proposal.id}: {proposal.summary}\nfrom thread {proposal.thread or '-'} ({proposal.scope}), "
-               f"{proposal.made_at}")
+               f"{when_iso(proposal.made_at)}")
     if proposal.diff:
-        click.echo(proposal.diff)
+        click.echo(diff(proposal.diff))
 
 
 @proposals.command()
-@click.argument("proposal_id")
+@click.argument("proposal_id", metavar="ID")
 @root_option
-def approve(proposal_id: str, root: str | None) -> None:
-    """Apply a proposal, only if the files it changes are as they were."""
-    result = _memory(root).approve(proposal_id)
-    click.echo(f"Applied {proposal_id}. {result['text'].splitlines()[0]}")
+@json_option
+def approve(proposal_id: str, root: str | None, as_json: bool) -> None:
+    """Apply a proposal (ID or its first characters), only if the files it changes are as they were.
+
+    Prints what the change did, as the memory tool reports it.
+    """
+    from fsmem.proposals import load, resolve_id
+
+    memory = _memory(root)
+    full_id = resolve_id(memory, proposal_id)
+    proposal = load(memory, full_id)
+    result = memory.approve(full_id)
+    if as_json:
+        echo_json({"id": full_id, "summary": proposal.summary, "result": result})
+        return
+    click.echo(f"Applied {full_id}: {proposal.summary}.")
+    click.echo(result["text"])
 
 
 @proposals.command()
-@click.argument("proposal_id")
+@click.argument("proposal_id", metavar="ID")
 @root_option
-def discard(proposal_id: str, root: str | None) -> None:
-    """Drop a proposal without applying it."""
-    _memory(root).discard(proposal_id)
-    click.echo(f"Discarded {proposal_id}.")
+@json_option
+def discard(proposal_id: str, root: str | None, as_json: bool) -> None:
+    """Drop a proposal (ID or its first characters) without applying it."""
+    from fsmem.proposals import load, resolve_id
+
+    memory = _memory(root)
+    full_id = resolve_id(memory, proposal_id)
+    proposal = load(memory, full_id)
+    memory.discard(full_id)
+    if as_json:
+        echo_json({"id": full_id, "summary": proposal.summary, "discarded": True})
+    else:
+        click.echo(f"Discarded {full_id}: {proposal.summary}.")

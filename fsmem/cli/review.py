@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
+from fsmem.cli import exit_code_for
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import BadRequest, ModelError
 
@@ -37,10 +39,12 @@ def review(conversation_file: Path, scope_text: str, model_url: str | None, mode
     conversation = read_conversation(conversation_file, error=BadRequest)
     model = make_model(model_url, model_name, api_key_env, timeout, no_thinking)
     result = run_review(memory, conversation, model, scope, max_calls=max_calls)
-    if as_json:
+    if as_json:  # one JSON document, the error inside it: what was kept before the stop stays listed
         echo_json(result.to_dict())
-    else:
-        for line in result.lines():
-            click.echo(line)
+        if result.error is not None:
+            sys.exit(exit_code_for(ModelError(str(result.error))))
+        return
+    for line in result.lines():
+        click.echo(line)
     if result.error is not None:
         raise ModelError(f"the review stopped early: {result.error}")

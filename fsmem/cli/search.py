@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import click
 
+from fsmem.cli import EXIT_NO_MATCH
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 
 
@@ -48,30 +49,69 @@ def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], ex
     """Search the memory: ranked files with snippets (or regex lines with --regex).
 
     All words must match first; if that finds nothing, any word does. The last word also matches as
-    a prefix; put phrases in "double quotes". Facts that hold come before replaced ones.
+    a prefix; put phrases in "double quotes". Facts that hold come before replaced ones. Exits 1 when
+    nothing matched, as grep does (with --json, prints [] and exits 0).
     """
     text = " ".join(query)
     with _warnings_to_stderr():
         if use_regex:  # not the fast path: the files themselves, through the drive
             import fsmem
 
+            # A few more than shown, to say how many more there are (capped: a pattern may match everywhere).
             hits = fsmem.open(find_root(root)).search(text, regex=True, include=include or None,
-                                                      exclude=exclude or None, since=since, limit=limit)
+                                                      exclude=exclude or None, since=since,
+                                                      limit=limit + MORE_COUNTED)
         else:
             hits = _open_index(root).search(text, include=include, exclude=exclude, since=since,
                                             limit=limit)
+    hits, more = hits[:limit], len(hits) - limit
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
-        return
-    if use_regex:
-        for hit in hits:
-            click.echo(f"{hit.path}:{hit.line}: {hit.text}")
-        if not hits:
-            click.echo(f"No matches for {text!r}.")
-        return
-    from fsmem.index import render_hits
+    elif use_regex:
+        _echo_lines(hits, text, more)
+    else:
+        from fsmem.index import render_hits
 
-    click.echo(render_hits(hits, text))
+        _echo_ranked(render_hits(hits, text), text)
+    if not hits and not as_json:  # as grep; under --json, [] is the answer
+        sys.exit(EXIT_NO_MATCH)
+
+
+MORE_COUNTED = 1000
+
+
+def _echo_lines(hits: list[Any], pattern: str, more: int) -> None:
+    """``path:line: text``, the matches painted; then how many more matching lines were not shown."""
+    from fsmem.cli.style import colour_on, paint
+    from fsmem.grep import compile_pattern
+
+    compiled = compile_pattern(pattern, literal=False) if colour_on() and hits else None
+    for hit in hits:
+        shown = hit.text
+        if compiled is not None:
+            shown = compiled.sub(lambda m: click.style(m.group(0), fg="yellow", bold=True), shown, timeout=0.1)
+        click.echo(f"{paint(f'{hit.path}:{hit.line}', fg='magenta')}: {shown}")
+    if not hits:
+        click.echo(f"No matches for {pattern!r}.")
+    elif more > 0:
+        count = f"{more}+" if more >= MORE_COUNTED else str(more)
+        click.echo(f"… and {count} more matching line{'s' if more != 1 else ''} not shown "
+                   "(raise --limit to see them).")
+
+
+def _echo_ranked(rendered: str, query: str) -> None:
+    """Ranked hits as render_hits words them, with the path bold and the query's words painted."""
+    from fsmem.cli.style import highlight, paint
+
+    words = [w.strip('"').rstrip("*") for w in query.split() if len(w.strip('"')) > 1]
+    for line in rendered.splitlines():
+        if line.startswith("    "):
+            click.echo(highlight(line, words))
+        elif line.startswith("No matches"):
+            click.echo(line)
+        else:
+            path, sep, rest = line.partition("  ")
+            click.echo(paint(path, bold=True) + sep + rest)
 
 
 @click.group()
@@ -89,13 +129,15 @@ def status(root: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(info)
         return
+    from fsmem.render import size
+
     watcher = f"running (pid {info['watcher_pid']})" if info["watcher"] else "not running"
     click.echo(
         f"documents: {info['documents']}\n"
         f"files:     {info['files']}\n"
         f"stale:     {info['stale']}\n"
         f"watcher:   {watcher}\n"
-        f"size:      {info['index_bytes']} bytes"
+        f"size:      {size(info['index_bytes'])}"
     )
 
 

@@ -1,0 +1,77 @@
+"""``fsmem status``: the page a person opens first — the root, its levels, counts, the index, what waits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from fsmem.cli.options import echo_json, find_root, json_option, root_option
+
+LAST_CHANGES = 5
+
+
+def gather(memory: Any) -> dict[str, Any]:
+    """Everything ``fsmem status`` shows, as data (the ``--json`` form)."""
+    from fsmem.cli.levels import describe_levels
+    from fsmem.proposals import stale_paths
+
+    files = list(memory.drive.walk_files(""))
+    facts = memory.facts.all()
+    holding = sum(1 for fact in facts if fact.holds)
+    index = memory.index.status()
+    pending = [{"id": p.id, "summary": p.summary, "made_at": p.made_at, "stale": bool(stale_paths(memory, p))}
+               for p in memory.proposals()]
+    changes = list(memory.log())[-LAST_CHANGES:]
+    return {
+        "root": str(memory.root),
+        "agents": describe_levels(memory),
+        "files": len(files),
+        "bytes": sum(entry.size for entry in files),
+        "facts": {"current": holding, "replaced": len(facts) - holding},
+        "index": {"documents": index["documents"], "stale": index["stale"], "bytes": index["index_bytes"],
+                  "watcher": index["watcher"], "watcher_pid": index["watcher_pid"]},
+        "proposals": pending,
+        "last_changes": [entry.__dict__ for entry in reversed(changes)],
+    }
+
+
+@click.command()
+@root_option
+@json_option
+def status(root: str | None, as_json: bool) -> None:
+    """The root at a glance: levels, file and fact counts, index freshness, watcher, proposals, last changes."""
+    import fsmem
+    from fsmem.cli.files import log_lines
+    from fsmem.drive import LogEntry
+    from fsmem.render import size
+
+    info = gather(fsmem.open(find_root(root)))
+    if as_json:
+        echo_json(info)
+        return
+    index = info["index"]
+    fresh = "fresh" if index["stale"] == 0 else f"{index['stale']} files not indexed yet (the next search indexes them)"
+    watcher = f"running (pid {index['watcher_pid']})" if index["watcher"] else "not running (`fsmem watch` starts one)"
+    facts = info["facts"]
+    out = [
+        f"root:      {info['root']}",
+        f"files:     {info['files']} ({size(info['bytes'])})",
+        f"facts:     {facts['current']} holding, {facts['replaced']} replaced",
+        f"index:     {index['documents']} documents, {fresh} ({size(index['bytes'])})",
+        f"watcher:   {watcher}",
+    ]
+    agents = info["agents"]
+    out.append(f"agents:    {len(agents) or 'none'}")
+    for agent in agents:
+        out.append(f"  {agent['slug']:<20} {agent['id_prefix']}  {agent['folder']}")
+        for routine in agent["routines"]:
+            out.append(f"    {routine['slug']:<18} {routine['id_prefix']}  {routine['folder']}")
+    pending = info["proposals"]
+    out.append(f"proposals: {len(pending) or 'none waiting'}" + (" (`fsmem proposals` lists them)" if pending else ""))
+    for proposal in pending:
+        out.append(f"  {proposal['id']}  {proposal['summary']}" + ("  [stale]" if proposal["stale"] else ""))
+    changes = info["last_changes"]
+    out.append("last changes:" if changes else "last changes: none yet")
+    out += ["  " + line for line in log_lines([LogEntry(**entry) for entry in changes])]
+    click.echo("\n".join(out))
