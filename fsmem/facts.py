@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import secrets as random_source
 import stat as stat_module
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import frontmatter
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML: the reader python-frontmatter uses
 
 from fsmem.core import facts as rules
 from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
@@ -53,43 +52,32 @@ _TIME_FIELDS = {"said", "kept", "edited", "until"}
 # --------------------------------------------------------------------------- the file format
 
 
-_PLAIN = re.compile(r"[A-Za-z_][\w .,/()'+-]*")
-_YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
-_OWN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")  # YAML reads these as text: no date, no number
+class _FactDumper(yaml.SafeDumper):
+    """YAML as a person would write a fact by hand: ``edited:`` rather than ``edited: null``, and
+    times as ``2026-11-30T10:00:00Z`` (midnight as the date alone), which YAML reads back as times."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # two equal dates are written twice, never as an anchor and an alias
 
 
-def _yaml_scalar(value: str) -> str:
-    """``value`` as a YAML scalar: bare when YAML reads it back as the same text, else quoted."""
-    if _OWN_ID.fullmatch(value):
-        return value
-    if (_PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS and ": " not in value
-            and " #" not in value and not value.endswith(":")):
-        return value
-    dumped = yaml.safe_dump(value, allow_unicode=True, width=1_000_000, default_flow_style=True)
-    return dumped.removesuffix("\n").removesuffix("\n...").rstrip("\n")
+_FactDumper.add_representer(type(None), lambda dumper, _: dumper.represent_scalar("tag:yaml.org,2002:null", ""))
+_FactDumper.add_representer(datetime, lambda dumper, moment: dumper.represent_scalar(
+    "tag:yaml.org,2002:timestamp", rules.format_when(moment)))
 
 
 def render(fact: Fact) -> bytes:
     """The file of a fact: front matter in a fixed order, then the sentence."""
-    lines = ["---"]
-    for name, value in rules.fields_of(fact).items():
-        if value is None:
-            lines.append(f"{name}:")
-        elif isinstance(value, list):
-            lines.append(f"{name}: [{', '.join(_yaml_scalar(item) for item in value)}]")
-        elif name in _TIME_FIELDS:
-            lines.append(f"{name}: {value}")
-        else:
-            lines.append(f"{name}: {_yaml_scalar(str(value))}")
-    lines += ["---", fact.text, ""]
-    return "\n".join(lines).encode("utf-8")
+    fields = rules.fields_of(fact)
+    fields.update({name: getattr(fact, name) for name in _TIME_FIELDS})  # datetimes: written unquoted
+    post = frontmatter.Post(fact.text)
+    post.metadata.update(fields)
+    text = frontmatter.dumps(post, Dumper=_FactDumper, sort_keys=False, default_flow_style=None,
+                             width=1_000_000)
+    return (text + "\n").encode("utf-8")
 
 
 def parse(data: bytes, file_id: str) -> Fact:
     """A fact from its file, as a person may have edited it; :class:`BadFact` says what to mend."""
-    fast = _parse_own(data, file_id)
-    if fast is not None:
-        return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -107,39 +95,6 @@ def parse(data: bytes, file_id: str) -> Fact:
     except Exception as error:  # noqa: BLE001 - whatever a broken file makes the parser raise
         raise BadFact(f"the front matter cannot be read ({type(error).__name__}); mend it") from None
     return rules.fact_from_fields(post.metadata, post.content, file_id)
-
-
-def _parse_own(data: bytes, file_id: str) -> Fact | None:
-    """The quick path for a file exactly as fsmem writes it (checked by writing it again); None
-    sends anything else through the full YAML reader."""
-    try:
-        lines = data.decode("utf-8").split("\n")
-    except UnicodeDecodeError:
-        return None
-    count = len(rules.FIELD_ORDER)
-    if len(lines) < count + 3 or lines[0] != "---" or lines[count + 1] != "---":
-        return None
-    fields: dict[str, object] = {}
-    for name, line in zip(rules.FIELD_ORDER, lines[1:count + 1]):
-        key, sep, value = line.partition(":")
-        if key != name or not sep:
-            return None
-        value = value.strip()
-        if name == "replaces":
-            if not (value.startswith("[") and value.endswith("]")):
-                return None
-            fields[name] = [item.strip() for item in value[1:-1].split(",") if item.strip()]
-        elif value.startswith("'") and value.endswith("'") and len(value) >= 2:
-            fields[name] = value[1:-1].replace("''", "'")
-        elif value[:1] in ('"', "[", "{", "&", "*", "!", "|", ">", "%", "@", "`"):
-            return None
-        else:
-            fields[name] = value or None
-    try:
-        fact = rules.fact_from_fields(fields, "\n".join(lines[count + 2:]), file_id)
-    except BadFact:
-        return None
-    return fact if render(fact) == data else None
 
 
 # --------------------------------------------------------------------------- results
