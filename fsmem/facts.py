@@ -30,6 +30,11 @@ from typing import Any, Callable, Iterable, Mapping
 import frontmatter
 import yaml  # type: ignore[import-untyped]  # PyYAML: the reader python-frontmatter uses
 
+try:  # libyaml's emitter writes a fact 8x faster than PyYAML's own
+    from yaml import CSafeDumper as _SafeDumper  # type: ignore[import-untyped]
+except ImportError:  # a PyYAML built without libyaml
+    from yaml import SafeDumper as _SafeDumper  # type: ignore[import-untyped,assignment]
+
 from fsmem.core import facts as rules
 from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
                                 extraction_messages, parse_proposals)
@@ -45,14 +50,15 @@ __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_
 
 PROMPT_FILE = data_dir("prompts") / "extract_facts.md"
 CACHE_FILE = "cache/facts.json"  # under .fsmem/: derived, deletable, saves a new process the parsing
-CACHE_AFTER = 200  # files parsed in one load before the cache is written again
+JOURNAL_FILE = "cache/facts.journal"  # under .fsmem/: one line a change through fsmem (derived, deletable)
+CACHE_AFTER = 200  # files read or written since the cache was written before a full look writes it again
 _TIME_FIELDS = {"said", "kept", "edited", "until"}
 
 
 # --------------------------------------------------------------------------- the file format
 
 
-class _FactDumper(yaml.SafeDumper):
+class _FactDumper(_SafeDumper):
     """YAML as a person would write a fact by hand: ``edited:`` rather than ``edited: null``, and
     times as ``2026-11-30T10:00:00Z`` (midnight as the date alone), which YAML reads back as times."""
 
@@ -160,6 +166,12 @@ class Facts:
         self._last_id: str | None = None
         self._cache_file = drive.state / CACHE_FILE
         self._files.update(_read_cache(self._cache_file))
+        self._unsaved = 0  # files read or written since the cache file was last written
+        # What the last look saw beyond the files' own stamps: the facts folders' stamps and how far
+        # the journal of changes was read. Together they say when a look at a few files is enough.
+        self._folders: tuple[tuple[int, int], ...] | None = None
+        self._journal_file = drive.state / JOURNAL_FILE
+        self._journal_read = 0
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -220,11 +232,160 @@ class Facts:
         except BadFact as error:
             return _Read(stamp, problem=error.message)
 
-    def _load(self) -> Resolution:
-        """The canonical state of the facts now: cached while no file changed, advanced file by
-        file when some did (a full rebuild only when an unreadable file appears or goes)."""
+    def _folder_stamps(self) -> tuple[tuple[int, int], ...]:
+        """The facts folders' mtime and inode: a file added, removed or saved by rename changes them."""
+        stamps = []
+        for folder in (FACTS_DIR, HISTORY_DIR):
+            try:
+                info = os.stat(self.drive.root / folder)
+            except OSError:
+                stamps.append((0, 0))
+            else:
+                stamps.append((info.st_mtime_ns, info.st_ino))
+        return tuple(stamps)
+
+    def _journal_size(self) -> int:
+        try:
+            return os.stat(self._journal_file).st_size
+        except OSError:
+            return 0
+
+    def _journal_since(self, end: int) -> tuple[set[str], tuple[tuple[int, int], ...]] | None:
+        """The fact files changes through fsmem touched since this view last looked, and the folders'
+        stamps after them; None unless each change started from the stamps the one before left
+        (anything else — a hand edit between two changes, a torn line — calls for the full look)."""
+        assert self._folders is not None
+        state, touched = self._folders, set[str]()
+        if end == self._journal_read:
+            return touched, state
+        if end < self._journal_read:
+            return None  # the journal was reset: start over
+        try:
+            with open(self._journal_file, "rb") as handle:
+                handle.seek(self._journal_read)
+                lines = handle.read(end - self._journal_read).split(b"\n")
+        except OSError:
+            return None
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                before = tuple(tuple(pair) for pair in record["before"])
+                after = tuple(tuple(pair) for pair in record["after"])
+                paths = record["paths"]
+            except (ValueError, KeyError, TypeError):
+                return None  # a line being appended, or torn by a crash
+            if before != state:
+                return None
+            state = after
+            touched.update(path for path in paths if isinstance(path, str) and rules.fact_id_of_path(path))
+        return touched, state
+
+    def _note_change(self, before: tuple[tuple[int, int], ...] | None, paths: Iterable[str]) -> None:
+        """After a change (under the root lock): tell other views which files changed and what the
+        folders' stamps went from and to, so they can follow without a full look."""
+        after = self._folder_stamps()
+        line = json.dumps({"before": before, "after": after, "paths": sorted(paths)}) + "\n"
+        try:
+            self._journal_file.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._journal_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8"))
+                end = os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+        except OSError:
+            self._folders = None  # others fall back to the full look; so does this view
+            return
+        if before is not None:
+            self._folders, self._journal_read = after, end
+
+    def _fact_paths(self, resolution: Resolution, fact_id: str) -> list[str] | None:
+        """The files a call about ``fact_id`` depends on; None (look at all) for an id not known."""
+        return self._chain_paths(resolution, fact_id) if fact_id in resolution.facts else None
+
+    def _thing_paths(self, resolution: Resolution, key: tuple[str, str]) -> list[str]:
+        """The files of the chain of the fact that holds for a thing (none for a new thing)."""
+        holding = resolution.holding(key)
+        return self._chain_paths(resolution, holding.id) if holding is not None else []
+
+    def _chain_paths(self, resolution: Resolution, fact_id: str) -> list[str]:
+        """Every file of the chain ``fact_id`` belongs to (both copies where a crash left two)."""
+        ids = resolution.chains[resolution.chain_of[fact_id]] if fact_id in resolution.chain_of else [fact_id]
+        return [rules.fact_path(fid, location) for fid in ids for location in resolution.stored.get(fid, {})]
+
+    def _load(self, scope: Callable[[Resolution], Iterable[str] | None] | None = None) -> Resolution:
+        """The canonical state of the facts now.
+
+        With ``scope`` (the files a call depends on, given the state last seen; None for "all") the
+        look is cheap: the folders' stamps, the log's new lines and the stamps of those files. Files
+        added, removed or saved by rename change a folder's stamp; changes through fsmem are in the
+        log; an edit in place shows in the file's own stamp. Anything the cheap look cannot explain
+        falls back to the full look: every file's stamp, parsed again only where it changed."""
         with self._guard:
+            if scope is not None and self._resolution is not None and self._folders is not None:
+                resolution = self._cheap_look(self._resolution, scope)
+                if resolution is not None:
+                    return resolution
+            return self._full_look()
+
+    def _cheap_look(self, resolution: Resolution,
+                    scope: Callable[[Resolution], Iterable[str] | None]) -> Resolution | None:
+        end, folders = self._journal_size(), self._folder_stamps()
+        followed = self._journal_since(end)
+        if followed is None or followed[1] != folders:
+            return None  # the folders changed in a way no change through fsmem explains
+        touched = followed[0]
+        wanted = scope(resolution)
+        if wanted is None:
+            return None
+        ops: list[Op] = []
+        reads: dict[str, _Read] = {}
+        for path in sorted({*wanted, *touched}):
+            known = self._files.get(path)
+            try:
+                info = os.stat(self.drive.root / path, follow_symlinks=False)
+            except FileNotFoundError:
+                if known is None:
+                    continue
+                if known.fact is None:
+                    return None
+                ops.append(Op("delete", path))
+                continue
+            except OSError:
+                return None
+            if known is not None and known.stamp == (info.st_size, info.st_mtime_ns, info.st_ino):
+                continue
+            if not stat_module.S_ISREG(info.st_mode) or (known is not None and known.fact is None):
+                return None
+            read = reads[path] = self._read_one(path)
+            if read.fact is None:
+                return None  # an unreadable file: the full look reports it and freezes its chain
+            ops.append(Op("write", path, read.fact))
+        if ops:
+            snapshot = self._snapshot
+            for op in ops:
+                if op.kind == "delete":
+                    self._files.pop(op.path, None)
+                    if snapshot is not None:
+                        snapshot.pop(op.path, None)
+                else:
+                    self._files[op.path] = reads[op.path]
+                    if snapshot is not None:
+                        snapshot[op.path] = reads[op.path].stamp
+            resolution.apply(ops)
+            self._unsaved += len(ops)
+        self._folders, self._journal_read = folders, end
+        return resolution
+
+    def _full_look(self) -> Resolution:
+        """Every file's stamp; files parsed again only where they changed; the state advanced file
+        by file (rebuilt only when an unreadable file appears or goes)."""
+        with self._guard:
+            end, folders = self._journal_size(), self._folder_stamps()  # before the scan: later changes show
             stamps, self._scan_problems = self._scan()
+            self._folders, self._journal_read = folders, end
             if self._resolution is not None and stamps == self._snapshot:
                 return self._resolution
             incremental = self._resolution is not None
@@ -247,8 +408,10 @@ class Facts:
                     ops.append(Op("delete", path))
             self._files = files
             self._snapshot = stamps  # a file changed between scan and read is simply read again
-            if len(ops) >= CACHE_AFTER:
+            self._unsaved += len(ops)
+            if self._unsaved >= CACHE_AFTER:
                 _write_cache(self._cache_file, files)
+                self._unsaved = 0
             if incremental and self._resolution is not None:
                 self._resolution.apply(ops)
                 return self._resolution
@@ -269,17 +432,21 @@ class Facts:
 
     def get(self, fact_id: str) -> Fact:
         with self._guard:
-            return self._load().get(fact_id)
+            return self._load(lambda resolution: self._fact_paths(resolution, fact_id)).get(fact_id)
 
     def current(self, subject: str | None = None) -> list[Fact]:
         """The facts that hold now (of ``subject``, ignoring case and extra spaces), oldest said first."""
         with self._guard:
-            return self._load().current(subject)
+            if subject is None:
+                return self._load().current()
+            return self._load(lambda resolution: [
+                path for fact in resolution.current(subject)
+                for path in self._chain_paths(resolution, fact.id)]).current(subject)
 
     def history(self, fact_id: str) -> list[Fact]:
         """The chain ``fact_id`` belongs to, newest first: what holds now, then what it replaced."""
         with self._guard:
-            resolution = self._load()
+            resolution = self._load(lambda resolution: self._fact_paths(resolution, fact_id))
             resolution.get(fact_id)
             return list(reversed(resolution.chain(fact_id)))
 
@@ -330,6 +497,7 @@ class Facts:
 
     def _run(self, tx: Transaction, resolution: Resolution, ops: list[Op]) -> None:
         """Write the ops, then remember what was written so the next read parses nothing."""
+        before = self._folders  # as the load under this change's lock saw them
         for op in ops:
             if op.kind == "write":
                 assert op.fact is not None
@@ -352,13 +520,16 @@ class Facts:
                 snapshot[path] = stamp
         self._snapshot = snapshot
         self._resolution = resolution
+        self._unsaved += len(final)
+        if final:
+            self._note_change(before, final)
 
-    def _change(self, command: str, thread: str | None,
-                plan: Callable[[Resolution], list[Op]], applies: bool = False) -> None:
+    def _change(self, command: str, thread: str | None, plan: Callable[[Resolution], list[Op]],
+                applies: bool = False, scope: Callable[[Resolution], Iterable[str] | None] | None = None) -> None:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
         writes nothing. ``applies``: the plan advanced the resolution itself."""
         with self._guard, self.drive.change(command=command, thread=thread) as tx:
-            resolution = self._load()  # rescanned under the lock; parsed again only where files changed
+            resolution = self._load(scope)  # looked at again under the lock
             fixes = list(resolution.fixes)
             try:
                 if fixes:
@@ -449,7 +620,8 @@ class Facts:
             return ops
 
         with self._guard:
-            self._change("facts.keep", thread, plan, applies=True)
+            self._change("facts.keep", thread, plan, applies=True, scope=lambda resolution: [
+                path for draft in drafts for path in self._thing_paths(resolution, draft.key)])
             # later keeps of the same batch may have moved an earlier one: report each as it stands now
             final = self._resolution or self._load()
             return [Kept(k.outcome, final.facts.get(k.fact.id, k.fact),
@@ -467,7 +639,15 @@ class Facts:
             edited.append(step.fact)
             return list(step.ops)
 
-        self._change("facts.edit", thread, plan)
+        def scope(resolution: Resolution) -> list[str] | None:
+            old = resolution.facts.get(fact_id)
+            if old is None:
+                return None
+            key = rules.thing_key(old.subject if subject is None else subject,
+                                  old.attribute if attribute is None else attribute)
+            return [*self._chain_paths(resolution, fact_id), *self._thing_paths(resolution, key)]
+
+        self._change("facts.edit", thread, plan, scope=scope)
         return edited[0]
 
     def forget(self, fact_id: str, *, thread: str | None = None) -> list[Fact]:
@@ -479,7 +659,7 @@ class Facts:
             deleted.extend(step.deleted)
             return list(step.ops)
 
-        self._change("facts.forget", thread, plan)
+        self._change("facts.forget", thread, plan, scope=lambda resolution: self._fact_paths(resolution, fact_id))
         return deleted
 
     # ---- the extractor ----------------------------------------------------------------------
