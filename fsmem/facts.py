@@ -42,7 +42,7 @@ from fsmem.core import chains
 from fsmem.core.chains import Op, Resolution
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem.drive import Drive, Transaction
+from fsmem.drive import Drive, Change
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
 
@@ -495,7 +495,7 @@ class Facts:
 
     # ---- changing ---------------------------------------------------------------------------
 
-    def _run(self, tx: Transaction, resolution: Resolution, ops: list[Op]) -> None:
+    def _run(self, tx: Change, resolution: Resolution, ops: list[Op]) -> None:
         """Write the ops, then remember what was written so the next read parses nothing."""
         before = self._folders  # as the load under this change's lock saw them
         for op in ops:
