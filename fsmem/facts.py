@@ -678,7 +678,7 @@ class Facts:
         meta = conversation_meta(conversation)
         if source is None:
             source = f"chat: {meta['title']}" if "title" in meta else "a conversation"
-        said_at = rules.parse_when(said if said is not None else meta.get("date", now), now)
+        said_at = rules.parse_moment(said if said is not None else meta.get("date", now), now)
         template = prompt if prompt is not None else load_prompt()
         with self._guard:
             resolution = self._load()

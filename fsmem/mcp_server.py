@@ -47,7 +47,7 @@ _READ_ATTEMPTS = 3
 
 
 @dataclass
-class Session:
+class Connection:
     """What one connection keeps: its run (read versions) and a lock so its calls run one at a time."""
 
     run: Run
@@ -81,17 +81,17 @@ def _tool_error(code: str, message: str) -> types.CallToolResult:
     )
 
 
-def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Server[Session]:
+def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Server[Connection]:
     """The MCP server for one root and scope; each connection it serves gets its own run."""
     source = load_source()
     tool = mcp_tool(source, tool_description(source))
     memory.run(scope)  # resolve the scope now: a bad one fails before any client connects
 
     @asynccontextmanager
-    async def session(_: Server[Session]) -> AsyncIterator[Session]:
+    async def session(_: Server[Connection]) -> AsyncIterator[Connection]:
         thread_id = f"{thread_prefix}-{uuid.uuid4().hex[:8]}"
         run = await anyio.to_thread.run_sync(lambda: memory.run(scope, thread_id=thread_id))
-        yield Session(run)
+        yield Connection(run)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[types.Tool(
@@ -103,7 +103,7 @@ def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Se
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name != tool["name"]:
             return _tool_error("BAD_REQUEST", f"there is no tool {params.name!r}; the one tool is \"memory\"")
-        state: Session = ctx.lifespan_context
+        state: Connection = ctx.lifespan_context
         async with state.lock:
             try:
                 result = await anyio.to_thread.run_sync(state.run.call, dict(params.arguments or {}))
@@ -114,7 +114,7 @@ def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Se
                                     structured_content=structured, is_error=not result["ok"])
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        state: Session = ctx.lifespan_context
+        state: Connection = ctx.lifespan_context
         files = await anyio.to_thread.run_sync(memory.scope_files, state.run.scope)
         resources = []
         for path in files:
@@ -124,7 +124,7 @@ def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Se
         return types.ListResourcesResult(resources=resources)
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        state: Session = ctx.lifespan_context
+        state: Connection = ctx.lifespan_context
         path = path_of_uri(params.uri)
         async with state.lock:
             text, version = await anyio.to_thread.run_sync(_read_file, state.run, path)

@@ -15,8 +15,8 @@ what makes a change spread over several files safe. Each plan writes the new fac
 neighbours; a crash after that write is finished by the next :func:`resolve` (the *repair*), a crash
 before it leaves the old state.
 
->>> from fsmem.core.facts import check_draft, parse_when
->>> now = parse_when("2026-11-30T10:00:00Z")
+>>> from fsmem.core.facts import check_draft, parse_moment
+>>> now = parse_moment("2026-11-30T10:00:00Z")
 >>> draft = check_draft("Ana", "role", "Ana leads the data team.", said="2026-09-01", now=now)
 >>> plan_keep(resolve([]), draft, new_id="20261130T100000-0000abcd", now=now).outcome
 'current'

@@ -65,16 +65,16 @@ def test_same_thing_ignores_case_and_extra_spaces() -> None:
 
 
 def test_a_date_alone_is_midnight_utc_and_the_future_is_now() -> None:
-    assert F.parse_when("2026-10-12") == datetime(2026, 10, 12, tzinfo=timezone.utc)
-    assert F.parse_when("2026-10-12T09:30:00+02:00") == datetime(2026, 10, 12, 7, 30, tzinfo=timezone.utc)
-    assert F.parse_when("2031-01-01", NOW) == NOW
+    assert F.parse_moment("2026-10-12") == datetime(2026, 10, 12, tzinfo=timezone.utc)
+    assert F.parse_moment("2026-10-12T09:30:00+02:00") == datetime(2026, 10, 12, 7, 30, tzinfo=timezone.utc)
+    assert F.parse_moment("2031-01-01", NOW) == NOW
     assert F.format_when(datetime(2026, 10, 12, tzinfo=timezone.utc)) == "2026-10-12"
     assert F.format_when(NOW) == "2026-11-30T10:00:00Z"
 
 
 def test_a_date_that_is_not_one_is_refused() -> None:
     with pytest.raises(BadFact, match="'yesterday' is not a date: write it as YYYY-MM-DD"):
-        F.parse_when("yesterday")
+        F.parse_moment("yesterday")
 
 
 def test_ids_sort_by_the_time_they_were_kept() -> None:
