@@ -19,6 +19,7 @@ from functools import cached_property, lru_cache
 from typing import Literal, Mapping
 
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
+from fsmem.core.secrets import find_fact_secret
 from fsmem.errors import BadFact, FactSensitive
 
 __all__ = [
@@ -242,8 +243,6 @@ def _check_part(name: str, value: object, limit: int, what: str) -> str:
 
 
 def _secret_check(parts: Mapping[str, str]) -> None:
-    from fsmem.core.secrets import find_fact_secret
-
     for name, value in parts.items():
         kind = find_fact_secret(value)
         if kind:
