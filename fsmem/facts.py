@@ -44,7 +44,8 @@ from fsmem.core import chains
 from fsmem.core.chains import Op, Resolution
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem.drive import Drive, Change
+from fsmem.atomic import write_atomic
+from fsmem.drive import Change, Drive
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
 
@@ -53,6 +54,7 @@ __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_
 PROMPT_FILE = data_dir("prompts") / "extract_facts.md"
 CACHE_FILE = "cache/facts.json"  # under .fsmem/: derived, deletable, saves a new process the parsing
 JOURNAL_FILE = "cache/facts.journal"  # under .fsmem/: one line a change through fsmem (derived, deletable)
+JOURNAL_LIMIT = 1 << 20  # bytes; a change finding the journal longer starts a new one
 CACHE_AFTER = 200  # files read or written since the cache was written before a full look writes it again
 _TIME_FIELDS = {"said", "kept", "edited", "until"}
 
@@ -183,7 +185,7 @@ class Facts:
         # the journal of changes was read. Together they say when a look at a few files is enough.
         self._folders: tuple[tuple[int, int], ...] | None = None
         self._journal_file = drive.state / JOURNAL_FILE
-        self._journal_read = 0
+        self._journal_read = (0, 0)  # the journal's inode and how far this view has read it
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -256,26 +258,31 @@ class Facts:
                 stamps.append((info.st_mtime_ns, info.st_ino))
         return tuple(stamps)
 
-    def _journal_size(self) -> int:
+    def _journal_end(self) -> tuple[int, int]:
+        """Which journal file (its inode: a reset makes a new one) and how long it is."""
         try:
-            return os.stat(self._journal_file).st_size
+            info = os.stat(self._journal_file)
         except OSError:
-            return 0
+            return (0, 0)
+        return (info.st_ino, info.st_size)
 
-    def _journal_since(self, end: int) -> tuple[set[str], tuple[tuple[int, int], ...]] | None:
+    def _journal_since(self, journal: tuple[int, int]) -> tuple[set[str], tuple[tuple[int, int], ...]] | None:
         """The fact files changes through fsmem touched since this view last looked, and the folders'
         stamps after them; None unless each change started from the stamps the one before left
         (anything else — a hand edit between two changes, a torn line — calls for the full look)."""
         assert self._folders is not None
         state, touched = self._folders, set[str]()
-        if end == self._journal_read:
+        (inode, end), (read_inode, start) = journal, self._journal_read
+        if inode != read_inode or end < start:
+            return None  # the journal was reset since: start over
+        if end == start:
             return touched, state
-        if end < self._journal_read:
-            return None  # the journal was reset: start over
         try:
             with open(self._journal_file, "rb") as handle:
-                handle.seek(self._journal_read)
-                lines = handle.read(end - self._journal_read).split(b"\n")
+                if os.fstat(handle.fileno()).st_ino != inode:
+                    return None
+                handle.seek(start)
+                lines = handle.read(end - start).split(b"\n")
         except OSError:
             return None
         for line in lines:
@@ -301,17 +308,19 @@ class Facts:
         line = json.dumps({"before": before, "after": after, "paths": sorted(paths)}) + "\n"
         try:
             self._journal_file.parent.mkdir(parents=True, exist_ok=True)
+            if self._journal_end()[1] > JOURNAL_LIMIT:  # start a new file: other views look at all once
+                write_atomic(self._journal_file, b"", durable=False)
             fd = os.open(self._journal_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 os.write(fd, line.encode("utf-8"))
-                end = os.fstat(fd).st_size
+                info = os.fstat(fd)
             finally:
                 os.close(fd)
         except OSError:
             self._folders = None  # others fall back to the full look; so does this view
             return
         if before is not None:
-            self._folders, self._journal_read = after, end
+            self._folders, self._journal_read = after, (info.st_ino, info.st_size)
 
     def _fact_paths(self, resolution: Resolution, fact_id: str) -> list[str] | None:
         """The files a call about ``fact_id`` depends on; None (look at all) for an id not known."""
@@ -331,9 +340,9 @@ class Facts:
         """The canonical state of the facts now.
 
         With ``scope`` (the files a call depends on, given the state last seen; None for "all") the
-        look is cheap: the folders' stamps, the log's new lines and the stamps of those files. Files
-        added, removed or saved by rename change a folder's stamp; changes through fsmem are in the
-        log; an edit in place shows in the file's own stamp. Anything the cheap look cannot explain
+        look is cheap: the folders' stamps, the journal's new lines and the stamps of those files.
+        Files added, removed or saved by rename change a folder's stamp; changes through fsmem are in
+        the journal; an edit in place shows in the file's own stamp. Anything the cheap look cannot explain
         falls back to the full look: every file's stamp, parsed again only where it changed."""
         with self._guard:
             if scope is not None and self._resolution is not None and self._folders is not None:
@@ -344,8 +353,8 @@ class Facts:
 
     def _cheap_look(self, resolution: Resolution,
                     scope: Callable[[Resolution], Iterable[str] | None]) -> Resolution | None:
-        end, folders = self._journal_size(), self._folder_stamps()
-        followed = self._journal_since(end)
+        journal, folders = self._journal_end(), self._folder_stamps()
+        followed = self._journal_since(journal)
         if followed is None or followed[1] != folders:
             return None  # the folders changed in a way no change through fsmem explains
         touched = followed[0]
@@ -388,16 +397,16 @@ class Facts:
                         snapshot[op.path] = reads[op.path].stamp
             resolution.apply(ops)
             self._unsaved += len(ops)
-        self._folders, self._journal_read = folders, end
+        self._folders, self._journal_read = folders, journal
         return resolution
 
     def _full_look(self) -> Resolution:
         """Every file's stamp; files parsed again only where they changed; the state advanced file
         by file (rebuilt only when an unreadable file appears or goes)."""
         with self._guard:
-            end, folders = self._journal_size(), self._folder_stamps()  # before the scan: later changes show
+            journal, folders = self._journal_end(), self._folder_stamps()  # before the scan: later changes show
             stamps, self._scan_problems = self._scan()
-            self._folders, self._journal_read = folders, end
+            self._folders, self._journal_read = folders, journal
             if self._resolution is not None and stamps == self._snapshot:
                 return self._resolution
             incremental = self._resolution is not None

@@ -118,3 +118,19 @@ def test_a_lost_journal_means_a_full_look_not_a_wrong_answer(memory) -> None:
     (memory.drive.state / JOURNAL_FILE).write_text("not a journal\n")
     assert [f.id for f in facts.current("ana")] == [newer.fact.id]
     assert facts.all() == Facts(memory.drive).all()
+
+
+def test_a_journal_grown_past_its_limit_starts_again_and_views_follow(memory, monkeypatch) -> None:
+    import fsmem.facts as module
+
+    monkeypatch.setattr(module, "JOURNAL_LIMIT", 300)  # about one line
+    facts, other = memory.facts, Facts(memory.drive)
+    assert facts.current("ana") == [] and other.current("ana") == []
+    journal = memory.drive.state / JOURNAL_FILE
+    sizes = []
+    for day in range(1, 6):
+        kept = other.keep("Ana", "role", f"Ana has role {day}.", said=f"2026-09-0{day}")
+        sizes.append(journal.stat().st_size)
+        assert [f.id for f in facts.current("ana")] == [kept.fact.id]
+    assert max(sizes) < 700 and sizes != sorted(sizes)  # it started again, more than once
+    assert facts.all() == Facts(memory.drive).all()
