@@ -757,7 +757,8 @@ def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=".facts.", suffix=".tmp", dir=cache_file.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"format": 1, "files": entries}, handle, ensure_ascii=False, separators=(",", ":"))
+            # one dumps then one write: json.dump to a file runs the encoder in Python, 10x slower
+            handle.write(json.dumps({"format": 1, "files": entries}, ensure_ascii=False, separators=(",", ":")))
         os.replace(temp, cache_file)
     except OSError:
         pass  # a cache we cannot write only costs the next process some parsing
