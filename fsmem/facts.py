@@ -8,9 +8,11 @@
     facts.edit(kept.fact.id, fact="Ana works in research, on search.")
     facts.forget(kept.fact.id)         # the fact and the chain it replaced
 
-The rules are :mod:`fsmem.core.facts` and :mod:`fsmem.core.chains`; this module reads the files (a cache keyed by each file's
-size, mtime and inode, so a person's edit is seen at once), and runs each plan through one drive
-transaction: locked, atomic per file, versions kept, logged, indexed on commit. A change cut short
+The rules are :mod:`fsmem.core.facts` and :mod:`fsmem.core.chains`; this module reads and writes the
+files (python-frontmatter), keeps every fact in memory once parsed (a new process starts from a cache
+keyed by each file's size, mtime and inode), checks before each call only what the call depends on
+(see :meth:`Facts._load`), and runs each plan through one drive change: locked, atomic per file,
+versions kept, logged, indexed on commit. A change cut short
 by a crash is finished by the next change (the repair), and every read already sees it finished.
 """
 
