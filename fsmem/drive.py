@@ -271,9 +271,9 @@ class Drive:
             ) from error
 
     @contextlib.contextmanager
-    def change(self, command: str, thread: str | None = None) -> Iterator["Transaction"]:
+    def change(self, command: str, thread: str | None = None) -> Iterator["Change"]:
         with self.locked():
-            tx = Transaction(self, command, thread)
+            tx = Change(self, command, thread)
             try:
                 yield tx
             finally:
@@ -355,8 +355,12 @@ def _lines_from_end(file: Path) -> Iterator[str]:
             yield rest.decode("utf-8", "replace")
 
 
-class Transaction:
-    """The operations of one change, made while the root's lock is held."""
+class Change:
+    """The operations of one change, made while the root's lock is held.
+
+    Not a transaction: each operation takes effect, and is logged, when it is called, and nothing is
+    rolled back if the block raises later. So a caller does every check before its first write,
+    delete or move; a crash part-way is what the versions and the facts' repair are for."""
 
     def __init__(self, drive: Drive, command: str, thread: str | None) -> None:
         self.drive = drive

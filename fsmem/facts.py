@@ -8,9 +8,11 @@
     facts.edit(kept.fact.id, fact="Ana works in research, on search.")
     facts.forget(kept.fact.id)         # the fact and the chain it replaced
 
-The rules are :mod:`fsmem.core.facts` and :mod:`fsmem.core.chains`; this module reads the files (a cache keyed by each file's
-size, mtime and inode, so a person's edit is seen at once), and runs each plan through one drive
-transaction: locked, atomic per file, versions kept, logged, indexed on commit. A change cut short
+The rules are :mod:`fsmem.core.facts` and :mod:`fsmem.core.chains`; this module reads and writes the
+files (python-frontmatter), keeps every fact in memory once parsed (a new process starts from a cache
+keyed by each file's size, mtime and inode), checks before each call only what the call depends on
+(see :meth:`Facts._load`), and runs each plan through one drive change: locked, atomic per file,
+versions kept, logged, indexed on commit. A change cut short
 by a crash is finished by the next change (the repair), and every read already sees it finished.
 """
 
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import secrets as random_source
 import stat as stat_module
@@ -29,7 +30,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import frontmatter
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML: the reader python-frontmatter uses
+
+try:  # libyaml reads and writes a fact several times faster than PyYAML's own Python code
+    from yaml import CSafeDumper as _SafeDumper  # type: ignore[import-untyped]
+    from yaml import CSafeLoader as _SafeLoader  # type: ignore[import-untyped]
+except ImportError:  # a PyYAML built without libyaml
+    from yaml import SafeDumper as _SafeDumper  # type: ignore[import-untyped,assignment]
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[import-untyped,assignment]
 
 from fsmem.core import facts as rules
 from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
@@ -38,7 +46,8 @@ from fsmem.core import chains
 from fsmem.core.chains import Op, Resolution
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem.drive import Drive, Transaction
+from fsmem.atomic import write_atomic
+from fsmem.drive import Change, Drive
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
 
@@ -46,50 +55,51 @@ __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_
 
 PROMPT_FILE = data_dir("prompts") / "extract_facts.md"
 CACHE_FILE = "cache/facts.json"  # under .fsmem/: derived, deletable, saves a new process the parsing
-CACHE_AFTER = 200  # files parsed in one load before the cache is written again
+JOURNAL_FILE = "cache/facts.journal"  # under .fsmem/: one line a change through fsmem (derived, deletable)
+JOURNAL_LIMIT = 1 << 20  # bytes; a change finding the journal longer starts a new one
+CACHE_AFTER = 200  # files read or written since the cache was written before a full look writes it again
 _TIME_FIELDS = {"said", "kept", "edited", "until"}
 
 
 # --------------------------------------------------------------------------- the file format
 
 
-_PLAIN = re.compile(r"[A-Za-z_][\w .,/()'+-]*")
-_YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
-_OWN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")  # YAML reads these as text: no date, no number
+class _FactDumper(_SafeDumper):
+    """YAML as a person would write a fact by hand: ``edited:`` rather than ``edited: null``, and
+    times as ``2026-11-30T10:00:00Z`` (midnight as the date alone), which YAML reads back as times."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # two equal dates are written twice, never as an anchor and an alias
 
 
-def _yaml_scalar(value: str) -> str:
-    """``value`` as a YAML scalar: bare when YAML reads it back as the same text, else quoted."""
-    if _OWN_ID.fullmatch(value):
-        return value
-    if (_PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS and ": " not in value
-            and " #" not in value and not value.endswith(":")):
-        return value
-    dumped = yaml.safe_dump(value, allow_unicode=True, width=1_000_000, default_flow_style=True)
-    return dumped.removesuffix("\n").removesuffix("\n...").rstrip("\n")
+_FactDumper.add_representer(type(None), lambda dumper, _: dumper.represent_scalar("tag:yaml.org,2002:null", ""))
+_FactDumper.add_representer(datetime, lambda dumper, moment: dumper.represent_scalar(
+    "tag:yaml.org,2002:timestamp", rules.format_when(moment)))
+
+
+class _FactYAML(frontmatter.YAMLHandler):
+    """python-frontmatter's YAML handler, with libyaml's safe loader and the dumper above."""
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+
+
+_YAML = _FactYAML()
 
 
 def render(fact: Fact) -> bytes:
     """The file of a fact: front matter in a fixed order, then the sentence."""
-    lines = ["---"]
-    for name, value in rules.fields_of(fact).items():
-        if value is None:
-            lines.append(f"{name}:")
-        elif isinstance(value, list):
-            lines.append(f"{name}: [{', '.join(_yaml_scalar(item) for item in value)}]")
-        elif name in _TIME_FIELDS:
-            lines.append(f"{name}: {value}")
-        else:
-            lines.append(f"{name}: {_yaml_scalar(str(value))}")
-    lines += ["---", fact.text, ""]
-    return "\n".join(lines).encode("utf-8")
+    fields = rules.fields_of(fact)
+    fields.update({name: getattr(fact, name) for name in _TIME_FIELDS})  # datetimes: written unquoted
+    post = frontmatter.Post(fact.text)
+    post.metadata.update(fields)
+    text = frontmatter.dumps(post, handler=_YAML, Dumper=_FactDumper, sort_keys=False, default_flow_style=None,
+                             width=1_000_000)
+    return (text + "\n").encode("utf-8")
 
 
 def parse(data: bytes, file_id: str) -> Fact:
     """A fact from its file, as a person may have edited it; :class:`BadFact` says what to mend."""
-    fast = _parse_own(data, file_id)
-    if fast is not None:
-        return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -98,7 +108,7 @@ def parse(data: bytes, file_id: str) -> Fact:
         raise BadFact("the file has no front matter: it should start with a `---` line, the fields, "
                       "and another `---` line")
     try:
-        post = frontmatter.loads(text.lstrip("\ufeff"))
+        post = frontmatter.loads(text.lstrip("\ufeff"), handler=_YAML)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -107,39 +117,6 @@ def parse(data: bytes, file_id: str) -> Fact:
     except Exception as error:  # noqa: BLE001 - whatever a broken file makes the parser raise
         raise BadFact(f"the front matter cannot be read ({type(error).__name__}); mend it") from None
     return rules.fact_from_fields(post.metadata, post.content, file_id)
-
-
-def _parse_own(data: bytes, file_id: str) -> Fact | None:
-    """The quick path for a file exactly as fsmem writes it (checked by writing it again); None
-    sends anything else through the full YAML reader."""
-    try:
-        lines = data.decode("utf-8").split("\n")
-    except UnicodeDecodeError:
-        return None
-    count = len(rules.FIELD_ORDER)
-    if len(lines) < count + 3 or lines[0] != "---" or lines[count + 1] != "---":
-        return None
-    fields: dict[str, object] = {}
-    for name, line in zip(rules.FIELD_ORDER, lines[1:count + 1]):
-        key, sep, value = line.partition(":")
-        if key != name or not sep:
-            return None
-        value = value.strip()
-        if name == "replaces":
-            if not (value.startswith("[") and value.endswith("]")):
-                return None
-            fields[name] = [item.strip() for item in value[1:-1].split(",") if item.strip()]
-        elif value.startswith("'") and value.endswith("'") and len(value) >= 2:
-            fields[name] = value[1:-1].replace("''", "'")
-        elif value[:1] in ('"', "[", "{", "&", "*", "!", "|", ">", "%", "@", "`"):
-            return None
-        else:
-            fields[name] = value or None
-    try:
-        fact = rules.fact_from_fields(fields, "\n".join(lines[count + 2:]), file_id)
-    except BadFact:
-        return None
-    return fact if render(fact) == data else None
 
 
 # --------------------------------------------------------------------------- results
@@ -205,6 +182,12 @@ class Facts:
         self._last_id: str | None = None
         self._cache_file = drive.state / CACHE_FILE
         self._files.update(_read_cache(self._cache_file))
+        self._unsaved = 0  # files read or written since the cache file was last written
+        # What the last look saw beyond the files' own stamps: the facts folders' stamps and how far
+        # the journal of changes was read. Together they say when a look at a few files is enough.
+        self._folders: tuple[tuple[int, int], ...] | None = None
+        self._journal_file = drive.state / JOURNAL_FILE
+        self._journal_read = (0, 0)  # the journal's inode and how far this view has read it
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -265,11 +248,167 @@ class Facts:
         except BadFact as error:
             return _Read(stamp, problem=error.message)
 
-    def _load(self) -> Resolution:
-        """The canonical state of the facts now: cached while no file changed, advanced file by
-        file when some did (a full rebuild only when an unreadable file appears or goes)."""
+    def _folder_stamps(self) -> tuple[tuple[int, int], ...]:
+        """The facts folders' mtime and inode: a file added, removed or saved by rename changes them."""
+        stamps = []
+        for folder in (FACTS_DIR, HISTORY_DIR):
+            try:
+                info = os.stat(self.drive.root / folder)
+            except OSError:
+                stamps.append((0, 0))
+            else:
+                stamps.append((info.st_mtime_ns, info.st_ino))
+        return tuple(stamps)
+
+    def _journal_end(self) -> tuple[int, int]:
+        """Which journal file (its inode: a reset makes a new one) and how long it is."""
+        try:
+            info = os.stat(self._journal_file)
+        except OSError:
+            return (0, 0)
+        return (info.st_ino, info.st_size)
+
+    def _journal_since(self, journal: tuple[int, int]) -> tuple[set[str], tuple[tuple[int, int], ...]] | None:
+        """The fact files changes through fsmem touched since this view last looked, and the folders'
+        stamps after them; None unless each change started from the stamps the one before left
+        (anything else — a hand edit between two changes, a torn line — calls for the full look)."""
+        assert self._folders is not None
+        state, touched = self._folders, set[str]()
+        (inode, end), (read_inode, start) = journal, self._journal_read
+        if inode != read_inode or end < start:
+            return None  # the journal was reset since: start over
+        if end == start:
+            return touched, state
+        try:
+            with open(self._journal_file, "rb") as handle:
+                if os.fstat(handle.fileno()).st_ino != inode:
+                    return None
+                handle.seek(start)
+                lines = handle.read(end - start).split(b"\n")
+        except OSError:
+            return None
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                before = tuple(tuple(pair) for pair in record["before"])
+                after = tuple(tuple(pair) for pair in record["after"])
+                paths = record["paths"]
+            except (ValueError, KeyError, TypeError):
+                return None  # a line being appended, or torn by a crash
+            if before != state:
+                return None
+            state = after
+            touched.update(path for path in paths if isinstance(path, str) and rules.fact_id_of_path(path))
+        return touched, state
+
+    def _note_change(self, before: tuple[tuple[int, int], ...] | None, paths: Iterable[str]) -> None:
+        """After a change (under the root lock): tell other views which files changed and what the
+        folders' stamps went from and to, so they can follow without a full look."""
+        after = self._folder_stamps()
+        line = json.dumps({"before": before, "after": after, "paths": sorted(paths)}) + "\n"
+        try:
+            self._journal_file.parent.mkdir(parents=True, exist_ok=True)
+            if self._journal_end()[1] > JOURNAL_LIMIT:  # start a new file: other views look at all once
+                write_atomic(self._journal_file, b"", durable=False)
+            fd = os.open(self._journal_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8"))
+                info = os.fstat(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            self._folders = None  # others fall back to the full look; so does this view
+            return
+        if before is not None:
+            self._folders, self._journal_read = after, (info.st_ino, info.st_size)
+
+    def _fact_paths(self, resolution: Resolution, fact_id: str) -> list[str] | None:
+        """The files a call about ``fact_id`` depends on; None (look at all) for an id not known."""
+        return self._chain_paths(resolution, fact_id) if fact_id in resolution.facts else None
+
+    def _thing_paths(self, resolution: Resolution, key: tuple[str, str]) -> list[str]:
+        """The files of the chain of the fact that holds for a thing (none for a new thing)."""
+        holding = resolution.holding(key)
+        return self._chain_paths(resolution, holding.id) if holding is not None else []
+
+    def _chain_paths(self, resolution: Resolution, fact_id: str) -> list[str]:
+        """Every file of the chain ``fact_id`` belongs to (both copies where a crash left two)."""
+        ids = resolution.chains[resolution.chain_of[fact_id]] if fact_id in resolution.chain_of else [fact_id]
+        return [rules.fact_path(fid, location) for fid in ids for location in resolution.stored.get(fid, {})]
+
+    def _load(self, scope: Callable[[Resolution], Iterable[str] | None] | None = None) -> Resolution:
+        """The canonical state of the facts now.
+
+        With ``scope`` (the files a call depends on, given the state last seen; None for "all") the
+        look is cheap: the folders' stamps, the journal's new lines and the stamps of those files.
+        Files added, removed or saved by rename change a folder's stamp; changes through fsmem are in
+        the journal; an edit in place shows in the file's own stamp. Anything the cheap look cannot explain
+        falls back to the full look: every file's stamp, parsed again only where it changed."""
         with self._guard:
+            if scope is not None and self._resolution is not None and self._folders is not None:
+                resolution = self._cheap_look(self._resolution, scope)
+                if resolution is not None:
+                    return resolution
+            return self._full_look()
+
+    def _cheap_look(self, resolution: Resolution,
+                    scope: Callable[[Resolution], Iterable[str] | None]) -> Resolution | None:
+        journal, folders = self._journal_end(), self._folder_stamps()
+        followed = self._journal_since(journal)
+        if followed is None or followed[1] != folders:
+            return None  # the folders changed in a way no change through fsmem explains
+        touched = followed[0]
+        wanted = scope(resolution)
+        if wanted is None:
+            return None
+        ops: list[Op] = []
+        reads: dict[str, _Read] = {}
+        for path in sorted({*wanted, *touched}):
+            known = self._files.get(path)
+            try:
+                info = os.stat(self.drive.root / path, follow_symlinks=False)
+            except FileNotFoundError:
+                if known is None:
+                    continue
+                if known.fact is None:
+                    return None
+                ops.append(Op("delete", path))
+                continue
+            except OSError:
+                return None
+            if known is not None and known.stamp == (info.st_size, info.st_mtime_ns, info.st_ino):
+                continue
+            if not stat_module.S_ISREG(info.st_mode) or (known is not None and known.fact is None):
+                return None
+            read = reads[path] = self._read_one(path)
+            if read.fact is None:
+                return None  # an unreadable file: the full look reports it and freezes its chain
+            ops.append(Op("write", path, read.fact))
+        if ops:
+            snapshot = self._snapshot
+            for op in ops:
+                if op.kind == "delete":
+                    self._files.pop(op.path, None)
+                    if snapshot is not None:
+                        snapshot.pop(op.path, None)
+                else:
+                    self._files[op.path] = reads[op.path]
+                    if snapshot is not None:
+                        snapshot[op.path] = reads[op.path].stamp
+            resolution.apply(ops)
+            self._unsaved += len(ops)
+        self._folders, self._journal_read = folders, journal
+        return resolution
+
+    def _full_look(self) -> Resolution:
+        """Every file's stamp; files parsed again only where they changed; the state advanced file
+        by file (rebuilt only when an unreadable file appears or goes)."""
+        with self._guard:
+            journal, folders = self._journal_end(), self._folder_stamps()  # before the scan: later changes show
             stamps, self._scan_problems = self._scan()
+            self._folders, self._journal_read = folders, journal
             if self._resolution is not None and stamps == self._snapshot:
                 return self._resolution
             incremental = self._resolution is not None
@@ -292,8 +431,10 @@ class Facts:
                     ops.append(Op("delete", path))
             self._files = files
             self._snapshot = stamps  # a file changed between scan and read is simply read again
-            if len(ops) >= CACHE_AFTER:
+            self._unsaved += len(ops)
+            if self._unsaved >= CACHE_AFTER:
                 _write_cache(self._cache_file, files)
+                self._unsaved = 0
             if incremental and self._resolution is not None:
                 self._resolution.apply(ops)
                 return self._resolution
@@ -314,7 +455,7 @@ class Facts:
 
     def get(self, fact_id: str) -> Fact:
         with self._guard:
-            return self._load().get(fact_id)
+            return self._load(lambda resolution: self._fact_paths(resolution, fact_id)).get(fact_id)
 
     def resolve_id(self, typed: str) -> str:
         """The full id an unambiguous prefix stands for, as a person types it (``fsmem facts show 2026113``)."""
@@ -327,12 +468,16 @@ class Facts:
     def current(self, subject: str | None = None) -> list[Fact]:
         """The facts that hold now (of ``subject``, ignoring case and extra spaces), oldest said first."""
         with self._guard:
-            return self._load().current(subject)
+            if subject is None:
+                return self._load().current()
+            return self._load(lambda resolution: [
+                path for fact in resolution.current(subject)
+                for path in self._chain_paths(resolution, fact.id)]).current(subject)
 
     def history(self, fact_id: str) -> list[Fact]:
         """The chain ``fact_id`` belongs to, newest first: what holds now, then what it replaced."""
         with self._guard:
-            resolution = self._load()
+            resolution = self._load(lambda resolution: self._fact_paths(resolution, fact_id))
             resolution.get(fact_id)
             return list(reversed(resolution.chain(fact_id)))
 
@@ -381,8 +526,9 @@ class Facts:
 
     # ---- changing ---------------------------------------------------------------------------
 
-    def _run(self, tx: Transaction, resolution: Resolution, ops: list[Op]) -> None:
+    def _run(self, tx: Change, resolution: Resolution, ops: list[Op]) -> None:
         """Write the ops, then remember what was written so the next read parses nothing."""
+        before = self._folders  # as the load under this change's lock saw them
         for op in ops:
             if op.kind == "write":
                 assert op.fact is not None
@@ -405,13 +551,16 @@ class Facts:
                 snapshot[path] = stamp
         self._snapshot = snapshot
         self._resolution = resolution
+        self._unsaved += len(final)
+        if final:
+            self._note_change(before, final)
 
-    def _change(self, command: str, thread: str | None,
-                plan: Callable[[Resolution], list[Op]], applies: bool = False) -> None:
+    def _change(self, command: str, thread: str | None, plan: Callable[[Resolution], list[Op]],
+                applies: bool = False, scope: Callable[[Resolution], Iterable[str] | None] | None = None) -> None:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
         writes nothing. ``applies``: the plan advanced the resolution itself."""
         with self._guard, self.drive.change(command=command, thread=thread) as tx:
-            resolution = self._load()  # rescanned under the lock; parsed again only where files changed
+            resolution = self._load(scope)  # looked at again under the lock
             fixes = list(resolution.fixes)
             try:
                 if fixes:
@@ -502,7 +651,8 @@ class Facts:
             return ops
 
         with self._guard:
-            self._change("facts.keep", thread, plan, applies=True)
+            self._change("facts.keep", thread, plan, applies=True, scope=lambda resolution: [
+                path for draft in drafts for path in self._thing_paths(resolution, draft.key)])
             # later keeps of the same batch may have moved an earlier one: report each as it stands now
             final = self._resolution or self._load()
             return [Kept(k.outcome, final.facts.get(k.fact.id, k.fact),
@@ -520,7 +670,15 @@ class Facts:
             edited.append(step.fact)
             return list(step.ops)
 
-        self._change("facts.edit", thread, plan)
+        def scope(resolution: Resolution) -> list[str] | None:
+            old = resolution.facts.get(fact_id)
+            if old is None:
+                return None
+            key = rules.thing_key(old.subject if subject is None else subject,
+                                  old.attribute if attribute is None else attribute)
+            return [*self._chain_paths(resolution, fact_id), *self._thing_paths(resolution, key)]
+
+        self._change("facts.edit", thread, plan, scope=scope)
         return edited[0]
 
     def forget(self, fact_id: str, *, thread: str | None = None) -> list[Fact]:
@@ -532,7 +690,7 @@ class Facts:
             deleted.extend(step.deleted)
             return list(step.ops)
 
-        self._change("facts.forget", thread, plan)
+        self._change("facts.forget", thread, plan, scope=lambda resolution: self._fact_paths(resolution, fact_id))
         return deleted
 
     # ---- the extractor ----------------------------------------------------------------------
@@ -551,7 +709,7 @@ class Facts:
         meta = conversation_meta(conversation)
         if source is None:
             source = f"chat: {meta['title']}" if "title" in meta else "a conversation"
-        said_at = rules.parse_when(said if said is not None else meta.get("date", now), now)
+        said_at = rules.parse_moment(said if said is not None else meta.get("date", now), now)
         template = prompt if prompt is not None else load_prompt()
         with self._guard:
             resolution = self._load()
@@ -609,7 +767,8 @@ def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=".facts.", suffix=".tmp", dir=cache_file.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"format": 1, "files": entries}, handle, ensure_ascii=False, separators=(",", ":"))
+            # one dumps then one write: json.dump to a file runs the encoder in Python, 10x slower
+            handle.write(json.dumps({"format": 1, "files": entries}, ensure_ascii=False, separators=(",", ":")))
         os.replace(temp, cache_file)
     except OSError:
         pass  # a cache we cannot write only costs the next process some parsing

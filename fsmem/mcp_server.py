@@ -66,7 +66,7 @@ INSTRUCTIONS = ("Memory for this project: plain-text files (markdown first) shar
 
 
 @dataclass
-class Session:
+class Connection:
     """What one connection keeps: its run (or why there is none), what it was shown, and a lock so
     its calls run one at a time."""
 
@@ -149,7 +149,7 @@ def loaded_memory(documents: Sequence[Document], cap: int = LOADED_CAP) -> tuple
             "them with the memory tool to see later changes).\n\n" + "\n\n".join(parts)), seen
 
 
-class _Server(Server[Session]):
+class _Server(Server[Connection]):
     """``instructions`` computed when a connection starts, so each session sees the files as they are."""
 
     def __init__(self, *args: Any, instructions_of: Callable[[], str], **kwargs: Any) -> None:
@@ -165,21 +165,21 @@ class _Server(Server[Session]):
         pass
 
 
-def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Server[Session]:
+def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Server[Connection]:
     """The MCP server for one root and scope; each connection it serves gets its own run.
 
     A scope that cannot be resolved does not stop the server: each call answers with the reason.
     """
 
-    def open_session() -> Session:
+    def open_session() -> Connection:
         try:
             run = memory.run(scope, thread_id=f"{thread_prefix}-{uuid.uuid4().hex[:8]}")
             text, seen = _loaded(run)
         except FsmemError as problem:
-            return Session(None, problem=problem, loaded=_cannot_serve(problem))
+            return Connection(None, problem=problem, loaded=_cannot_serve(problem))
         for path, version in seen.items():
             run.mark_seen(path, version)
-        return Session(run, loaded=text)
+        return Connection(run, loaded=text)
 
     def instructions() -> str:
         try:
@@ -190,11 +190,11 @@ def build_server(memory: Memory, scope: Scope, thread_prefix: str = "mcp") -> Se
     return _serve(open_session, instructions, memory)
 
 
-def unavailable_server(problem: FsmemError) -> Server[Session]:
+def unavailable_server(problem: FsmemError) -> Server[Connection]:
     """A server for a configuration that cannot serve: it starts, lists the tool, and answers every
     call with ``problem`` and what to fix (so the host shows that, not "Connection closed")."""
     text = _cannot_serve(problem)
-    return _serve(lambda: Session(None, problem=problem, loaded=text), lambda: text, None)
+    return _serve(lambda: Connection(None, problem=problem, loaded=text), lambda: text, None)
 
 
 def _loaded(run: Run) -> tuple[str, dict[str, str]]:
@@ -203,17 +203,17 @@ def _loaded(run: Run) -> tuple[str, dict[str, str]]:
     return loaded_memory(documents(run))
 
 
-def _serve(open_session: Callable[[], Session], instructions: Callable[[], str],
-           memory: Memory | None) -> Server[Session]:
+def _serve(open_session: Callable[[], Connection], instructions: Callable[[], str],
+           memory: Memory | None) -> Server[Connection]:
     source = load_source()
     tool = mcp_tool(source, tool_description(source))
 
     @asynccontextmanager
-    async def session(_: Server[Session]) -> AsyncIterator[Session]:
+    async def session(_: Server[Connection]) -> AsyncIterator[Connection]:
         yield await anyio.to_thread.run_sync(open_session)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        state: Session = ctx.lifespan_context
+        state: Connection = ctx.lifespan_context
         return types.ListToolsResult(tools=[types.Tool(
             name=tool["name"], description=f"{tool['description']}\n\n{state.loaded}",
             input_schema=tool["inputSchema"],
@@ -222,7 +222,7 @@ def _serve(open_session: Callable[[], Session], instructions: Callable[[], str],
         )])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        state: Session = ctx.lifespan_context
+        state: Connection = ctx.lifespan_context
         if state.run is None:
             problem = state.problem or FsmemError("no session")
             return _tool_error(problem.code, _cannot_serve(problem))
@@ -241,7 +241,7 @@ def _serve(open_session: Callable[[], Session], instructions: Callable[[], str],
                                     structured_content=structured, is_error=not result["ok"])
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        state: Session = ctx.lifespan_context
+        state: Connection = ctx.lifespan_context
         if state.run is None or memory is None:
             return types.ListResourcesResult(resources=[])
         files = await anyio.to_thread.run_sync(memory.scope_files, state.run.scope)
@@ -253,7 +253,7 @@ def _serve(open_session: Callable[[], Session], instructions: Callable[[], str],
         return types.ListResourcesResult(resources=resources)
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        state: Session = ctx.lifespan_context
+        state: Connection = ctx.lifespan_context
         if state.run is None:
             problem = state.problem or FsmemError("no session")
             raise MCPError(types.INVALID_PARAMS, _cannot_serve(problem), data={"code": problem.code})

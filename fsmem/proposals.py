@@ -26,7 +26,9 @@ PROPOSALS_DIR = "proposals"
 
 
 @dataclass(frozen=True)
-class Proposal:
+class ChangeProposal:
+    """A change a review-mode run left for a person, and what each file held when it was made."""
+
     id: str
     made_at: str
     thread: str | None
@@ -52,18 +54,18 @@ def _folder(memory: "Memory"):
     return memory.drive.state / PROPOSALS_DIR
 
 
-def save(memory: "Memory", proposal: Proposal) -> None:
+def save(memory: "Memory", proposal: ChangeProposal) -> None:
     folder = _folder(memory)
     folder.mkdir(parents=True, exist_ok=True)
     data = json.dumps(asdict(proposal), ensure_ascii=False, indent=2).encode("utf-8")
     write_atomic(folder / f"{proposal.id}.json", data, durable=memory.settings.durable)
 
 
-def load(memory: "Memory", proposal_id: str) -> Proposal:
+def load(memory: "Memory", proposal_id: str) -> ChangeProposal:
     path = _folder(memory) / f"{proposal_id}.json"
     if "/" in proposal_id or not path.is_file():
         raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
-    return Proposal(**json.loads(path.read_text(encoding="utf-8")))
+    return ChangeProposal(**json.loads(path.read_text(encoding="utf-8")))
 
 
 def resolve_id(memory: "Memory", typed: str) -> str:
@@ -75,14 +77,14 @@ def resolve_id(memory: "Memory", typed: str) -> str:
     return resolve_prefix(typed, ids, "proposal", "fsmem proposals")
 
 
-def all_proposals(memory: "Memory") -> list[Proposal]:
+def all_proposals(memory: "Memory") -> list[ChangeProposal]:
     folder = _folder(memory)
     if not folder.is_dir():
         return []
     return sorted((load(memory, p.stem) for p in folder.glob("*.json")), key=lambda p: p.made_at)
 
 
-def stale_paths(memory: "Memory", proposal: Proposal) -> list[str]:
+def stale_paths(memory: "Memory", proposal: ChangeProposal) -> list[str]:
     """The files that no longer hold what they held when the proposal was made."""
     stale = []
     for path, version in proposal.base.items():

@@ -426,7 +426,7 @@ class Run:
     def _propose(self, request: Request, deferred: _Deferred) -> dict[str, Any]:
         from fsmem import proposals
 
-        proposal = proposals.Proposal(
+        proposal = proposals.ChangeProposal(
             id=proposals.new_id(), made_at=now_iso(), thread=self.thread_id, scope=self.scope.to_text(),
             request=request_to_dict(request), base=deferred.base, summary=deferred.summary,
             diff=deferred.diff, extra={"folder": deferred.folder} if deferred.folder else {},

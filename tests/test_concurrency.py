@@ -1,6 +1,6 @@
 """Concurrency: read versions, CONFLICT, NOT_READ, expected_version, BUSY — in one process and across many.
 
-The rule (DESIGN.md §4): a write, rename or delete of an existing file succeeds only if the file still
+The rule (docs/design.md §4): a write, rename or delete of an existing file succeeds only if the file still
 has the version this run last saw; otherwise nothing changes and the error names who changed it.
 """
 

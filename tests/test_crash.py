@@ -1,6 +1,6 @@
 """Crashes: a process killed mid-write, or a write that fails half way, leaves every file whole.
 
-DESIGN.md §5: a crash at any point leaves the old file or the new one whole, never a mix.
+docs/design.md §5: a crash at any point leaves the old file or the new one whole, never a mix.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DESIGN.md sentences that had no test of their own (the audit): each test names its sentence."""
+"""docs/design.md sentences that had no test of their own (the audit): each test names its sentence."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ TEMPLATE = (Path(__file__).resolve().parent.parent / "prompts" / "extract_facts.
 
 
 def _fact(fid: str, subject: str, attribute: str, text: str, said: str, **links) -> F.Fact:
-    when = F.parse_when(said)
+    when = F.parse_moment(said)
     return F.Fact(id=fid, subject=subject, attribute=attribute, text=text, source="added by hand",
                   said=when, kept=when, **links)
 

@@ -49,6 +49,7 @@ def test_a_fact_is_a_readable_file_with_a_fixed_key_order(memory) -> None:
         "replaced_by:\n"
         "until:\n"
         "---\n"
+        "\n"
         "Ana works in research.\n"
     )
 
@@ -249,20 +250,6 @@ def test_a_long_lived_view_agrees_with_a_fresh_one_after_hand_edits(memory, fact
             "keep notes elsewhere, or keep the fact with `fsmem facts keep`") in [(p.path, p.message) for p in facts.check()]
 
 
-def test_the_quick_reader_and_the_yaml_reader_agree(memory, facts) -> None:
-    import frontmatter
-
-    from fsmem.core.facts import fact_from_fields
-    from fsmem.facts import _parse_own
-
-    for text in ["Ana", "chat: Planning", "yes", "2026-01-01", "Ana's #1 role", "'quoted'", "ü"]:
-        kept = facts.keep(text, "role", f"{text} is a subject.", source=text)
-        data = (memory.root / kept.fact.path).read_bytes()
-        quick = _parse_own(data, kept.fact.id)
-        post = frontmatter.loads(data.decode())
-        assert quick == fact_from_fields(post.metadata, post.content, kept.fact.id) == kept.fact, text
-
-
 from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
 
 from fsmem.core.facts import Fact, clean_name, clean_sentence  # noqa: E402
@@ -280,7 +267,6 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
     import frontmatter
 
     from fsmem.core.facts import fact_from_fields
-    from fsmem.facts import _parse_own
 
     parts = [clean_name(subject), clean_name(attribute), clean_name(source), clean_sentence(sentence)]
     if not all(parts):
@@ -289,8 +275,6 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
                 text=parts[3], said=NOW, kept=NOW, replaces=("20261130T090000-0000abcd",))
     data = render(fact)
     assert parse(data, fact.id) == fact
-    quick = _parse_own(data, fact.id)
-    assert quick is None or quick == fact
     post = frontmatter.loads(data.decode())
     assert fact_from_fields(post.metadata, post.content, fact.id) == fact
 
@@ -328,7 +312,8 @@ def test_the_facts_bench_runs(tmp_path) -> None:
                           timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     for row in ("built in", "keep (one fact, its own change)", "current() - every fact that holds",
-                "current(subject)", "current() after a hand edit", "no cache", "with the cache"):
+                "current(subject)", "current() after a hand edit", "no cache", "with the cache",
+                "cold `fsmem facts list` (a new process)", "target <= 300 ms"):
         assert row in done.stdout, row
 
 

@@ -29,8 +29,8 @@ def counted(operation):
         return operation(self, *args, **kwargs)
     return wrapper
 
-drive.Transaction.write = counted(drive.Transaction.write)
-drive.Transaction.delete = counted(drive.Transaction.delete)
+drive.Change.write = counted(drive.Change.write)
+drive.Change.delete = counted(drive.Change.delete)
 said = sys.argv[3]
 fsmem.open(root).facts.keep("Ana", "role", sys.argv[4], said=said)
 """

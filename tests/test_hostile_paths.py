@@ -1,6 +1,6 @@
 """Hostile paths: every one refused with BAD_PATH by every command, and nothing changed anywhere.
 
-DESIGN.md §4 (Paths): relative to the root, NFC, no ``..``/``.`` segment, no backslash, no Cc/Cf
+docs/design.md §4 (Paths): relative to the root, NFC, no ``..``/``.`` segment, no backslash, no Cc/Cf
 character, no segment starting with ``.``, at most 512 bytes; after resolving, inside the root, and no
 symlink on the way leading out. ``.fsmem/`` is never reachable.
 

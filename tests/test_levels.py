@@ -1,4 +1,4 @@
-"""Agents, routines and scopes (DESIGN §3)."""
+"""Agents, routines and scopes (docs/design.md §3)."""
 
 from __future__ import annotations
 

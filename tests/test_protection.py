@@ -1,6 +1,6 @@
 """What the model may not do to the layout: PROTECTED, and nothing changed.
 
-DESIGN.md §3: the model may not create, rename or delete a level folder, nor rename or delete a level's
+docs/design.md §3: the model may not create, rename or delete a level folder, nor rename or delete a level's
 top file (deleting MEMORY.md/NOTES.md empties it); it may not write into a folder of an agent or routine
 that does not exist, nor touch .fsmem/; fact files change only through the facts API.
 """

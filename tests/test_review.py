@@ -1,4 +1,4 @@
-"""Review mode (DESIGN §9): adds apply at once; anything else waits as a proposal for a person."""
+"""Review mode (docs/design.md §9): adds apply at once; anything else waits as a proposal for a person."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The review runner (DESIGN §9): a model rereads a conversation and keeps what it taught.
+"""The review runner (docs/design.md §9): a model rereads a conversation and keeps what it taught.
 
 A scripted model shows what the reviewer was given and drives what it does; the files on disk, the
 proposals and the log say what happened. The CLI runs against a real local chat-completions server.

@@ -1,6 +1,6 @@
 """The content guards on every write: secrets (SENSITIVE, never echoed), size (TOO_LARGE), UTF-8.
 
-DESIGN.md §4 (Secrets) lists the shapes; §5 puts the checks on the new content, before anything is
+docs/design.md §4 (Secrets) lists the shapes; §5 puts the checks on the new content, before anything is
 kept or written. A refused write changes nothing: not the file, not versions/, not the log.
 
 The secret-shaped strings below are built at run time from harmless pieces, so this file does not

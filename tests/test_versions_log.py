@@ -1,6 +1,6 @@
 """Versions and the change log: the last 20 contents of every file (deletes included), revert, log.jsonl.
 
-DESIGN.md §2, §5, §9: every change keeps the previous content in .fsmem/versions/ (the last 20 a file),
+docs/design.md §2, §5, §9: every change keeps the previous content in .fsmem/versions/ (the last 20 a file),
 and appends one line to .fsmem/log.jsonl with time, command, path, versions before/after and thread.
 """
 

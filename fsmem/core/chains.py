@@ -15,8 +15,8 @@ what makes a change spread over several files safe. Each plan writes the new fac
 neighbours; a crash after that write is finished by the next :func:`resolve` (the *repair*), a crash
 before it leaves the old state.
 
->>> from fsmem.core.facts import check_draft, parse_when
->>> now = parse_when("2026-11-30T10:00:00Z")
+>>> from fsmem.core.facts import check_draft, parse_moment
+>>> now = parse_moment("2026-11-30T10:00:00Z")
 >>> draft = check_draft("Ana", "role", "Ana leads the data team.", said="2026-09-01", now=now)
 >>> plan_keep(resolve([]), draft, new_id="20261130T100000-0000abcd", now=now).outcome
 'current'
@@ -64,13 +64,16 @@ class Resolution:
     broken: frozenset[str] = frozenset()
     frozen: set[int] = field(default_factory=set)  # chains touching an unreadable file
     _holding: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
+    _things_of: dict[str, set[tuple[str, str]]] = field(default_factory=dict, repr=False)  # by subject
     _next_chain: int = field(default=0, repr=False)
 
     def current(self, subject: str | None = None) -> list[Fact]:
         """Facts that hold now, oldest said first; only ``subject``'s when given (case/space-blind)."""
-        wanted = clean_name(subject).casefold() if subject is not None else None
-        found = [self.facts[fid] for key, ids in self._holding.items()
-                 if wanted is None or key[0] == wanted for fid in ids]
+        if subject is None:
+            keys: Iterable[tuple[str, str]] = self._holding
+        else:
+            keys = self._things_of.get(clean_name(subject).casefold(), ())
+        found = [self.facts[fid] for key in keys for fid in self._holding[key]]
         return sorted(found, key=Fact.order)
 
     def holding(self, key: tuple[str, str]) -> Fact | None:
@@ -117,6 +120,7 @@ class Resolution:
             self.facts[fact.id] = placed
             if placed.holds:
                 self._holding.setdefault(placed.key, set()).add(placed.id)
+                self._things_of.setdefault(placed.key[0], set()).add(placed.key)
             if not frozen:
                 self.fixes.extend(_store_ops(fact, self.stored[fact.id]))
 
@@ -129,6 +133,10 @@ class Resolution:
                 ids.discard(fact_id)
                 if not ids:
                     del self._holding[fact.key]
+                    things = self._things_of[fact.key[0]]
+                    things.discard(fact.key)
+                    if not things:
+                        del self._things_of[fact.key[0]]
 
     def apply(self, ops: Iterable[Op]) -> None:
         """Advance to the state after ``ops`` ran (as the drive would run them)."""
@@ -177,6 +185,8 @@ def _relinked(chain: Sequence[Fact], present: Mapping[str, object] | None = None
     for index, fact in enumerate(chain):
         before = chain[index - 1] if index > 0 else None
         after = chain[index + 1] if index + 1 < len(chain) else None
+        replaced_by: str | None
+        until: datetime | None
         if (after is None and present is not None and fact.replaced_by is not None
                 and fact.replaced_by not in present):
             replaced_by, until = fact.replaced_by, fact.until

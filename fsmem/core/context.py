@@ -33,7 +33,7 @@ from fsmem.core.versions import version_of
 
 __all__ = [
     "Document",
-    "Plan",
+    "ContextPlan",
     "RecallCandidate",
     "RecallPlan",
     "DEFAULT_RECALL_TOKENS",
@@ -96,7 +96,7 @@ class Document:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ContextPlan:
     """Messages to append, and the file versions the thread holds once they are appended."""
 
     messages: list[dict[str, str]]
@@ -208,7 +208,7 @@ def render_copy(document: Document) -> str:
     return f"{_header(document.tag, attributes)}\n{body}</{document.tag}>"
 
 
-def plan_context(messages: Sequence[Mapping[str, Any]], documents: Sequence[Document]) -> Plan:
+def plan_context(messages: Sequence[Mapping[str, Any]], documents: Sequence[Document]) -> ContextPlan:
     """What to append to ``messages`` so the thread holds the current version of every document.
 
     >>> doc = Document("memory", "MEMORY.md", "# Rules\\n")
@@ -236,7 +236,7 @@ def plan_context(messages: Sequence[Mapping[str, Any]], documents: Sequence[Docu
         appended.append({"role": "user", "content": render_copy(document)})
         if document.tag == "memory":
             seen[document.key] = document.version
-    return Plan(messages=appended, seen=seen)
+    return ContextPlan(messages=appended, seen=seen)
 
 
 def _cut(text: str, max_chars: int) -> str:

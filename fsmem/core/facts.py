@@ -4,7 +4,7 @@ A fact says one thing about a *thing* — a subject and an attribute, compared i
 spaces (``Ana / role`` and ``ana /  Role`` are one thing). What replaces what, and how the facts about
 one thing stay a whole chain, is :mod:`fsmem.core.chains`. Everything here is pure.
 
->>> now = parse_when("2026-11-30T10:00:00Z")
+>>> now = parse_moment("2026-11-30T10:00:00Z")
 >>> check_draft("ana  ", "Role", "Ana leads the data team.", said="2031-01-01", now=now).said == now
 True
 """
@@ -19,6 +19,7 @@ from functools import cached_property, lru_cache
 from typing import Literal, Mapping
 
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
+from fsmem.core.secrets import find_fact_secret
 from fsmem.errors import BadFact, FactSensitive
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
     "clean_sentence",
     "thing_key",
     "same_sentence",
-    "parse_when",
+    "parse_moment",
     "format_when",
     "new_fact_id",
     "is_fact_id",
@@ -89,12 +90,12 @@ def same_sentence(a: str, b: str) -> bool:
 # --------------------------------------------------------------------------- time
 
 
-def parse_when(value: object, now: datetime | None = None) -> datetime:
+def parse_moment(value: object, now: datetime | None = None) -> datetime:
     """A moment in UTC from a date, a datetime or an ISO 8601 string (a date alone is midnight UTC).
 
     When ``now`` is given, a moment after it is taken as ``now``: a fact cannot be said in the future.
 
-    >>> parse_when("2026-10-12")
+    >>> parse_moment("2026-10-12")
     datetime.datetime(2026, 10, 12, 0, 0, tzinfo=datetime.timezone.utc)
     """
     if isinstance(value, datetime):
@@ -242,8 +243,6 @@ def _check_part(name: str, value: object, limit: int, what: str) -> str:
 
 
 def _secret_check(parts: Mapping[str, str]) -> None:
-    from fsmem.core.secrets import find_fact_secret
-
     for name, value in parts.items():
         kind = find_fact_secret(value)
         if kind:
@@ -265,7 +264,7 @@ def check_draft(subject: object, attribute: object, fact: object, source: object
         text=_check_part("fact", fact, FACT_LIMIT, "one sentence that names its subject"),
         source=_check_part("source", DEFAULT_SOURCE if source is None else source, SOURCE_LIMIT,
                            "where the fact came from (a conversation, a file, 'added by hand')"),
-        said=parse_when(now if said is None or said == "" else said, now),
+        said=parse_moment(now if said is None or said == "" else said, now),
     )
     _secret_check({"subject": draft.subject, "attribute": draft.attribute, "fact": draft.text,
                    "source": draft.source})
@@ -320,13 +319,13 @@ def fact_from_fields(fields: Mapping[str, object], body: str, file_id: str) -> F
     text = clean_sentence(body)
     if not text:
         raise BadFact("the body is empty: it should hold the fact's sentence")
-    said = parse_when(fields["said"])
+    said = parse_moment(fields["said"])
     kept_raw = fields.get("kept")
-    kept = parse_when(kept_raw) if kept_raw not in (None, "") else said
+    kept = parse_moment(kept_raw) if kept_raw not in (None, "") else said
     edited_raw = fields.get("edited")
-    edited = parse_when(edited_raw) if edited_raw not in (None, "") else None
+    edited = parse_moment(edited_raw) if edited_raw not in (None, "") else None
     until_raw = fields.get("until")
-    until = parse_when(until_raw) if until_raw not in (None, "") else None
+    until = parse_moment(until_raw) if until_raw not in (None, "") else None
     replaces_raw = fields.get("replaces")
     if replaces_raw in (None, ""):
         replaces: tuple[str, ...] = ()

@@ -5,7 +5,7 @@
     >>> find_secret("the password policy is strict") is None
     True
 
-A text looks like a secret when it holds (DESIGN §4):
+A text looks like a secret when it holds (docs/design.md §4):
 
 - a PEM block: ``-----BEGIN`` (keys and certificates alike) → "a private key block";
 - a word starting like a known key (``sk-``, ``ghp_``, ``gho_``, ``github_pat_``, ``xoxb-``,

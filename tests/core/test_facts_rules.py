@@ -65,16 +65,16 @@ def test_same_thing_ignores_case_and_extra_spaces() -> None:
 
 
 def test_a_date_alone_is_midnight_utc_and_the_future_is_now() -> None:
-    assert F.parse_when("2026-10-12") == datetime(2026, 10, 12, tzinfo=timezone.utc)
-    assert F.parse_when("2026-10-12T09:30:00+02:00") == datetime(2026, 10, 12, 7, 30, tzinfo=timezone.utc)
-    assert F.parse_when("2031-01-01", NOW) == NOW
+    assert F.parse_moment("2026-10-12") == datetime(2026, 10, 12, tzinfo=timezone.utc)
+    assert F.parse_moment("2026-10-12T09:30:00+02:00") == datetime(2026, 10, 12, 7, 30, tzinfo=timezone.utc)
+    assert F.parse_moment("2031-01-01", NOW) == NOW
     assert F.format_when(datetime(2026, 10, 12, tzinfo=timezone.utc)) == "2026-10-12"
     assert F.format_when(NOW) == "2026-11-30T10:00:00Z"
 
 
 def test_a_date_that_is_not_one_is_refused() -> None:
     with pytest.raises(BadFact, match="'yesterday' is not a date: write it as YYYY-MM-DD"):
-        F.parse_when("yesterday")
+        F.parse_moment("yesterday")
 
 
 def test_ids_sort_by_the_time_they_were_kept() -> None:
@@ -532,3 +532,31 @@ def test_an_id_never_looks_like_a_secret(moment, tail) -> None:
     assert find_fact_secret(fid) is None
     assert find_fact_secret(f"Ana's role was replaced by {fid} on 2026-10-12.") is None
     assert find_fact_secret(f"{fid} {F.new_fact_id(moment, f'{tail ^ 0xffff:08x}')}") is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["keep", "edit", "forget"]), st.sampled_from(["Ana", "ana ", "Bruno"]),
+                          st.sampled_from(["role", "team"]), st.integers(0, 3), SAID), min_size=1, max_size=15),
+       st.data())
+def test_current_of_a_subject_is_the_current_facts_about_it_as_the_state_advances(steps, data) -> None:
+    folder = Folder()
+    state = C.resolve([])
+    for action, subject, attribute, sentence, said in steps:
+        if action == "keep":
+            draft = F.check_draft(subject, attribute, f"{subject} {attribute} {sentence}.", said=_day(said), now=NOW)
+            ops = C.plan_keep(state, draft, new_id=folder.new_id(), now=NOW).ops
+        elif not state.facts:
+            continue
+        else:
+            target = data.draw(st.sampled_from(sorted(state.facts)))
+            try:
+                ops = (C.plan_edit(state, target, now=NOW, subject=subject).ops if action == "edit"
+                       else C.plan_forget(state, target).ops)
+            except BadFact:
+                continue
+        folder.apply(ops)
+        state.apply(ops)  # advanced in place, as a long-lived view does
+        for name in ("ana", "Bruno", "caio"):
+            wanted = F.clean_name(name).casefold()
+            assert state.current(name) == [f for f in state.current() if f.key[0] == wanted]
+        assert state.current() == folder.resolution().current()

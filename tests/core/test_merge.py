@@ -1,4 +1,4 @@
-"""The marker merge and the exact replacement (DESIGN §4, Partial edits): pure, no disk."""
+"""The marker merge and the exact replacement (docs/design.md §4, Partial edits): pure, no disk."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The path rules of the memory tool (DESIGN §4, Paths): pure, no disk."""
+"""The path rules of the memory tool (docs/design.md §4, Paths): pure, no disk."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The secret guard (DESIGN §4, Secrets): each shape refused by kind, never echoed; near misses pass."""
+"""The secret guard (docs/design.md §4, Secrets): each shape refused by kind, never echoed; near misses pass."""
 
 from __future__ import annotations
 
