@@ -186,9 +186,9 @@ def _all_subclasses(cls: type) -> list[type]:
 _BY_CODE = {cls.code: cls for cls in _all_subclasses(FsmemError)}
 
 
-def from_code(code: str, message: str) -> FsmemError:
-    """Rebuild an error from a tool result's ``{"code", "message"}``."""
-    return _BY_CODE.get(code, FsmemError)(message)
+def from_code(code: str, message: str, **details: Any) -> FsmemError:
+    """Rebuild an error from a tool result's ``error`` (``code``, ``message`` and its data fields)."""
+    return _BY_CODE.get(code, FsmemError)(message, **details)
 
 
 TOOL_ERROR_CODES = frozenset(cls.code for cls in _all_subclasses(RequestError))
