@@ -20,7 +20,9 @@ from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.errors import NotFound, RootNotFound
+from fsmem.atomic import make_dirs
+from fsmem.errors import FsmemError, NotFound, RootNotFound
+from fsmem.rootlock import CRASH_MARK
 from fsmem.levels import Scope
 
 if TYPE_CHECKING:
@@ -44,13 +46,25 @@ def open(root: str | os.PathLike[str], create: bool = False, settings: Settings 
 
 
 def init_root(root: Path) -> None:
-    (root / STATE_DIR).mkdir(parents=True, exist_ok=True)
+    """Make a root: folders 0700 and files 0600 whatever the umask (its state is the owner's alone, as
+    for an SSH or GnuPG home); a folder that already exists keeps its mode, ``.fsmem/`` excepted."""
+    make_dirs(root / STATE_DIR)
+    os.chmod(root / STATE_DIR, 0o700)
     gitignore = root / STATE_DIR / ".gitignore"
     if not gitignore.exists():
-        gitignore.write_text("index/\nindex.built\nindex.pending\nwatch.json\ncache/\nlock\n", encoding="utf-8")
+        _create(gitignore, b"index/\nindex.built\nindex.pending\nwatch.json\ncache/\nlock\ncrashed\n")
     top = root / PROJECT_FILE
     if not top.exists():
-        top.touch()
+        _create(top, b"")
+
+
+def _create(file: Path, data: bytes) -> None:
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 class Memory:
@@ -65,6 +79,32 @@ class Memory:
         self.drive.on_commit.append(self._note_for_index)
         if any(self.drive.state.glob(f"{levels.PARKED_PREFIX}*")):
             levels.restore_parked(self)
+        if os.path.lexists(self.drive.state / CRASH_MARK):
+            self._repair_after_crash()
+        self._keep_state_private()
+
+    def _repair_after_crash(self) -> None:
+        """A change was killed holding the lock (its lock file was left signed): remove the temp files
+        of writers that are gone, finish the facts change it cut short, then forget the mark."""
+        from fsmem.atomic import remove_dead_temps
+
+        try:
+            with self.drive.locked("repair"):
+                remove_dead_temps(self.root)
+                if (self.root / layout.FACTS_DIR).is_dir():
+                    self.facts.repair()
+                os.unlink(self.drive.state / CRASH_MARK)
+        except (FsmemError, OSError):
+            pass  # a read-only or busy root: the next open tries again; reads never need the repair
+
+    def _keep_state_private(self) -> None:
+        """``.fsmem/`` (full text in the index, the log, versions) is the owner's alone, even in a root
+        made by an older fsmem or under a loose umask; everything inside is reached only through it."""
+        try:
+            if os.stat(self.drive.state).st_mode & 0o077:
+                os.chmod(self.drive.state, 0o700)
+        except OSError:
+            pass  # read-only, or not ours: nothing to do that would not fail
 
     def _note_for_index(self, paths: set[str]) -> None:
         from fsmem.index_state import note_pending
