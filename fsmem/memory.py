@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 from functools import cached_property
 from pathlib import Path
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
 from fsmem.atomic import make_dirs
-from fsmem.errors import FsmemError, NotFound, RootNotFound
+from fsmem.errors import FsmemError, NotFound, RootNotFound, Storage
 from fsmem.rootlock import CRASH_MARK
 from fsmem.levels import Scope
 
@@ -192,15 +193,27 @@ class Memory:
                exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
                limit: int = 10) -> list["SearchHit"]:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
+        from fsmem.grep import compile_pattern
+
         if not regex:
-            return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
+            try:
+                return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
+            except Storage as error:
+                if not error.read_only:
+                    raise
+            # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan
+            # the files for lines holding any of the words, as a regex search would.
+            words = [re.escape(word) for word in query.split() if word]
+            pattern = compile_pattern("(?i)" + "|".join(words or [re.escape(query)]), literal=False)
+        else:
+            pattern = compile_pattern(query, literal=False)
         from fsmem.core.when import compile_globs, parse_since
-        from fsmem.grep import compile_pattern, grep, utc_now
+        from fsmem.grep import grep, utc_now
         from fsmem.index import SearchHit
 
         moment = parse_since(since, utc_now()) if isinstance(since, str) else since
         accept = compile_globs(include or None, exclude or None)
-        found = grep(self.drive, compile_pattern(query, literal=False), accept=accept, since=moment,
+        found = grep(self.drive, pattern, accept=accept, since=moment,
                      limit=limit, timeout=self.settings.regex_timeout)
         hits = []
         for hit in found:
