@@ -53,7 +53,7 @@ def init_root(root: Path) -> None:
     os.chmod(root / STATE_DIR, 0o700)
     gitignore = root / STATE_DIR / ".gitignore"
     if not gitignore.exists():
-        _create(gitignore, b"index/\nindex.built\nindex.pending\nwatch.json\ncache/\nlock\ncrashed\n")
+        _create(gitignore, b"index/\nindex.built\nindex.pending\nwatch.json\ncache/\nlock\nlock.queue\ncrashed\n")
     top = root / PROJECT_FILE
     if not top.exists():
         _create(top, b"")

@@ -1,13 +1,18 @@
 """The root's write lock: ``flock`` on ``.fsmem/lock``, fair, bounded by real holds, and signed.
 
-Waiters block in the kernel (``flock(LOCK_EX)`` on a helper thread, so a timeout can give up on
-them) instead of polling: the moment the holder lets go, a waiter is woken, rather than whoever
-polls first. While held, the lock file says who holds it (``pid host command since``); the holder
-empties it on release. So a waiter that gives up can say who held it and for how long, and a lock
-taken over a non-empty file tells that the last holder died holding it (``crashed``): its temp files
-and half-done changes need the repair that ``Memory`` runs on the next open.
+Waiting is fair: a waiter first takes a second lock, the queue (``.fsmem/lock.queue``), and holds it
+while it waits for the lock itself, so when the holder lets go there is exactly one contender — the
+one next in line — and a process that releases and asks again at once queues behind it instead of
+winning the race a poller would lose. Everyone else waits in the kernel on the queue (``flock``
+blocking on a helper thread, so a timeout can give up on them), never by polling. A lock with nobody
+in line costs two non-blocking ``flock`` calls.
 
-Re-entrant per thread; each thread has its own descriptor, so threads exclude each other like
+While held, the lock file says who holds it (``pid host command since``); the holder empties it on
+release. So a waiter that gives up can say who held it and for how long, and a lock taken over a
+non-empty file tells that the last holder died holding it: ``crashed`` is left beside it, and the
+temp files and half-done changes it left are repaired on the next open (``Memory``).
+
+Re-entrant per thread; each thread has its own descriptors, so threads exclude each other like
 processes (``flock`` locks belong to open file descriptions, not processes).
 """
 
@@ -26,6 +31,7 @@ from pathlib import Path
 from fsmem.atomic import make_dirs
 from fsmem.errors import Busy, Storage
 
+QUEUE_SUFFIX = ".queue"  # ".fsmem/lock.queue": whoever holds it is next in line
 CRASH_MARK = "crashed"  # beside the lock: the last holder died holding it (repair on the next open)
 
 
@@ -62,7 +68,7 @@ class RootLock:
 
     # ---- acquiring --------------------------------------------------------------------------
 
-    def _open(self) -> int:
+    def _open(self, file: Path | None = None) -> int:
         root = self.file.parent.parent
         try:
             found = os.stat(root)
@@ -76,7 +82,7 @@ class RootLock:
             make_dirs(self.file.parent)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(self.file, flags, 0o600)
+            fd = os.open(file or self.file, flags, 0o600)
         except OSError as error:
             if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
                 raise read_only(self.file.parent.parent, error) from error
@@ -90,20 +96,29 @@ class RootLock:
 
     def _acquire(self, command: str) -> int:
         fd = self._open()
-        started = time.monotonic()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not _wait(fd, self.timeout):
-                waited = time.monotonic() - started
-                holder = _holder(self.file)
-                raise Busy(
-                    f"the memory is busy: this call waited {waited:.1f}s for the root's lock"
-                    f"{', held by ' + holder if holder else ''}; nothing was changed, try again in a moment"
-                ) from None
+            queue = self._open(self.file.with_name(self.file.name + QUEUE_SUFFIX))
         except BaseException:
             os.close(fd)
             raise
+        started = time.monotonic()
+        try:
+            first = _try(queue)
+            if not (first and _try(fd)):  # someone is in line, or the lock is held: wait in line
+                if not _wait(fd, queue, first, self.timeout):
+                    waited = time.monotonic() - started
+                    holder = _holder(self.file)
+                    raise Busy(
+                        f"the memory is busy: this call waited {waited:.1f}s for the root's lock"
+                        f"{', held by ' + holder if holder else ''}; nothing was changed, try again in a "
+                        "moment") from None
+            elif first:
+                fcntl.flock(queue, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            os.close(queue)  # a helper that gave up holds its own duplicate until it lets go
         try:
             previous = os.pread(fd, 256, 0)
             if previous.strip():  # a holder that released would have emptied it: it died holding the lock
@@ -126,35 +141,50 @@ class RootLock:
             os.close(fd)
 
 
-def _wait(fd: int, timeout: float) -> bool:
-    """Block in the kernel for the lock on ``fd`` for at most ``timeout`` seconds; True when held.
+def _try(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
-    The blocking call runs on a helper thread with its own duplicate descriptor; one that outlives the
-    timeout lets go of the lock as soon as it gets it and closes its descriptor.
+
+def _wait(fd: int, queue: int, in_line: bool, timeout: float) -> bool:
+    """Take the queue (unless ``in_line``), then the lock, then let the queue go; at most ``timeout``
+    seconds, blocking in the kernel. True when the lock on ``fd`` is held.
+
+    The blocking calls run on a helper thread with duplicate descriptors (the locks belong to the
+    shared open file descriptions); one that outlives the timeout lets go of whatever it got.
     """
-    own = os.dup(fd)
+    own, own_queue = os.dup(fd), os.dup(queue)
     got = threading.Event()
     gate = threading.Lock()
     abandoned = False
 
     def block() -> None:
         try:
+            if not in_line:
+                fcntl.flock(own_queue, fcntl.LOCK_EX)
             fcntl.flock(own, fcntl.LOCK_EX)
         except OSError:
+            pass
+        else:
+            with gate:
+                if not abandoned:
+                    got.set()
+        finally:
+            if not got.is_set():
+                with contextlib.suppress(OSError):
+                    fcntl.flock(own, fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):
+                fcntl.flock(own_queue, fcntl.LOCK_UN)
+            os.close(own_queue)
             os.close(own)
-            return
-        with gate:
-            if abandoned:
-                fcntl.flock(own, fcntl.LOCK_UN)
-                os.close(own)
-                return
-            got.set()
 
     threading.Thread(target=block, name="fsmem-lock-wait", daemon=True).start()
     got.wait(timeout)
     with gate:
         if got.is_set():
-            os.close(own)  # the lock belongs to the open file description, which ``fd`` still holds
             return True
         abandoned = True
         return False
