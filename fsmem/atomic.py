@@ -139,10 +139,15 @@ def temp_owner(name: str) -> int | None:
     return int(parts[-3])
 
 
-def remove_dead_temps(top: Path) -> list[Path]:
-    """Remove every temp file under ``top`` whose writer is no longer alive; the files removed."""
-    removed = []
-    for folder, _, names in os.walk(top):
+def remove_dead_temps(top: Path, *, deep: bool = True) -> list[Path]:
+    """Remove every temp file under ``top`` (in ``top`` alone unless ``deep``) whose writer is no longer
+    alive; the files removed. A pid reused by a live process keeps its file until that one ends."""
+    removed: list[Path] = []
+    try:
+        walk = os.walk(top) if deep else [(str(top), [], os.listdir(top))]
+    except OSError:
+        return removed
+    for folder, _, names in walk:
         for name in names:
             pid = temp_owner(name)
             if pid is not None and pid != os.getpid() and not pid_alive(pid):

@@ -38,7 +38,7 @@ from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Exists, NotFound, Storage
-from fsmem.rootlock import RootLock, storage_error
+from fsmem.rootlock import CRASH_MARK, RootLock, storage_error
 
 VERSIONS_DIR = "versions"
 _VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
@@ -278,6 +278,14 @@ class Drive:
         """The root's write lock (re-entrant per thread): ``BUSY`` after ``lock_timeout`` saying how long
         this call waited and who holds it; ``STORAGE`` (``read_only``) on a read-only root."""
         return self._lock.held(command)
+
+    def held_if_free(self, command: str) -> contextlib.AbstractContextManager[bool]:
+        """The root lock only if it is free now (never waits); yields whether it is held."""
+        return self._lock.held_if_free(command)
+
+    def crash_left(self) -> bool:
+        """Whether a change may have been killed holding the lock (cheap: one or two stats)."""
+        return os.path.lexists(self.state / CRASH_MARK) or self._lock.signed()
 
     @contextlib.contextmanager
     def change(self, command: str, thread: str | None = None) -> Iterator["Transaction"]:

@@ -21,7 +21,7 @@ from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.atomic import make_dirs
+from fsmem.atomic import make_dirs, remove_dead_temps
 from fsmem.errors import FsmemError, NotFound, RootNotFound, Storage
 from fsmem.rootlock import CRASH_MARK
 from fsmem.levels import Scope
@@ -80,23 +80,26 @@ class Memory:
         self.drive.on_commit.append(self._note_for_index)
         if any(self.drive.state.glob(f"{levels.PARKED_PREFIX}*")):
             levels.restore_parked(self)
-        if os.path.lexists(self.drive.state / CRASH_MARK):
+        if self.drive.crash_left():
             self._repair_after_crash()
+        else:  # derived state is written outside the lock too (caches): its debris is looked for here
+            for folder in (self.drive.state, self.drive.state / "cache"):
+                remove_dead_temps(folder, deep=False)
         self._keep_state_private()
 
     def _repair_after_crash(self) -> None:
         """A change was killed holding the lock (its lock file was left signed): remove the temp files
         of writers that are gone, finish the facts change it cut short, then forget the mark."""
-        from fsmem.atomic import remove_dead_temps
-
         try:
-            with self.drive.locked("repair"):
+            with self.drive.held_if_free("repair") as held:  # taking it finds a dead holder's signature
+                if not held or not os.path.lexists(self.drive.state / CRASH_MARK):
+                    return  # a live change holds it (it was signed by one at work): nothing to repair
                 remove_dead_temps(self.root)
                 if (self.root / layout.FACTS_DIR).is_dir():
                     self.facts.repair()
                 os.unlink(self.drive.state / CRASH_MARK)
         except (FsmemError, OSError):
-            pass  # a read-only or busy root: the next open tries again; reads never need the repair
+            pass  # a read-only root: the next open tries again; reads never need the repair
 
     def _keep_state_private(self) -> None:
         """``.fsmem/`` (full text in the index, the log, versions) is the owner's alone, even in a root

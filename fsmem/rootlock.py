@@ -59,12 +59,38 @@ class RootLock:
                 self._local.depth -= 1
             return
         fd = self._acquire(command)
+        assert fd is not None
         self._local.depth = 1
         try:
             yield
         finally:
             self._local.depth = 0
             self._release(fd)
+
+    @contextlib.contextmanager
+    def held_if_free(self, command: str) -> Iterator[bool]:
+        """The lock if nobody holds it or waits for it, else nothing (never waits): yields whether held."""
+        if self._depth():
+            with self.held(command):
+                yield True
+            return
+        fd = self._acquire(command, wait=False)
+        if fd is None:
+            yield False
+            return
+        self._local.depth = 1
+        try:
+            yield True
+        finally:
+            self._local.depth = 0
+            self._release(fd)
+
+    def signed(self) -> bool:
+        """Whether the lock file names a holder: one holds it now, or one died holding it."""
+        try:
+            return os.stat(self.file).st_size > 0
+        except OSError:
+            return False
 
     # ---- acquiring --------------------------------------------------------------------------
 
@@ -94,7 +120,7 @@ class RootLock:
             pass
         return fd
 
-    def _acquire(self, command: str) -> int:
+    def _acquire(self, command: str, wait: bool = True) -> int | None:
         fd = self._open()
         try:
             queue = self._open(self.file.with_name(self.file.name + QUEUE_SUFFIX))
@@ -104,16 +130,21 @@ class RootLock:
         started = time.monotonic()
         try:
             first = _try(queue)
-            if not (first and _try(fd)):  # someone is in line, or the lock is held: wait in line
-                if not _wait(fd, queue, first, self.timeout):
-                    waited = time.monotonic() - started
-                    holder = _holder(self.file)
-                    raise Busy(
-                        f"the memory is busy: this call waited {waited:.1f}s for the root's lock"
-                        f"{', held by ' + holder if holder else ''}; nothing was changed, try again in a "
-                        "moment") from None
-            elif first:
+            got = first and _try(fd)
+            if got:
                 fcntl.flock(queue, fcntl.LOCK_UN)
+            elif not wait:
+                if first:
+                    fcntl.flock(queue, fcntl.LOCK_UN)
+                os.close(fd)
+                return None
+            elif not _wait(fd, queue, first, self.timeout):  # someone is in line, or it is held: wait in line
+                waited = time.monotonic() - started
+                holder = _holder(self.file)
+                raise Busy(
+                    f"the memory is busy: this call waited {waited:.1f}s for the root's lock"
+                    f"{', held by ' + holder if holder else ''}; nothing was changed, try again in a "
+                    "moment") from None
         except BaseException:
             os.close(fd)
             raise

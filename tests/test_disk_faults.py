@@ -39,7 +39,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "fs"
     mount.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the injected faults below run")
     try:
@@ -118,7 +118,7 @@ def test_a_read_only_root_is_read_and_searched_and_changes_are_refused(small_fs:
     assert refused["error"]["code"] == "STORAGE" and "read-only" in refused["error"]["message"]
     assert "nothing was changed" in refused["error"]["message"].lower()
     shell = subprocess.run([str(Path(os.sys.executable).parent / "fsmem"), "search", "needle", "--root",
-                            str(root)], capture_output=True, text=True)
+                            str(root)], capture_output=True, text=True, check=False)
     assert shell.returncode == 0 and "notes.md" in shell.stdout, shell
     assert _snapshot(root) == before
 

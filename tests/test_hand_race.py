@@ -90,7 +90,7 @@ def test_a_save_through_a_handle_held_open_is_kept_and_later_saves_never_rewrite
     run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
     assert run.call({"command": "write", "path": "notes.md", "content": "# Notes\n\nfirst\n"})["ok"]
     file = memory.root / "notes.md"
-    editor = open(file, "r+b")  # an editor that opened the file before the agent's call
+    editor = open(file, "r+b")  # noqa: SIM115 - an editor that opened the file before the agent's call
 
     def save_through_the_handle(path: str) -> None:
         editor.seek(0)
