@@ -244,7 +244,7 @@ def _editor_overlapped(ack: dict, hand_saves: list[dict], written_at: dict) -> b
     stamp = written_at.get((ack["path"], ack["version"]))
     if stamp is None:
         return False
-    when = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    when = datetime.fromisoformat(stamp).timestamp()  # 3.11 reads the "Z"
     return any(save["path"] == ack["path"] and save["began"] <= when + 0.001 and save["at"] >= when - 0.05
                for save in hand_saves)
 
