@@ -510,16 +510,27 @@ class Transaction:
         source_real = self.drive.resolve(source)
         destination_real = self.drive.resolve(destination)
         self.drive.check_free(destination)
-        make_dirs(destination_real.parent)
+        try:
+            make_dirs(destination_real.parent)
+        except OSError as error:
+            raise self._fault(f"making the folder for {destination}", error) from error
         if source_real.is_dir():
             moved = [(e.path, self.drive.read(e.path)) for e in self.drive.walk_files(source)]
-            os.rename(source_real, destination_real)
+            try:
+                os.rename(source_real, destination_real)
+            except OSError as error:
+                raise self._fault(f"renaming {source}", error) from error
             for old_path, data in moved:
                 new_path = destination + old_path[len(source):]
                 self._log(old_path, _version(data), _version(data), new_path=new_path)
         else:
             data = self.drive.read(source)
-            os.link(source_real, destination_real)  # fails if the destination appeared meanwhile
+            try:
+                os.link(source_real, destination_real)  # fails if the destination appeared meanwhile
+            except FileExistsError:
+                raise
+            except OSError as error:
+                raise self._fault(f"renaming {source}", error) from error
             source_real.unlink()
             self._log(source, _version(data), _version(data), new_path=destination)
         self._fsync(source_real.parent)
