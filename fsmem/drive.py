@@ -418,10 +418,9 @@ class Transaction:
             temp.unlink(missing_ok=True)
             self._unkeep(kept)
             raise self._fault(f"writing {path}", error) from error
-        replaced = before
+        replaced = out  # what the write really replaced: None if nothing was there at that instant
         if out is not None and out != before:  # a person's save landed in the window: keep it
             kept.append(self._keep(path, out, self.command))
-            replaced = out
         after = version_of(data)
         try:
             if seen != replaced:
@@ -442,7 +441,13 @@ class Transaction:
         at ``temp`` until the caller removes it. Nothing at the target is ever overwritten unread."""
         if before is None and place_new(temp, target):
             return None
-        if exchange(temp, target):
+        try:
+            swapped = exchange(temp, target)
+        except FileNotFoundError:  # a person removed the file in the window: nothing to swap with
+            if place_new(temp, target):
+                return None
+            swapped = exchange(temp, target)
+        if swapped:
             with open(temp, "rb") as handle:
                 return handle.read()
         out = self.drive._read_real(target, "")  # no swap here: the window shrinks to this read

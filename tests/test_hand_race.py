@@ -153,3 +153,17 @@ def test_a_kept_version_is_a_copy_an_editor_holding_the_old_file_cannot_rewrite(
     (kept,) = memory.versions("a.md")
     assert kept.file.read_bytes() == b"# A\n\nzero\n" and os.stat(kept.file).st_nlink == 1
     assert _every_kept_version_hashes_to_its_name(memory.root) == 1
+
+
+def test_a_file_a_person_removes_in_the_window_is_written_and_its_content_kept(tmp_path: Path) -> None:
+    memory = fsmem.open(tmp_path / "root", create=True)
+    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+    assert run.call({"command": "write", "path": "a.md", "content": "# A\n\nfirst\n"})["ok"]
+    memory.drive.in_write_window = lambda path: os.unlink(memory.root / path)
+    result = run.call({"command": "write", "path": "a.md", "content": "# A\n\nsecond\n"})
+    memory.drive.in_write_window = None
+    assert result["ok"] and "hand_edit_kept" not in result, result
+    assert (memory.root / "a.md").read_text() == "# A\n\nsecond\n"
+    assert [v.file.read_text() for v in memory.versions("a.md")] == ["# A\n\nfirst\n"]
+    assert [(line["before"], line["after"]) for line in _hand_lines(memory.root, "a.md")] == [
+        (version_of(b"# A\n\nfirst\n"), None)]
