@@ -431,10 +431,28 @@ class Transaction:
             self._undo_swap(temp, target, out)
             self._unkeep(kept)
             raise self._fault(f"logging the write of {path}", error) from error
-        if out is not None:
-            temp.unlink(missing_ok=True)
         self._fsync(target.parent)
+        if out is not None:
+            self._keep_late_save(path, temp, out)
+            temp.unlink(missing_ok=True)
         return after
+
+    def _keep_late_save(self, path: str, temp: Path, out: bytes) -> None:
+        """An editor that opened the file before the swap may have written into it since we read it
+        (truncate, then write: its save may straddle the swap). Read it once more, as late as we can
+        (after the folder's fsync), and keep what it holds now if that differs."""
+        try:
+            late = temp.read_bytes()
+        except OSError:
+            return
+        if late == out or not late:
+            return
+        try:
+            self._keep(path, late, "hand")
+            self._log(path, _version(out), version_of(late), command="hand")
+        except OSError:
+            return  # the write itself is done and logged; a full disk cannot be helped here
+        self.hand_edits.append(HandEdit(path, version_of(late), _version(out)))
 
     def _swap_in(self, temp: Path, target: Path, before: bytes | None) -> bytes | None:
         """Put ``temp`` at ``target``; what was there at that instant (None for nothing), which stays

@@ -165,6 +165,10 @@ def editor(root: Path, end: float, journal: Path) -> None:
             fd = os.open(file, os.O_WRONLY | os.O_TRUNC)
             try:
                 os.write(fd, new)
+                if os.fstat(fd).st_nlink == 0:
+                    # The save went into a file fsmem had just swapped out and removed: a write into
+                    # a file with no name, which no program can see (the limit in docs/safety.md).
+                    style = "in-place, into a replaced file"
             finally:
                 os.close(fd)
         _journal(journal, kind="hand", path=file.relative_to(root).as_posix(), line=line, style=style,
@@ -210,8 +214,12 @@ def audit(root: Path, journals: list[Path]) -> dict[str, object]:
     hand_saves = [e for e in entries if e["kind"] == "hand"]
     acks = [e for e in entries if e["kind"] == "ack"]
     overwritten = 0
+    unnamed = 0
     for entry in acks + hand_saves:
         if any(entry["line"] + "\n" in text for text in held.get(entry["path"], [])):
+            continue
+        if entry.get("style") == "in-place, into a replaced file":
+            unnamed += 1  # the editor itself saw its save land in a file without a name
             continue
         if entry["kind"] == "ack" and _editor_overlapped(entry, hand_saves, written_at):
             overwritten += 1
@@ -231,9 +239,10 @@ def audit(root: Path, journals: list[Path]) -> dict[str, object]:
     hand_kept = sum(1 for line in log if line.get("hand"))
     return {"acknowledged": len(acks), "hand_saves": len(hand_saves),
             "hand_saves_rename": sum(1 for e in hand_saves if e["style"] == "rename"),
-            "hand_saves_in_place": sum(1 for e in hand_saves if e["style"] == "in-place"),
+            "hand_saves_in_place": sum(1 for e in hand_saves if e["style"].startswith("in-place")),
             "hand_edits_kept_by_writes": hand_kept,
             "agent_lines_overwritten_by_a_racing_editor": overwritten,
+            "hand_saves_into_a_replaced_file": unnamed,
             "log_lines": len(log), "files": len(files), "problems": problems}
 
 
