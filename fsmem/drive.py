@@ -119,6 +119,7 @@ class Drive:
         # A test hook: called with the path between the version check and the swap of a write (the
         # window a person's save can land in); None in use.
         self.in_write_window: Callable[[str], None] | None = None
+        self.after_swap: Callable[[str], None] | None = None  # test hook: just after the swap
         self._case_blind: bool | None = None  # found out on first use (once .fsmem/ can tell)
 
     # ---- locating ---------------------------------------------------------------------------
@@ -418,6 +419,8 @@ class Transaction:
             temp.unlink(missing_ok=True)
             self._unkeep(kept)
             raise self._fault(f"writing {path}", error) from error
+        if self.drive.after_swap is not None:
+            self.drive.after_swap(path)
         replaced = out  # what the write really replaced: None if nothing was there at that instant
         if out is not None and out != before:  # a person's save landed in the window: keep it
             kept.append(self._keep(path, out, self.command))

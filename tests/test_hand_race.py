@@ -167,3 +167,28 @@ def test_a_file_a_person_removes_in_the_window_is_written_and_its_content_kept(t
     assert [v.file.read_text() for v in memory.versions("a.md")] == ["# A\n\nfirst\n"]
     assert [(line["before"], line["after"]) for line in _hand_lines(memory.root, "a.md")] == [
         (version_of(b"# A\n\nfirst\n"), None)]
+
+
+def test_an_in_place_save_that_straddles_the_swap_is_kept(tmp_path: Path) -> None:
+    """The editor opened (and truncated) the file before the swap and writes just after it: its text
+    lands in the file the write swapped out, which is read once more before it is removed."""
+    memory = fsmem.open(tmp_path / "root", create=True)
+    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+    assert run.call({"command": "write", "path": "notes.md", "content": "# Notes\n\nfirst\n"})["ok"]
+    editor = open(memory.root / "notes.md", "r+b")  # noqa: SIM115 - held across the write
+
+    def write_after_the_swap(path: str) -> None:
+        editor.truncate(0)
+        editor.write(PERSON)
+        editor.flush()
+
+    memory.drive.after_swap = write_after_the_swap
+    try:
+        result = run.call({"command": "write", "path": "notes.md", "content": "# Notes\n\nthe agent's\n"})
+    finally:
+        memory.drive.after_swap = None
+        editor.close()
+    assert result["ok"] and result["hand_edit_kept"]["version"] == version_of(PERSON), result
+    kept = {info.version: info.file.read_bytes() for info in memory.versions("notes.md")}
+    assert kept[version_of(PERSON)] == PERSON
+    assert _every_kept_version_hashes_to_its_name(memory.root) == 2
