@@ -74,7 +74,7 @@ def test_a_waiter_gets_the_lock_between_the_short_holds_of_a_greedy_process(tmp_
 
 def test_many_writers_in_real_processes_all_get_through(tmp_path: Path) -> None:
     root = _root(tmp_path)
-    writers = [subprocess.Popen([sys.executable, "-c", WAITER, str(root), "5", "40"], stdout=subprocess.PIPE,
+    writers = [subprocess.Popen([sys.executable, "-c", WAITER, str(root), "15", "40"], stdout=subprocess.PIPE,
                                 text=True) for _ in range(8)]
     outcomes = [json.loads(writer.communicate(timeout=300)[0]) for writer in writers]
     assert [outcome["errors"] for outcome in outcomes] == [[]] * 8
