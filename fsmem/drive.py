@@ -6,9 +6,12 @@ Every change goes through one transaction, under the root's write lock::
         before = tx.read("MEMORY.md")
         tx.write("MEMORY.md", b"# Project\n")
 
-Each operation keeps the previous content in ``.fsmem/versions/`` (a hard link: no copy), writes
-atomically (unique ``O_EXCL`` temp file in the same folder, fsync, ``os.replace``, fsync of the folder)
-and appends a line to ``.fsmem/log.jsonl``. When the block ends, the ``on_commit`` hooks (the index) get
+Each operation keeps the previous content in ``.fsmem/versions/`` (a copy: never an inode a live file
+or an editor's open handle shares, so a kept version always hashes to the version in its name), writes
+atomically (unique ``O_EXCL`` temp file in the same folder, fsync, then swapped in with
+``renameat2(RENAME_EXCHANGE)`` so whatever a person saved there in the meantime comes out under the
+temp name and is kept as a hand edit; ``os.replace`` where the system cannot swap), fsync of the
+folder, and appends a line to ``.fsmem/log.jsonl``. When the block ends, the ``on_commit`` hooks (the index) get
 the changed paths, still under the lock. Reads need no lock: a file is always the old one or the new one.
 
 Paths here are already normalized by ``fsmem.core.paths``; the drive adds the symlink guard.
@@ -28,16 +31,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from filelock import FileLock, Timeout as LockTimeout
-
-from fsmem.atomic import fsync_dir, write_atomic
+from fsmem.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
 from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.versions import version_of
-from fsmem.errors import BadPath, Busy, Exists, NotFound
+from fsmem.errors import BadPath, Exists, NotFound, Storage
+from fsmem.rootlock import CRASH_MARK, RootLock, storage_error
 
 VERSIONS_DIR = "versions"
 _VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
@@ -65,6 +67,18 @@ class VersionInfo:
     command: str  # what replaced it: write, delete, rename, revert, ...
     size: int
     file: Path
+
+
+@dataclass(frozen=True)
+class HandEdit:
+    """A person's save that landed while a change was being made: kept in versions/, never lost."""
+
+    path: str
+    version: str | None  # the hash of what the person saved, the name it is kept under (None: removed)
+    replaced: str | None  # the version their save replaced
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"path": self.path, "version": self.version, "replaced": self.replaced}
 
 
 @dataclass(frozen=True)
@@ -102,8 +116,11 @@ class Drive:
         self.state = self.root / STATE_DIR
         self._root_str, self._state_str = str(self.root), str(self.state)
         self.on_commit: list[Callable[[set[str]], None]] = []
-        lock_file = str(self.state / LOCK_FILE)
-        self._lock = FileLock(lock_file, timeout=settings.lock_timeout)
+        self._lock = RootLock(self.state / LOCK_FILE, settings.lock_timeout)
+        # A test hook: called with the path between the version check and the swap of a write (the
+        # window a person's save can land in); None in use.
+        self.in_write_window: Callable[[str], None] | None = None
+        self.after_swap: Callable[[str], None] | None = None  # test hook: just after the swap
         self._case_blind: bool | None = None  # found out on first use (once .fsmem/ can tell)
 
     # ---- locating ---------------------------------------------------------------------------
@@ -259,20 +276,22 @@ class Drive:
 
     # ---- changing ---------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        try:
-            with self._lock:
-                yield
-        except LockTimeout as error:
-            raise Busy(
-                f"the memory is busy: another change has held its lock for over "
-                f"{self.settings.lock_timeout:g}s; nothing was changed, try again in a moment"
-            ) from error
+    def locked(self, command: str = "lock") -> contextlib.AbstractContextManager[None]:
+        """The root's write lock (re-entrant per thread): ``BUSY`` after ``lock_timeout`` saying how long
+        this call waited and who holds it; ``STORAGE`` (``read_only``) on a read-only root."""
+        return self._lock.held(command)
+
+    def held_if_free(self, command: str) -> contextlib.AbstractContextManager[bool]:
+        """The root lock only if it is free now (never waits); yields whether it is held."""
+        return self._lock.held_if_free(command)
+
+    def crash_left(self) -> bool:
+        """Whether a change may have been killed holding the lock (cheap: one or two stats)."""
+        return os.path.lexists(self.state / CRASH_MARK) or self._lock.signed()
 
     @contextlib.contextmanager
     def change(self, command: str, thread: str | None = None) -> Iterator["Change"]:
-        with self.locked():
+        with self.locked(command):
             tx = Change(self, command, thread)
             try:
                 yield tx
@@ -367,22 +386,124 @@ class Change:
         self.command = command
         self.thread = thread
         self.changed: list[str] = []
+        self.hand_edits: list[HandEdit] = []
+        self._seen: dict[str, bytes | None] = {}  # what the caller read under the lock, by path
 
     def read(self, path: str) -> bytes | None:
-        return self.drive.read(path)
+        data = self.drive.read(path)
+        self._seen[path] = data
+        return data
 
     def write(self, path: str, data: bytes) -> str:
-        """Write a whole file atomically, keeping what it held before. Returns the new version."""
+        """Write a whole file atomically, keeping what it held before. Returns the new version.
+
+        What the caller read (``tx.read``) is what it checked; anything else found there — a person's
+        save between that check and the swap, by rename or in place — is kept as a version under its own
+        hash, logged as a hand edit and listed in ``hand_edits``.
+        """
         target = self.drive.resolve(path)
         before = self.drive._read_real(target, path)  # resolved once: realpath is a good part of a write's cost
-        if before is not None:
-            self._keep(path, target, before)
-        if not target.parent.is_dir():  # a stat; mkdir of an existing folder costs a journal round on ext4
-            target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, data, durable=self.drive.settings.durable)
+        seen = self._seen.get(path, before)
+        kept: list[Path] = []
+        try:
+            if seen is not None and seen != before:  # a person saved after the caller's check
+                kept.append(self._keep(path, seen, "hand"))
+            if before is not None:
+                kept.append(self._keep(path, before, self.command))
+            if not target.parent.is_dir():  # a stat; mkdir of an existing folder costs a journal round on ext4
+                make_dirs(target.parent)
+            temp = write_temp(target, data, durable=self.drive.settings.durable)
+        except OSError as error:
+            self._unkeep(kept)
+            raise self._fault(f"writing {path}", error) from error
+        if self.drive.in_write_window is not None:
+            self.drive.in_write_window(path)
+        try:
+            out = self._swap_in(temp, target, before)
+        except OSError as error:
+            temp.unlink(missing_ok=True)
+            self._unkeep(kept)
+            raise self._fault(f"writing {path}", error) from error
+        if self.drive.after_swap is not None:
+            self.drive.after_swap(path)
+        replaced = out  # what the write really replaced: None if nothing was there at that instant
+        if out is not None and out != before:  # a person's save landed in the window: keep it
+            kept.append(self._keep(path, out, self.command))
         after = version_of(data)
-        self._log(path, _version(before), after)
+        try:
+            if seen != replaced:
+                self._log(path, _version(seen), _version(replaced), command="hand")
+                self.hand_edits.append(HandEdit(path, _version(replaced), _version(seen)))
+            self._log(path, _version(replaced), after)
+        except OSError as error:
+            self._undo_swap(temp, target, out)
+            self._unkeep(kept)
+            raise self._fault(f"logging the write of {path}", error) from error
+        self._fsync(target.parent)
+        if out is not None:
+            self._keep_late_save(path, temp, out)
+            temp.unlink(missing_ok=True)
         return after
+
+    def _keep_late_save(self, path: str, temp: Path, out: bytes) -> None:
+        """An editor that opened the file before the swap may have written into it since we read it
+        (truncate, then write: its save may straddle the swap). Read it once more, as late as we can
+        (after the folder's fsync), and keep what it holds now if that differs."""
+        try:
+            late = temp.read_bytes()
+        except OSError:
+            return
+        if late == out or not late:
+            return
+        try:
+            self._keep(path, late, "hand")
+            self._log(path, _version(out), version_of(late), command="hand")
+        except OSError:
+            return  # the write itself is done and logged; a full disk cannot be helped here
+        self.hand_edits.append(HandEdit(path, version_of(late), _version(out)))
+
+    def _swap_in(self, temp: Path, target: Path, before: bytes | None) -> bytes | None:
+        """Put ``temp`` at ``target``; what was there at that instant (None for nothing), which stays
+        at ``temp`` until the caller removes it. Nothing at the target is ever overwritten unread."""
+        if before is None and place_new(temp, target):
+            return None
+        try:
+            swapped = exchange(temp, target)
+        except FileNotFoundError:  # a person removed the file in the window: nothing to swap with
+            if place_new(temp, target):
+                return None
+            swapped = exchange(temp, target)
+        if swapped:
+            with open(temp, "rb") as handle:
+                return handle.read()
+        out = self.drive._read_real(target, "")  # no swap here: the window shrinks to this read
+        os.replace(temp, target)
+        return out
+
+    def _undo_swap(self, temp: Path, target: Path, out: bytes | None) -> None:
+        """Put back what ``_swap_in`` swapped out (a log that cannot be written undoes the write)."""
+        try:
+            if out is None:
+                os.unlink(target)
+            elif not exchange(temp, target):
+                write_atomic(target, out, durable=self.drive.settings.durable)
+        except OSError:
+            return
+        temp.unlink(missing_ok=True)
+
+    def _unkeep(self, kept: list[Path]) -> None:
+        for file in kept:
+            with contextlib.suppress(OSError):
+                file.unlink()
+
+    def _fault(self, doing: str, error: OSError) -> Storage:
+        if isinstance(error, (FileNotFoundError, NotADirectoryError)) and not self.drive.state.is_dir():
+            return storage_error(doing, OSError(error.errno, "the memory folder is gone"), changed=False)
+        if self.changed:
+            done = ", ".join(sorted(set(self.changed)))
+            return storage_error(doing, error, changed=f"the steps before it were made ({done}); "
+                                                        "`fsmem check --repair` finishes what they began")
+        return storage_error(doing, error, changed=False)
 
     def delete(self, path: str) -> None:
         """Remove a file or a folder, keeping every file's content in versions/."""
@@ -394,16 +515,25 @@ class Change:
                     for entry in list(self.drive.walk_files(path)) + self._other_files(path)]
             for entry_path, data in held:
                 if data is not None:
-                    self._keep(entry_path, self.drive.resolve(entry_path), data)
+                    self._keep(entry_path, data, self.command)
                     self._log(entry_path, version_of(data), None)
             shutil.rmtree(target)
         else:
             data = self.drive.read(path)
             if data is None:
                 raise NotFound(f"there is no file {path!r}")
-            self._keep(path, target, data)
+            try:
+                kept = self._keep(path, data, self.command)
+            except OSError as error:
+                raise self._fault(f"keeping {path} before deleting it", error) from error
             target.unlink()
-            self._log(path, version_of(data), None)
+            try:
+                self._log(path, version_of(data), None)
+            except OSError as error:
+                with contextlib.suppress(OSError):
+                    write_atomic(target, data, durable=self.drive.settings.durable)
+                    kept.unlink()
+                raise self._fault(f"logging the delete of {path}", error) from error
         self._fsync(target.parent)
 
     def move(self, source: str, destination: str) -> None:
@@ -411,16 +541,27 @@ class Change:
         source_real = self.drive.resolve(source)
         destination_real = self.drive.resolve(destination)
         self.drive.check_free(destination)
-        destination_real.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            make_dirs(destination_real.parent)
+        except OSError as error:
+            raise self._fault(f"making the folder for {destination}", error) from error
         if source_real.is_dir():
             moved = [(e.path, self.drive.read(e.path)) for e in self.drive.walk_files(source)]
-            os.rename(source_real, destination_real)
+            try:
+                os.rename(source_real, destination_real)
+            except OSError as error:
+                raise self._fault(f"renaming {source}", error) from error
             for old_path, data in moved:
                 new_path = destination + old_path[len(source):]
                 self._log(old_path, _version(data), _version(data), new_path=new_path)
         else:
             data = self.drive.read(source)
-            os.link(source_real, destination_real)  # fails if the destination appeared meanwhile
+            try:
+                os.link(source_real, destination_real)  # fails if the destination appeared meanwhile
+            except FileExistsError:
+                raise
+            except OSError as error:
+                raise self._fault(f"renaming {source}", error) from error
             source_real.unlink()
             self._log(source, _version(data), _version(data), new_path=destination)
         self._fsync(source_real.parent)
@@ -444,27 +585,28 @@ class Change:
         if self.drive.settings.durable:
             fsync_dir(folder)
 
-    def _keep(self, path: str, real: Path, data: bytes) -> None:
+    def _keep(self, path: str, data: bytes, command: str) -> Path:
+        """A copy of ``data`` under versions/, named by its hash. A copy, not a hard link: an editor
+        saving in place (or through a handle it holds) must not rewrite a kept version."""
         folder = self.drive.state / VERSIONS_DIR / path
-        kept = folder / f"{_stamp()}-{version_of(data)}-{self.command}.md"
-        try:
-            try:
-                os.link(real, kept)  # the old inode lives on under versions/ once os.replace swaps it out
-            except FileNotFoundError:  # the file's first kept version: make its folder (only then)
-                folder.mkdir(parents=True, exist_ok=True)
-                os.link(real, kept)
-        except OSError:
-            folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(kept, data, durable=False)
+        kept = folder / f"{_stamp()}-{version_of(data)}-{command}.md"
+        if not folder.is_dir():  # the file's first kept version: make its folder (only then)
+            make_dirs(folder)
+        write_atomic(kept, data, durable=False)
         # Only kept versions count: the folder may also hold the version folders of files that
         # lived under a folder of this name once, or a crash's temp file.
         names = sorted(name for name in os.listdir(folder) if _VERSION_NAME.match(name))
         for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
             os.unlink(folder / extra)
+        return kept
 
-    def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None) -> None:
-        entry = {"time": now_iso(), "command": self.command, "path": path,
-                 "before": before, "after": after, "thread": self.thread}
+    def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None,
+             command: str | None = None) -> None:
+        entry: dict[str, str | bool | None] = {
+            "time": now_iso(), "command": command or self.command, "path": path,
+            "before": before, "after": after, "thread": None if command == "hand" else self.thread}
+        if command == "hand":
+            entry["hand"] = True  # a person's save found under a change; kept in versions/
         if new_path is not None:
             entry["new_path"] = new_path
         _append_line(self.drive.state / LOG_FILE, json.dumps(entry, ensure_ascii=False))
@@ -473,8 +615,11 @@ class Change:
 
 def _append_line(log_file: Path, line: str) -> None:
     """Append one line; if a crash left the last line torn (no newline), start on a fresh one."""
-    with open(log_file, "ab") as handle:
+    fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with open(fd, "ab") as handle:
         size = os.fstat(handle.fileno()).st_size
+        if not size:
+            os.fchmod(fd, 0o600)  # the log holds paths and threads: the owner's alone, whatever the umask
         prefix = b""
         if size:
             with open(log_file, "rb") as tail:

@@ -16,7 +16,8 @@
     │   ├── NotUnique               NOT_UNIQUE
     │   ├── BadPattern              BAD_PATTERN
     │   ├── Timeout                 TIMEOUT
-    │   └── Busy                    BUSY
+    │   ├── Busy                    BUSY
+    │   └── Storage                 STORAGE
     └── SetupError                            the harness or the person at the shell
         ├── RootNotFound            NO_ROOT
         ├── ScopeError              BAD_SCOPE
@@ -51,6 +52,7 @@ __all__ = [
     "BadPattern",
     "Timeout",
     "Busy",
+    "Storage",
     "SetupError",
     "RootNotFound",
     "ScopeError",
@@ -141,6 +143,14 @@ class Timeout(RequestError):
 
 class Busy(RequestError):
     code = "BUSY"
+
+
+class Storage(RequestError):
+    """The disk or the folder failed under a change (no space, read-only, the root gone): the
+    message says what failed and whether anything changed."""
+
+    code = "STORAGE"
+    read_only = False  # True when the root can be read and searched, only not changed
 
 
 class SetupError(FsmemError):

@@ -765,7 +765,7 @@ def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
             "replaced_by": fact.replaced_by, "until": fact.until.isoformat() if fact.until else None}}
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".facts.", suffix=".tmp", dir=cache_file.parent)
+        fd, temp = tempfile.mkstemp(prefix=f".facts.{os.getpid()}.", suffix=".tmp", dir=cache_file.parent)  # pid: debris of a dead writer can be told
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             # one dumps then one write: json.dump to a file runs the encoder in Python, 10x slower
             handle.write(json.dumps({"format": 1, "files": entries}, ensure_ascii=False, separators=(",", ":")))

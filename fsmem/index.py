@@ -13,6 +13,7 @@ is never kept across batches.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -310,6 +311,10 @@ class Index:
             if type(error).__name__ == "Timeout":
                 raise Busy(f"the memory is busy: another change has held its lock for over {timeout:g}s; "
                            "try again in a moment") from error
+            if isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                from fsmem.rootlock import read_only
+
+                raise read_only(self.root, error) from error
             raise
         try:
             yield

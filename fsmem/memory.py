@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 from functools import cached_property
 from pathlib import Path
 from datetime import datetime, timezone
@@ -20,7 +21,9 @@ from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.errors import Exists, NotFound, RootNotFound
+from fsmem.atomic import make_dirs, remove_dead_temps
+from fsmem.errors import Exists, FsmemError, NotFound, RootNotFound, Storage
+from fsmem.rootlock import CRASH_MARK
 from fsmem.levels import Scope
 
 if TYPE_CHECKING:
@@ -47,13 +50,25 @@ def open(root: str | os.PathLike[str], create: bool = False, settings: Settings 
 
 
 def init_root(root: Path) -> None:
-    (root / STATE_DIR).mkdir(parents=True, exist_ok=True)
+    """Make a root: folders 0700 and files 0600 whatever the umask (its state is the owner's alone, as
+    for an SSH or GnuPG home); a folder that already exists keeps its mode, ``.fsmem/`` excepted."""
+    make_dirs(root / STATE_DIR)
+    os.chmod(root / STATE_DIR, 0o700)
     gitignore = root / STATE_DIR / ".gitignore"
     if not gitignore.exists():
-        gitignore.write_text("index/\nindex.built\nindex.pending\nwatch.json\ncache/\nlock\n", encoding="utf-8")
+        _create(gitignore, b"index/\nindex.built\nindex.pending\nwatch.json\ncache/\nlock\nlock.queue\ncrashed\n")
     top = root / PROJECT_FILE
     if not top.exists():
-        top.touch()
+        _create(top, b"")
+
+
+def _create(file: Path, data: bytes) -> None:
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 class Memory:
@@ -68,6 +83,35 @@ class Memory:
         self.drive.on_commit.append(self._note_for_index)
         if any(self.drive.state.glob(f"{levels.PARKED_PREFIX}*")):
             levels.restore_parked(self)
+        if self.drive.crash_left():
+            self._repair_after_crash()
+        else:  # derived state is written outside the lock too (caches): its debris is looked for here
+            for folder in (self.drive.state, self.drive.state / "cache"):
+                remove_dead_temps(folder, deep=False)
+        self._keep_state_private()
+
+    def _repair_after_crash(self) -> None:
+        """A change was killed holding the lock (its lock file was left signed): remove the temp files
+        of writers that are gone, finish the facts change it cut short, then forget the mark."""
+        try:
+            with self.drive.held_if_free("repair") as held:  # taking it finds a dead holder's signature
+                if not held or not os.path.lexists(self.drive.state / CRASH_MARK):
+                    return  # a live change holds it (it was signed by one at work): nothing to repair
+                remove_dead_temps(self.root)
+                if (self.root / layout.FACTS_DIR).is_dir():
+                    self.facts.repair()
+                os.unlink(self.drive.state / CRASH_MARK)
+        except (FsmemError, OSError):
+            pass  # a read-only root: the next open tries again; reads never need the repair
+
+    def _keep_state_private(self) -> None:
+        """``.fsmem/`` (full text in the index, the log, versions) is the owner's alone, even in a root
+        made by an older fsmem or under a loose umask; everything inside is reached only through it."""
+        try:
+            if os.stat(self.drive.state).st_mode & 0o077:
+                os.chmod(self.drive.state, 0o700)
+        except OSError:
+            pass  # read-only, or not ours: nothing to do that would not fail
 
     def _note_for_index(self, paths: set[str]) -> None:
         from fsmem.index_state import note_pending
@@ -169,15 +213,27 @@ class Memory:
                exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
                limit: int = 10) -> list["SearchHit"]:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
+        from fsmem.grep import compile_pattern
+
         if not regex:
-            return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
+            try:
+                return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
+            except Storage as error:
+                if not error.read_only:
+                    raise
+            # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan
+            # the files for lines holding any of the words, as a regex search would.
+            words = [re.escape(word) for word in query.split() if word]
+            pattern = compile_pattern("(?i)" + "|".join(words or [re.escape(query)]), literal=False)
+        else:
+            pattern = compile_pattern(query, literal=False)
         from fsmem.core.when import compile_globs, parse_since
-        from fsmem.grep import compile_pattern, grep, utc_now
+        from fsmem.grep import grep, utc_now
         from fsmem.index import SearchHit
 
         moment = parse_since(since, utc_now()) if isinstance(since, str) else since
         accept = compile_globs(include or None, exclude or None)
-        found = grep(self.drive, compile_pattern(query, literal=False), accept=accept, since=moment,
+        found = grep(self.drive, pattern, accept=accept, since=moment,
                      limit=limit, timeout=self.settings.regex_timeout)
         hits = []
         for hit in found:

@@ -256,6 +256,7 @@ class Run:
                 raise _Deferred(f"change {path}", {path: version_of(before)},
                                 unified_diff(path, before_text, after_text))
             version = tx.write(path, after)
+            hand = [edit for edit in tx.hand_edits if edit.path == path and edit.version]
         self.mark_seen(path, version)
         line = render.first_difference(before_text or "", after_text)
         verb = "Created" if before is None else "Wrote"
@@ -263,8 +264,16 @@ class Run:
                 f"Around the change:\n{render.excerpt(after_text, line)}")
         if request.old_text is not None and before_text is not None:  # where the replaced text began
             line = before_text[:before_text.find(request.old_text)].count("\n") + 1
-        return {"ok": True, "path": path, "version": version, "content": after_text,
-                "lines": len(after_text.splitlines()), "line": line, "text": text}
+        result = {"ok": True, "path": path, "version": version, "content": after_text,
+                  "lines": len(after_text.splitlines()), "line": line, "text": text}
+        if hand:  # a person saved the file while this write was made: their text is kept, not lost
+            kept = hand[-1].version
+            result["hand_edit_kept"] = hand[-1].to_dict()
+            result["text"] = (f"{text}\nA person saved {path} by hand while this write was being made; "
+                              f"their text is kept as version {kept} in the file's history, not in the "
+                              f"file (`fsmem revert {path} {kept}` brings it back). Tell them, or read "
+                              "their version and fold it in.")
+        return result
 
     def _new_text(self, path: str, before: str | None, request: Write) -> str:
         if request.content is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
+import fsmem.atomic
 from fsmem.core.versions import version_of
 from fsmem.levels import PARKED_PREFIX
 from tests.procs.common import crash_content, parse_crash_header, read_json_line, snapshot, spawn
@@ -207,10 +208,12 @@ def test_a_write_that_fails_half_way_leaves_the_old_file_and_no_temp_file(
     with monkeypatch.context() as patch:
         if broken == "replace":
             patch.setattr(os, "replace", _fail_replace)
+            patch.setattr(fsmem.atomic, "_rename2", _fail_replace)  # the swap a write makes instead
         else:
             patch.setattr(os, "fsync", _fail_fsync)
-        with pytest.raises(OSError):
-            run.call({"command": "write", "path": "topic/brand.md", "content": crash_content(0, 2)})
+        failed = run.call({"command": "write", "path": "topic/brand.md", "content": crash_content(0, 2)})
+        assert failed["error"]["code"] == "STORAGE", failed  # a coded refusal, never a raw OSError
+        assert "nothing was changed" in failed["error"]["message"]
 
     assert (root / "topic/brand.md").read_text(encoding="utf-8") == crash_content(0, 1)
     assert sorted(os.listdir(root / "topic")) == before_folder, "a temp file was left behind"

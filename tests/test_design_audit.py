@@ -303,12 +303,13 @@ import os, sys
 import fsmem, fsmem.drive, fsmem.index, fsmem.index_state
 root, where = sys.argv[1], sys.argv[2]
 if where == "after_replace":
-    original = fsmem.drive.write_atomic
-    def write_then_die(target, data, **kwargs):
-        original(target, data, **kwargs)
+    original = fsmem.drive.exchange  # a write swaps its temp file in
+    def swap_then_die(temp, target):
+        done = original(temp, target)
         if target.name == "brand.md":
             os._exit(9)
-    fsmem.drive.write_atomic = write_then_die
+        return done
+    fsmem.drive.exchange = swap_then_die
 elif where == "before_index_note":
     fsmem.index_state.note_pending = lambda root, paths: os._exit(9)
 memory = fsmem.open(root)

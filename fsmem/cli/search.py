@@ -62,8 +62,19 @@ def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], ex
                                                       exclude=exclude or None, since=since,
                                                       limit=limit + MORE_COUNTED)
         else:
-            hits = _open_index(root).search(text, include=include, exclude=exclude, since=since,
-                                            limit=limit)
+            from fsmem.errors import Storage
+
+            try:
+                hits = _open_index(root).search(text, include=include, exclude=exclude, since=since,
+                                                limit=limit)
+            except Storage as error:  # a read-only root: Memory.search scans the files instead
+                if not error.read_only:
+                    raise
+                import fsmem
+
+                hits = fsmem.open(find_root(root)).search(text, include=include or None,
+                                                          exclude=exclude or None, since=since, limit=limit)
+                use_regex = True  # lines, printed as a regex search prints them
     hits, more = hits[:limit], len(hits) - limit
     if as_json:
         echo_json([hit.to_dict() for hit in hits])

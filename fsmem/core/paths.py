@@ -15,7 +15,11 @@ stripped) and NFC-normalized. Refused, with ``BadPath``:
   spaces, bidi marks, BOM), line and paragraph separators (Zl, Zp) and lone surrogates (Cs);
 - a segment that is blank or starts or ends with whitespace (``" notes.md"`` would sit beside
   ``"notes.md"`` and look the same to a person);
-- more than 512 bytes of UTF-8 in all, or more than 255 in one segment (the file system's limit).
+- more than 512 bytes of UTF-8 in all, or more than 255 in one segment (the file system's limit);
+- a segment of dot look-alikes only (``\u2024\u2024``, ``\uff0e``, ``\u2026``), or starting with one (it
+  would look like ``..`` or a hidden name), a first segment starting with ``~`` (the shell's home
+  folder), and a segment starting with a shell variable (``$HOME``, ``${USER}``): fsmem expands
+  neither, so each would make a folder that only looks like what was meant.
 
 Whether a path stays inside the root once symlinks are resolved is the drive's check, not this one.
 """
@@ -95,9 +99,38 @@ def normalize_path(raw: object) -> str:
         raise _refuse(raw, f"is longer than {MAX_PATH_BYTES} bytes; use shorter folder and file names")
     if not path:
         return ""
-    for segment in path.split("/"):
+    for number, segment in enumerate(path.split("/")):
         _check_segment(raw, segment)
+        _check_look_alike(raw, segment, first=number == 0)
     return path
+
+
+# Characters a person reads as a full stop: NFKC maps most to "." (U+2024 ONE DOT LEADER, U+FF0E,
+# U+FE52) or to dots (U+2025, U+2026); these do not map but look the same.
+_DOT_LOOK_ALIKES = frozenset("\u3002\uff61\u00b7\u2219\u22c5\u30fb\u0701\u0702\u2e31\ua4f8")
+_SHELL_VARIABLE = re.compile(r"^\$(\{[A-Za-z_]|[A-Za-z_])")
+
+
+def _is_dot_like(char: str) -> bool:
+    if char in _DOT_LOOK_ALIKES:
+        return True
+    folded = unicodedata.normalize("NFKC", char)
+    return folded != char and folded.strip(".") == ""
+
+
+def _check_look_alike(raw: str, segment: str, first: bool) -> None:
+    if _is_dot_like(segment[0]):
+        if all(_is_dot_like(char) or char == "." for char in segment):
+            raise _refuse(raw, f'has a segment "{segment}" made of characters that look like dots; '
+                               'name each folder on the way with letters or digits')
+        raise _refuse(raw, f'has a name starting with "{segment[0]}" (U+{ord(segment[0]):04X}), which '
+                           'looks like "." (a hidden name); start it with a letter or a digit')
+    if first and segment.startswith("~"):
+        raise _refuse(raw, 'starts with "~", the shell\'s home folder, which fsmem does not expand; '
+                           'paths are inside the memory root: leave out the "~/" part')
+    if _SHELL_VARIABLE.match(segment):
+        raise _refuse(raw, f'has a segment "{segment}" that looks like a shell variable, which fsmem '
+                           'does not expand; type the folder\'s own name, inside the memory root')
 
 
 def _check_segment(raw: str, segment: str) -> None:

@@ -125,7 +125,9 @@ SAFE_CHAR = st.characters(
     blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp", "Zs"),
     blacklist_characters="/\\%.:",
 )
-SEGMENT = st.text(SAFE_CHAR, min_size=1, max_size=12)
+_LOOKS_LIKE_A_DOT = "~$\u00b7\u3002\uff61\u2219\u22c5\u30fb\u0701\u0702\u2e31\ua4f8"
+SEGMENT = st.text(SAFE_CHAR, min_size=1, max_size=12).filter(  # refused on purpose: see below
+    lambda s: s[0] not in _LOOKS_LIKE_A_DOT and not unicodedata.normalize("NFKC", s[0]).startswith("."))
 GOOD_PATH = st.lists(SEGMENT, min_size=1, max_size=5).map("/".join)
 
 
@@ -167,3 +169,30 @@ def test_invisible_characters_anywhere_are_refused(path: str, char: str) -> None
     for cut in (0, len(path) // 2, len(path)):
         with pytest.raises(BadPath):
             normalize_path(path[:cut] + char + path[cut:])
+
+
+# --- look-alike segments (issue 10, item 9) ---------------------------------------------------------
+
+DOT_LIKE = st.sampled_from(["\u2024", "\u2025", "\u2026", "\uff0e", "\ufe52", "\u3002", "\uff61", "."])
+
+
+@settings(deadline=None)
+@given(st.lists(DOT_LIKE, min_size=1, max_size=4).map("".join), st.sampled_from(["", "a/", "a/b/"]))
+def test_a_segment_of_dot_look_alikes_is_refused_with_what_to_type(segment: str, before: str) -> None:
+    with pytest.raises(BadPath) as caught:
+        normalize_path(f"{before}{segment}/notes.md")
+    assert "dot" in caught.value.message or '"."' in caught.value.message or '".."' in caught.value.message
+
+
+@pytest.mark.parametrize("raw", ["~/notes.md", "~", "~alice/notes.md", "$HOME/notes.md", "a/${USER}/x.md",
+                                 "$XDG_DATA_HOME/x.md", "\u2024\u2024/x.md", "\u2024fsmem/lock.md"])
+def test_home_and_variable_spellings_are_refused_saying_they_are_not_expanded(raw: str) -> None:
+    with pytest.raises(BadPath) as caught:
+        normalize_path(raw)
+    message = caught.value.message
+    assert "expand" in message or "dot" in message or "hidden" in message
+
+
+@pytest.mark.parametrize("raw", ["a/~draft.md", "price$5.md", "a/b\u2024c.md", "notes/l\u00b7l.md", "$5.md"])
+def test_look_alikes_inside_a_name_are_fine(raw: str) -> None:
+    assert normalize_path(raw) == raw

@@ -1,0 +1,87 @@
+"""What a killed writer leaves is cleared on the next open (issue 10, item 9).
+
+A process is killed with SIGKILL at a chosen point inside a change (the drive's write-window hook
+kills it there): its temp file is removed by the next open, a facts change it cut short is finished by
+the next open, so ``fsmem check`` is clean without ``--repair``; temp files of live writers stay.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import fsmem
+from fsmem.atomic import temp_name, temp_owner
+from tests.conftest import run_fsmem
+from tests.procs.common import REPO
+
+KILLED_IN_A_WRITE = textwrap.dedent("""
+    import os, signal, sys
+    import fsmem
+    memory = fsmem.open(sys.argv[1])
+    calls = {"n": 0}
+
+    def die(path):
+        calls["n"] += 1
+        if calls["n"] == int(sys.argv[3]):
+            os.kill(os.getpid(), signal.SIGKILL)  # the temp file is written, nothing swapped in yet
+
+    memory.drive.in_write_window = die
+    if sys.argv[2] == "write":
+        run = memory.run(fsmem.Scope.chat(), thread_id="doomed")
+        run.call({"command": "read", "path": "notes.md"})
+        run.call({"command": "write", "path": "notes.md", "content": "# Notes\\n\\nnever lands\\n"})
+    else:
+        memory.facts.keep("Acme", "plan", "Acme moved to the platinum plan")
+""")
+
+
+def _killed(root: Path, what: str, at_call: int = 1) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run([sys.executable, "-c", KILLED_IN_A_WRITE, str(root), what, str(at_call)],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == -9, done.stderr
+
+
+def _temps(root: Path) -> list[str]:
+    return [name for _, _, names in os.walk(root) for name in names if temp_owner(name) is not None]
+
+
+def test_a_writer_killed_holding_a_temp_file_leaves_nothing_after_the_next_open(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    memory = fsmem.open(root, create=True)
+    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+    assert run.call({"command": "write", "path": "notes.md", "content": "# Notes\n\nkept\n"})["ok"]
+    _killed(root, "write")
+    assert len(_temps(root)) == 1  # what the kill left beside notes.md
+    fsmem.open(root)
+    assert _temps(root) == []
+    assert (root / "notes.md").read_text() == "# Notes\n\nkept\n"
+    assert not (root / ".fsmem" / "crashed").exists() and (root / ".fsmem" / "lock").read_bytes() == b""
+
+
+def test_a_facts_keep_killed_half_way_is_finished_by_the_next_open(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    memory = fsmem.open(root, create=True)
+    memory.facts.keep("Acme", "plan", "Acme is on the gold plan")
+    _killed(root, "facts", at_call=2)  # the new fact is written, the old one not yet moved to history
+    checked = run_fsmem("check", "--root", str(root))
+    assert checked.returncode == 0 and checked.stdout.startswith("No problems"), checked.stdout
+    current = [fact.text for fact in fsmem.open(root).facts.current()]
+    assert current == ["Acme moved to the platinum plan"]
+
+
+def test_temp_files_of_live_writers_are_left_alone(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    fsmem.open(root, create=True)
+    mine = temp_name(root / "notes.md")  # this process is alive
+    mine.write_bytes(b"in progress")
+    dead = root / ".notes_md.999999999.abcdef.tmp"
+    dead.write_bytes(b"left by a dead writer")
+    (root / ".fsmem" / "lock").write_text("999999999 elsewhere write 1.0\n")  # it died holding the lock
+    fsmem.open(root)
+    assert mine.exists() and not dead.exists()
