@@ -152,13 +152,17 @@ class Memory:
                exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
                limit: int = 10) -> list["SearchHit"]:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
+        from fsmem.core.requests import check_text
+
+        check_text("query", query)
         if not regex:
             return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
-        from fsmem.core.when import compile_globs, parse_since
+        from fsmem.core.when import check_moment, compile_globs, parse_since
         from fsmem.grep import compile_pattern, grep, utc_now
         from fsmem.index import SearchHit
 
-        moment = parse_since(since, utc_now()) if isinstance(since, str) else since
+        moment = parse_since(since, utc_now()) if isinstance(since, str) else None if since is None \
+            else check_moment(since)
         accept = compile_globs(include or None, exclude or None)
         found = grep(self.drive, compile_pattern(query, literal=False), accept=accept, since=moment,
                      limit=limit, timeout=self.settings.regex_timeout)
