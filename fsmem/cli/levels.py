@@ -32,10 +32,10 @@ def list_agents(root: str | None, as_json: bool) -> None:
         return
     if not listing:
         click.echo("No agents.")
-    for folder, routines in listing.items():
-        click.echo(folder)
-        for routine in routines:
-            click.echo(f"  {routine}")
+    for agent in levels.describe_agents(memory):  # people read names and full ids, not only folders
+        click.echo(f"{agent.folder}  {agent.name} (id {agent.id or '? (made before ids were kept)'})")
+        for routine in levels.describe_routines(memory, agent.folder):
+            click.echo(f"  {routine.folder}  {routine.name} (id {routine.id or '?'})")
 
 
 @agents.command("create")
@@ -52,8 +52,13 @@ def create_agent(agent_id: str, name: str, root: str | None) -> None:
 @root_option
 @json_option
 def delete_agent(agent_id: str, root: str | None, as_json: bool) -> None:
-    """Delete agent AGENT_ID's whole folder (its files stay in `fsmem versions`)."""
-    held = _memory(root).delete_agent(agent_id)
+    """Delete agent AGENT_ID's whole folder (its files stay in `fsmem versions`); an unambiguous
+    start of the id is enough."""
+    from fsmem import levels
+
+    memory = _memory(root)
+    agent_id = levels.match_id(memory, agent_id, "agent")
+    held = memory.delete_agent(agent_id)
     if as_json:
         echo_json(held)
     else:
@@ -71,8 +76,12 @@ def routines() -> None:
 @click.argument("name")
 @root_option
 def create_routine(agent_id: str, routine_id: str, name: str, root: str | None) -> None:
-    """Make the folder of routine ROUTINE_ID of agent AGENT_ID, with an empty NOTES.md."""
-    click.echo(_memory(root).create_routine(agent_id, routine_id, name))
+    """Make the folder of routine ROUTINE_ID of agent AGENT_ID (an unambiguous start of the agent's id
+    is enough), with an empty NOTES.md."""
+    from fsmem import levels
+
+    memory = _memory(root)
+    click.echo(memory.create_routine(levels.match_id(memory, agent_id, "agent"), routine_id, name))
 
 
 @routines.command("delete")
@@ -80,8 +89,13 @@ def create_routine(agent_id: str, routine_id: str, name: str, root: str | None) 
 @root_option
 @json_option
 def delete_routine(routine_id: str, root: str | None, as_json: bool) -> None:
-    """Delete routine ROUTINE_ID's folder; prints what its files held."""
-    held = _memory(root).delete_routine(routine_id)
+    """Delete routine ROUTINE_ID's folder (an unambiguous start of the id is enough); prints what its
+    files held."""
+    from fsmem import levels
+
+    memory = _memory(root)
+    routine_id = levels.match_id(memory, routine_id, "routine")
+    held = memory.delete_routine(routine_id)
     if as_json:
         echo_json(held)
         return
