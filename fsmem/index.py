@@ -153,6 +153,9 @@ def _analyzer() -> tantivy.TextAnalyzer:
 _TEXT_FIELDS = (("title", TITLE_BOOST), ("body", 1.0), ("meta", META_BOOST))
 
 
+MAX_LIMIT = 10_000  # more hits than anyone reads; a bigger limit is taken as this one
+
+
 class Index:
     """The index of one root. Cheap to create; opens (or builds) the tantivy index on first use."""
 
@@ -684,6 +687,8 @@ class Index:
         if not isinstance(limit, int) or limit < 1:
             raise BadRequest("limit must be a whole number of at least 1")
         check_text("query", query)  # the Python API and the shell come here without the tool's checks
+        # tantivy sizes its collector by the limit: 10**12 aborts the whole process (capacity overflow)
+        limit = min(limit, MAX_LIMIT)
         if fresh:
             self.ensure_fresh()
         else:
