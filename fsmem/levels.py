@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Literal
+from typing import TYPE_CHECKING, ClassVar, Iterator, Literal
 
 from fsmem.atomic import pid_alive, write_atomic
 from fsmem.core.layout import (
@@ -41,53 +41,88 @@ if TYPE_CHECKING:
     from fsmem.memory import Memory
 
 
-@dataclass(frozen=True)
 class Scope:
-    """Which levels a run loads: a chat, an agent's chat, or a routine's run."""
+    """Which levels a run loads: ``Scope.chat()``, ``Scope.agent(id)`` or ``Scope.routine(agent, id)``.
 
-    kind: Literal["chat", "agent", "routine"]
+    Each is a small frozen dataclass (``ChatScope``, ``AgentScope``, ``RoutineScope``) holding only
+    what it needs; the ids and names a scope does not have read as None, so callers need not ask
+    which kind it is before reading them.
+    """
+
+    kind: ClassVar[Literal["chat", "agent", "routine"]]
     agent_id: str | None = None
     routine_id: str | None = None
     agent_name: str | None = None
     routine_name: str | None = None
 
-    @classmethod
-    def chat(cls) -> "Scope":
-        return cls("chat")
+    @staticmethod
+    def chat() -> "ChatScope":
+        return ChatScope()
 
-    @classmethod
-    def agent(cls, agent_id: str, name: str | None = None) -> "Scope":
+    @staticmethod
+    def agent(agent_id: str, name: str | None = None) -> "AgentScope":
         _check_id(agent_id, "agent")
-        return cls("agent", agent_id=agent_id, agent_name=name)
+        return AgentScope(agent_id, name)
 
-    @classmethod
-    def routine(cls, agent_id: str, routine_id: str, agent_name: str | None = None,
-                routine_name: str | None = None) -> "Scope":
+    @staticmethod
+    def routine(agent_id: str, routine_id: str, agent_name: str | None = None,
+                routine_name: str | None = None) -> "RoutineScope":
         _check_id(agent_id, "agent")
         _check_id(routine_id, "routine")
-        return cls("routine", agent_id=agent_id, routine_id=routine_id,
-                   agent_name=agent_name, routine_name=routine_name)
+        return RoutineScope(agent_id, routine_id, agent_name, routine_name)
 
     def to_text(self) -> str:
         """The inverse of :meth:`parse`."""
-        if self.kind == "chat":
-            return "chat"
-        if self.kind == "agent":
-            return f"agent:{self.agent_id}"
-        return f"routine:{self.agent_id}/{self.routine_id}"
+        raise NotImplementedError
 
-    @classmethod
-    def parse(cls, text: str) -> "Scope":
+    @staticmethod
+    def parse(text: str) -> "Scope":
         """``chat``, ``agent:ID`` or ``routine:AGENT_ID/ROUTINE_ID`` (the CLI and MCP form)."""
         kind, _, ids = text.partition(":")
         if kind == "chat" and not ids:
-            return cls.chat()
+            return Scope.chat()
         if kind == "agent" and ids:
-            return cls.agent(ids)
+            return Scope.agent(ids)
         if kind == "routine" and ids.count("/") == 1:
             agent_id, routine_id = ids.split("/")
-            return cls.routine(agent_id, routine_id)
+            return Scope.routine(agent_id, routine_id)
         raise ScopeError(f"scope {text!r} is not one of: chat, agent:ID, routine:AGENT_ID/ROUTINE_ID")
+
+
+@dataclass(frozen=True)
+class ChatScope(Scope):
+    """A chat with no agent: the project's ``MEMORY.md``."""
+
+    kind: ClassVar[Literal["chat"]] = "chat"
+
+    def to_text(self) -> str:
+        return "chat"
+
+
+@dataclass(frozen=True)
+class AgentScope(Scope):
+    """An agent's chat: the project's and the agent's ``MEMORY.md``."""
+
+    kind: ClassVar[Literal["agent"]] = "agent"
+    agent_id: str
+    agent_name: str | None = None
+
+    def to_text(self) -> str:
+        return f"agent:{self.agent_id}"
+
+
+@dataclass(frozen=True)
+class RoutineScope(Scope):
+    """A routine's run: those two, and the routine's ``NOTES.md``."""
+
+    kind: ClassVar[Literal["routine"]] = "routine"
+    agent_id: str
+    routine_id: str
+    agent_name: str | None = None
+    routine_name: str | None = None
+
+    def to_text(self) -> str:
+        return f"routine:{self.agent_id}/{self.routine_id}"
 
 
 def _check_id(entity_id: str, what: str) -> None:
@@ -368,8 +403,10 @@ def restore_parked(memory: "Memory") -> list[str]:
 
 def scope_folders(memory: "Memory", scope: Scope) -> tuple[str | None, str | None]:
     """The agent and routine folders of a scope, creating missing ones when the scope names them."""
-    if scope.kind == "chat":
-        return None, None
+    if not isinstance(scope, (AgentScope, RoutineScope)):
+        if isinstance(scope, ChatScope):
+            return None, None
+        raise ScopeError(f"{scope!r} is not a scope; build one with Scope.chat(), Scope.agent() or Scope.routine()")
     agent_folder = find_agent(memory, scope.agent_id)
     if agent_folder is None:
         if scope.agent_name is None:
@@ -377,7 +414,7 @@ def scope_folders(memory: "Memory", scope: Scope) -> tuple[str | None, str | Non
                 f"agent {scope.agent_id!r} has no folder; create it with create_agent, or pass its name "
                 "in the scope so the folder is made on first use")
         agent_folder = create_agent(memory, scope.agent_id, scope.agent_name)
-    if scope.kind == "agent":
+    if isinstance(scope, AgentScope):
         return agent_folder, None
     routine_folder = find_routine(memory, scope.routine_id, scope.agent_id)
     if routine_folder is None:

@@ -181,3 +181,26 @@ def test_the_shell_takes_an_unambiguous_prefix_and_lists_candidates_otherwise(me
     made = invoke(memory.root, "routines", "create", "3f9a1c2e-7", "r-1", "Daily")
     assert made.exit_code == 0 and made.output == "agents/seo-3f9a1c2e/routines/daily-r1\n"
     assert invoke(memory.root, "routines", "delete", "r-").exit_code == 0
+
+
+# ---- scopes as small types (issue 11) --------------------------------------------------------
+
+
+def test_scopes_are_small_frozen_types_behind_the_same_constructors() -> None:
+    from dataclasses import FrozenInstanceError
+
+    from fsmem.levels import AgentScope, ChatScope, RoutineScope
+
+    assert isinstance(Scope.chat(), ChatScope) and Scope.chat() == Scope.chat()
+    agent = Scope.agent("3f9a1c2e-77", name="SEO")
+    assert isinstance(agent, AgentScope) and (agent.agent_id, agent.agent_name, agent.routine_id) == (
+        "3f9a1c2e-77", "SEO", None)
+    routine = Scope.routine("a-1", "r-1", routine_name="Daily")
+    assert isinstance(routine, RoutineScope) and routine.kind == "routine"
+    for scope in (Scope.chat(), agent, routine):
+        assert Scope.parse(scope.to_text()).to_text() == scope.to_text()
+    assert Scope.parse("agent:a-1") == Scope.agent("a-1") and len({Scope.agent("a-1"), Scope.agent("a-1")}) == 1
+    with pytest.raises(FrozenInstanceError):
+        agent.agent_id = "other"  # type: ignore[misc]
+    with pytest.raises(ScopeError):
+        Scope.agent("---")
