@@ -103,6 +103,8 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
             return super().execute(command)  # type: ignore[return-value]
         except _Proposed as proposed:
             return proposed.text
+        except NotImplementedError as error:  # the SDK's dispatch of a command it does not know
+            raise ToolError(f"{error}; the commands are view, create, str_replace, insert, delete, rename") from None
 
     # ---- the six commands -------------------------------------------------------------------
 
@@ -232,7 +234,10 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         drive = self.memory.drive
         if not drive.exists(real):
             raise ToolError(f"The path {shown} does not exist. Please provide a valid path.")
-        data = None if drive.is_dir(real) else drive.read(real)
+        try:
+            data = None if drive.is_dir(real) else drive.read(real)
+        except RequestError as error:  # a FIFO or a device: not memory, refused with the drive's words
+            raise ToolError(_with_display_path(error.message, real, shown)) from None
         if data is None:
             raise ToolError(f"The path {shown} is not a file.")
         return data

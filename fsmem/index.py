@@ -41,6 +41,8 @@ from fsmem.core.search import (
     plan_reconcile,
     split_query,
 )
+from fsmem.core.requests import check_text
+from fsmem.core.when import check_moment
 from fsmem.core.snippets import LONGEST_WORD, Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.ondisk import on_disk
@@ -150,6 +152,9 @@ def _analyzer() -> tantivy.TextAnalyzer:
 
 
 _TEXT_FIELDS = (("title", TITLE_BOOST), ("body", 1.0), ("meta", META_BOOST))
+
+
+MAX_LIMIT = 10_000  # more hits than anyone reads; a bigger limit is taken as this one
 
 
 class Index:
@@ -686,6 +691,9 @@ class Index:
         """Ranked files for ``query``; facts that hold come before replaced ones."""
         if not isinstance(limit, int) or limit < 1:
             raise BadRequest("limit must be a whole number of at least 1")
+        check_text("query", query)  # the Python API and the shell come here without the tool's checks
+        # tantivy sizes its collector by the limit: 10**12 aborts the whole process (capacity overflow)
+        limit = min(limit, MAX_LIMIT)
         if fresh:
             self.ensure_fresh()
         else:
@@ -821,9 +829,8 @@ class Index:
                 (Occur.Should, self._glob(pattern)) for pattern in includes])))
         filters.extend((Occur.MustNot, self._glob(pattern)) for pattern in excludes)
         if since is not None:
-            moment = parse_since(since, datetime.now(timezone.utc)) if isinstance(since, str) else since
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
+            moment = parse_since(since, datetime.now(timezone.utc)) if isinstance(since, str) \
+                else check_moment(since)
             filters.append((Occur.Must, Query.range_query(
                 self.schema, "modified", tantivy.FieldType.Date, lower_bound=moment)))
         return filters

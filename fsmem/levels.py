@@ -1,22 +1,28 @@
 """Agents, routines and scopes: which level folders exist and which top files a run loads.
 
-Folders are named ``<slug of name>-<first 8 chars of id>`` and always found by the id suffix, so a
-renamed agent keeps its folder. A scope is built by the harness from its own records, never from
-anything the model said.
+Folders are named ``<slug of name>-<first 8 chars of id>`` for people, and found by the **full id**,
+kept in a small hidden file inside each folder (``.fsmem-level``: kind, id, name), so moving the folder
+moves its identity and two ids that share their first 8 characters never share a folder (the second
+one's folder gets a longer piece of its id, ``marketing-bot-marketingbot``). A folder made before
+identities were kept (no ``.fsmem-level``) is adopted by the first id that asks for it when it is the
+only folder whose suffix fits; two such candidates raise instead. A scope is built by the harness from
+its own records, never from anything the model said.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Literal
+from typing import TYPE_CHECKING, ClassVar, Iterator, Literal
 from urllib.parse import unquote
 
-from fsmem.atomic import pid_alive
+from fsmem.atomic import pid_alive, write_atomic
 from fsmem.core.layout import (
     AGENTS_DIR,
     PROJECT_FILE,
@@ -26,6 +32,7 @@ from fsmem.core.layout import (
     id_suffix,
     level_folder_name,
     routine_top_file,
+    slug,
 )
 from fsmem.errors import Exists, NotFound, ScopeError
 
@@ -35,32 +42,35 @@ if TYPE_CHECKING:
     from fsmem.memory import Memory
 
 
-@dataclass(frozen=True)
 class Scope:
-    """Which levels a run loads: a chat, an agent's chat, or a routine's run."""
+    """Which levels a run loads: ``Scope.chat()``, ``Scope.agent(id)`` or ``Scope.routine(agent, id)``.
 
-    kind: Literal["chat", "agent", "routine"]
+    Each is a small frozen dataclass (``ChatScope``, ``AgentScope``, ``RoutineScope``) holding only
+    what it needs; the ids and names a scope does not have read as None, so callers need not ask
+    which kind it is before reading them.
+    """
+
+    kind: ClassVar[Literal["chat", "agent", "routine"]]
     agent_id: str | None = None
     routine_id: str | None = None
     agent_name: str | None = None
     routine_name: str | None = None
 
-    @classmethod
-    def chat(cls) -> "Scope":
-        return cls("chat")
+    @staticmethod
+    def chat() -> "ChatScope":
+        return ChatScope()
 
-    @classmethod
-    def agent(cls, agent_id: str, name: str | None = None) -> "Scope":
+    @staticmethod
+    def agent(agent_id: str, name: str | None = None) -> "AgentScope":
         _check_id(agent_id, "agent")
-        return cls("agent", agent_id=agent_id, agent_name=name)
+        return AgentScope(agent_id, name)
 
-    @classmethod
-    def routine(cls, agent_id: str, routine_id: str, agent_name: str | None = None,
-                routine_name: str | None = None) -> "Scope":
+    @staticmethod
+    def routine(agent_id: str, routine_id: str, agent_name: str | None = None,
+                routine_name: str | None = None) -> "RoutineScope":
         _check_id(agent_id, "agent")
         _check_id(routine_id, "routine")
-        return cls("routine", agent_id=agent_id, routine_id=routine_id,
-                   agent_name=agent_name, routine_name=routine_name)
+        return RoutineScope(agent_id, routine_id, agent_name, routine_name)
 
     def to_text(self) -> str:
         """The inverse of :meth:`parse`: names ride along when the scope has them."""
@@ -100,6 +110,33 @@ def _escape(part: str | None) -> str:
     return (part or "").replace("%", "%25").replace("/", "%2F").replace(":", "%3A")
 
 
+@dataclass(frozen=True)
+class ChatScope(Scope):
+    """A chat with no agent: the project's ``MEMORY.md``."""
+
+    kind: ClassVar[Literal["chat"]] = "chat"
+
+
+@dataclass(frozen=True)
+class AgentScope(Scope):
+    """An agent's chat: the project's and the agent's ``MEMORY.md``."""
+
+    kind: ClassVar[Literal["agent"]] = "agent"
+    agent_id: str
+    agent_name: str | None = None
+
+
+@dataclass(frozen=True)
+class RoutineScope(Scope):
+    """A routine's run: those two, and the routine's ``NOTES.md``."""
+
+    kind: ClassVar[Literal["routine"]] = "routine"
+    agent_id: str
+    routine_id: str
+    agent_name: str | None = None
+    routine_name: str | None = None
+
+
 def _check_id(entity_id: str, what: str) -> None:
     try:
         id_suffix(entity_id)
@@ -109,21 +146,93 @@ def _check_id(entity_id: str, what: str) -> None:
 
 # ---- finding folders by id ------------------------------------------------------------------
 
+IDENTITY_FILE = ".fsmem-level"  # hidden: never listed, never reachable by a tool path
 
-def _find_one(memory: "Memory", parent: str, entity_id: str, what: str) -> str | None:
+
+@dataclass(frozen=True)
+class LevelFolder:
+    """A level folder as people and scripts see it (``fsmem agents list``)."""
+
+    kind: Literal["agent", "routine"]
+    id: str | None  # None: made before identities were kept, and not claimed by an id yet
+    name: str
+    folder: str  # root-relative: "agents/seo-3f9a1c2e"
+
+
+def read_identity(memory: "Memory", folder: str) -> dict[str, str] | None:
+    """The kind, id and name kept in a level folder, or None (none kept yet, or unreadable)."""
+    try:
+        data = json.loads((memory.drive.root / folder / IDENTITY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        return None
+    return {key: str(data.get(key) or "") for key in ("kind", "id", "name")}
+
+
+def _write_identity(memory: "Memory", folder: str, kind: str, entity_id: str, name: str) -> None:
+    data = json.dumps({"kind": kind, "id": entity_id, "name": name}, ensure_ascii=False) + "\n"
+    write_atomic(memory.drive.root / folder / IDENTITY_FILE, data.encode("utf-8"),
+                 durable=memory.drive.settings.durable)
+
+
+def _children(memory: "Memory", parent: str) -> list[str]:
     folder = memory.drive.root / parent
     if not folder.is_dir():
+        return []
+    return sorted(child.name for child in folder.iterdir() if child.is_dir() and not child.name.startswith("."))
+
+
+def _find_one(memory: "Memory", parent: str, entity_id: str, what: str) -> str | None:
+    """The folder in ``parent`` whose kept identity is ``entity_id``; else the one folder made before
+    identities were kept whose suffix fits it (adopted: its identity is written now); else None."""
+    names = _children(memory, parent)
+    claimed, unclaimed = [], []
+    for name in names:
+        identity = read_identity(memory, f"{parent}/{name}")
+        if identity is None:
+            if folder_matches_id(name, entity_id):
+                unclaimed.append(name)
+        elif identity["id"] == entity_id:
+            claimed.append(name)
+    for matches in (claimed, unclaimed):
+        if len(matches) > 1:
+            raise ScopeError(
+                f"{what} id {entity_id!r} matches {len(matches)} folders in {parent}/ "
+                f"({', '.join(matches)}); rename or merge them by hand so one remains"
+            )
+    if claimed:
+        return f"{parent}/{claimed[0]}"
+    if not unclaimed:
         return None
-    matches = sorted(
-        child.name for child in folder.iterdir()
-        if child.is_dir() and not child.name.startswith(".") and folder_matches_id(child.name, entity_id)
-    )
-    if len(matches) > 1:
-        raise ScopeError(
-            f"{what} id {entity_id!r} matches {len(matches)} folders in {parent}/ "
-            f"({', '.join(matches)}); rename or merge them by hand so one remains"
-        )
-    return f"{parent}/{matches[0]}" if matches else None
+    folder = f"{parent}/{unclaimed[0]}"
+    with memory.drive.locked():
+        if read_identity(memory, folder) is None:  # another process may have claimed it meanwhile
+            _write_identity(memory, folder, what, entity_id, _name_of(unclaimed[0]))
+    identity = read_identity(memory, folder)
+    return folder if identity is not None and identity["id"] == entity_id else None
+
+
+def _name_of(folder_name: str) -> str:
+    """The name a folder was made with, as well as its slug tells it: ``title-tuning-a27f3b90`` → ``title-tuning``."""
+    return folder_name.rsplit("-", 1)[0]
+
+
+def _free_folder_name(memory: "Memory", parent: str, name: str, entity_id: str) -> str:
+    """``<slug>-<first 8 of id>``; when another id's folder has that name, a longer piece of the id."""
+    taken = set(_children(memory, parent)) | {n.lower() for n in _children(memory, parent)}
+    first = level_folder_name(name, entity_id)
+    if first not in taken:
+        return first
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "", entity_id).lower()
+    for length in (12, 16, 24, len(cleaned)):
+        candidate = f"{slug(name)}-{cleaned[:length]}"
+        if candidate not in taken:
+            return candidate
+    number = 2
+    while f"{first}-{number}" in taken:
+        number += 1
+    return f"{first}-{number}"
 
 
 def find_agent(memory: "Memory", agent_id: str) -> str | None:
@@ -146,18 +255,49 @@ def find_routine(memory: "Memory", routine_id: str, agent_id: str | None = None)
 
 
 def list_agents(memory: "Memory") -> list[str]:
-    folder = memory.drive.root / AGENTS_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(f"{AGENTS_DIR}/{c.name}" for c in folder.iterdir() if c.is_dir() and not c.name.startswith("."))
+    return [f"{AGENTS_DIR}/{name}" for name in _children(memory, AGENTS_DIR)]
 
 
 def list_routines(memory: "Memory", agent_folder: str) -> list[str]:
-    folder = memory.drive.root / agent_folder / ROUTINES_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(f"{agent_folder}/{ROUTINES_DIR}/{c.name}" for c in folder.iterdir()
-                  if c.is_dir() and not c.name.startswith("."))
+    return [f"{agent_folder}/{ROUTINES_DIR}/{name}" for name in _children(memory, f"{agent_folder}/{ROUTINES_DIR}")]
+
+
+def _described(memory: "Memory", folder: str, kind: Literal["agent", "routine"]) -> LevelFolder:
+    identity = read_identity(memory, folder)
+    if identity is None:
+        return LevelFolder(kind, None, _name_of(folder.rsplit("/", 1)[-1]), folder)
+    return LevelFolder(kind, identity["id"], identity["name"] or _name_of(folder.rsplit("/", 1)[-1]), folder)
+
+
+def describe_agents(memory: "Memory") -> list[LevelFolder]:
+    """Every agent folder with its full id and name (id None for a folder not claimed yet)."""
+    return [_described(memory, folder, "agent") for folder in list_agents(memory)]
+
+
+def describe_routines(memory: "Memory", agent_folder: str) -> list[LevelFolder]:
+    return [_described(memory, folder, "routine") for folder in list_routines(memory, agent_folder)]
+
+
+def match_id(memory: "Memory", typed: str, kind: Literal["agent", "routine"]) -> str:
+    """The full id a person typed at the shell, who may type an unambiguous prefix of it.
+
+    An exact id wins; else the one kept id that starts with ``typed``; two or more raise
+    ``ScopeError`` listing them. With none, ``typed`` is returned as is (a folder made before ids were
+    kept may still be found by it).
+    """
+    if kind == "agent":
+        known = describe_agents(memory)
+    else:
+        known = [r for agent in list_agents(memory) for r in describe_routines(memory, agent)]
+    ids = {level.id for level in known if level.id is not None}
+    if typed in ids:
+        return typed
+    starting = sorted((level for level in known if level.id is not None and level.id.startswith(typed)),
+                      key=lambda level: level.folder)
+    if len(starting) > 1:
+        shown = ", ".join(f"{level.id} ({level.name}, {level.folder})" for level in starting)
+        raise ScopeError(f"{kind} id {typed!r} is the start of {len(starting)} ids: {shown}; type more of it")
+    return starting[0].id if starting and starting[0].id is not None else typed
 
 
 # ---- lifecycle ------------------------------------------------------------------------------
@@ -168,9 +308,10 @@ def create_agent(memory: "Memory", agent_id: str, name: str) -> str:
     existing = find_agent(memory, agent_id)
     if existing is not None:
         raise Exists(f"agent {agent_id!r} already has a folder: {existing}")
-    folder = f"{AGENTS_DIR}/{level_folder_name(name, agent_id)}"
     with memory.drive.change("create_agent") as tx:
+        folder = f"{AGENTS_DIR}/{_free_folder_name(memory, AGENTS_DIR, name, agent_id)}"
         tx.write(agent_top_file(folder), b"")
+        _write_identity(memory, folder, "agent", agent_id, name)
     return folder
 
 
@@ -185,9 +326,11 @@ def create_routine(memory: "Memory", agent_id: str, routine_id: str, name: str,
     existing = find_routine(memory, routine_id)
     if existing is not None:
         raise Exists(f"routine {routine_id!r} already has a folder: {existing}")
-    folder = f"{agent_folder}/{ROUTINES_DIR}/{level_folder_name(name, routine_id)}"
+    parent = f"{agent_folder}/{ROUTINES_DIR}"
     with memory.drive.change("create_routine") as tx:
+        folder = f"{parent}/{_free_folder_name(memory, parent, name, routine_id)}"
         tx.write(routine_top_file(folder), b"")
+        _write_identity(memory, folder, "routine", routine_id, name)
     return folder
 
 
@@ -272,8 +415,10 @@ def restore_parked(memory: "Memory") -> list[str]:
 
 def scope_folders(memory: "Memory", scope: Scope) -> tuple[str | None, str | None]:
     """The agent and routine folders of a scope, creating missing ones when the scope names them."""
-    if scope.kind == "chat":
-        return None, None
+    if not isinstance(scope, (AgentScope, RoutineScope)):
+        if isinstance(scope, ChatScope):
+            return None, None
+        raise ScopeError(f"{scope!r} is not a scope; build one with Scope.chat(), Scope.agent() or Scope.routine()")
     agent_folder = find_agent(memory, scope.agent_id)
     if agent_folder is None:
         if scope.agent_name is None:
@@ -281,7 +426,7 @@ def scope_folders(memory: "Memory", scope: Scope) -> tuple[str | None, str | Non
                 f"agent {scope.agent_id!r} has no folder; create it with create_agent, or pass its name "
                 "in the scope so the folder is made on first use")
         agent_folder = create_agent(memory, scope.agent_id, scope.agent_name)
-    if scope.kind == "agent":
+    if isinstance(scope, AgentScope):
         return agent_folder, None
     routine_folder = find_routine(memory, scope.routine_id, scope.agent_id)
     if routine_folder is None:

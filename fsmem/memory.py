@@ -213,8 +213,10 @@ class Memory:
                exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
                limit: int = 10) -> list["SearchHit"]:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
+        from fsmem.core.requests import check_text
         from fsmem.grep import compile_pattern
 
+        check_text("query", query)
         if not regex:
             try:
                 return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
@@ -227,11 +229,12 @@ class Memory:
             pattern = compile_pattern("(?i)" + "|".join(words or [re.escape(query)]), literal=False)
         else:
             pattern = compile_pattern(query, literal=False)
-        from fsmem.core.when import compile_globs, parse_since
+        from fsmem.core.when import check_moment, compile_globs, parse_since
         from fsmem.grep import grep, utc_now
         from fsmem.index import SearchHit
 
-        moment = parse_since(since, utc_now()) if isinstance(since, str) else since
+        moment = parse_since(since, utc_now()) if isinstance(since, str) else None if since is None \
+            else check_moment(since)
         accept = compile_globs(include or None, exclude or None)
         found = grep(self.drive, pattern, accept=accept, since=moment,
                      limit=limit, timeout=self.settings.regex_timeout)
@@ -254,7 +257,9 @@ class Memory:
 
     def versions(self, path: str) -> list[VersionInfo]:
         """Earlier contents of a file (deletes included), newest first; at most 20."""
-        return self.drive.versions(normalize_path(path))
+        path = normalize_path(path)
+        self.drive.refuse_special(path)
+        return self.drive.versions(path)
 
     def revert(self, path: str, version: str | None = None, thread: str | None = None) -> str:
         """Put back an earlier content (the newest kept one by default). A change like any other."""

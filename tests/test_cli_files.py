@@ -84,9 +84,9 @@ def test_agents_and_routines(root):
     assert invoke(root, "routines", "create", "3f9a1c2e", "9b7d4e10", "Meta").output == \
         "agents/seo-3f9a1c2e/routines/meta-9b7d4e10\n"
     listing = json.loads(invoke(root, "agents", "list", "--json").output)
-    assert listing == [{"folder": "agents/seo-3f9a1c2e", "slug": "seo", "id_prefix": "3f9a1c2e",
-                        "routines": [{"folder": "agents/seo-3f9a1c2e/routines/meta-9b7d4e10", "slug": "meta",
-                                      "id_prefix": "9b7d4e10"}]}]
+    assert listing == [{"folder": "agents/seo-3f9a1c2e", "name": "SEO", "id": "3f9a1c2e",
+                        "routines": [{"folder": "agents/seo-3f9a1c2e/routines/meta-9b7d4e10", "name": "Meta",
+                                      "id": "9b7d4e10"}]}]
     (root / "agents/seo-3f9a1c2e/routines/meta-9b7d4e10/NOTES.md").write_text("kept\n")
     deleted = invoke(root, "routines", "delete", "9b7d4e10")
     assert deleted.output == ("--- agents/seo-3f9a1c2e/routines/meta-9b7d4e10/NOTES.md\nkept\n\n"

@@ -349,13 +349,13 @@ def test_status_is_the_page_a_person_opens_first(root):
     assert lines[2] == "facts:     1 holding, 0 replaced"
     assert lines[3].startswith("index:     ") and "fresh" in lines[3]
     assert lines[4] == "watcher:   not running (`fsmem watch` starts one)"
-    assert "  seo                  3f9a1c2e  agents/seo-3f9a1c2e" in lines
-    assert "    meta-tags          9b7d4e10  agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10" in lines
+    assert "  SEO                  3f9a1c2e-77  agents/seo-3f9a1c2e" in lines
+    assert "    Meta tags          9b7d4e10  agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10" in lines
     assert any(line.startswith("proposals: 1") for line in lines)
     assert "last changes:" in lines
     data = json.loads(invoke(root, "status", "--json").output)
     assert data["root"] == str(root) and data["facts"] == {"current": 1, "replaced": 0}
-    assert data["index"]["stale"] == 0 and data["agents"][0]["routines"][0]["slug"] == "meta-tags"
+    assert data["index"]["stale"] == 0 and data["agents"][0]["routines"][0]["name"] == "Meta tags"
     assert len(data["proposals"]) == 1 and data["last_changes"][0]["command"] == "facts.keep"
 
 
@@ -370,9 +370,9 @@ def test_agents_list_shows_names_ids_and_folders(root):
     routine = invoke(root, "routines", "create", "3f9a1c2e-77", "9b7d4e10", "Meta tags", "--exist-ok")
     assert routine.output == "agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10\n"
     assert invoke(root, "agents", "list").output == (
-        "seo          3f9a1c2e  agents/seo-3f9a1c2e\n"
-        "  meta-tags  9b7d4e10  agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10\n"
-        "writer       aa11bb22  agents/writer-aa11bb22\n")
+        "SEO          3f9a1c2e-77  agents/seo-3f9a1c2e\n"
+        "  Meta tags  9b7d4e10     agents/seo-3f9a1c2e/routines/meta-tags-9b7d4e10\n"
+        "Writer       aa11bb22     agents/writer-aa11bb22\n")
 
 
 def test_an_unsupported_system_is_refused_plainly_at_open(root, monkeypatch):

@@ -443,7 +443,9 @@ def test_an_ambiguous_routine_or_agent_id_raises_everywhere_and_removes_nothing(
     memory = fsmem.open(tmp_path / "root", create=True)
     memory.create_agent("3f9a1c2e-1", "SEO")
     routine = memory.create_routine("3f9a1c2e-1", "9b7d4e10-1", "Meta")
-    (memory.root / "agents/seo-3f9a1c2e/routines/copy-9b7d4e10").mkdir()
+    # A copy holds the same kept id (.fsmem-level): two folders claim it. (An empty look-alike folder
+    # made by hand claims nothing: folders are found by the full id they keep, DESIGN §3.)
+    shutil.copytree(memory.root / routine, memory.root / "agents/seo-3f9a1c2e/routines/copy-9b7d4e10")
     calls = [lambda: memory.run(Scope.routine("3f9a1c2e-1", "9b7d4e10-1")),
              lambda: memory.delete_routine("9b7d4e10-1"),
              lambda: memory.create_routine("3f9a1c2e-1", "9b7d4e10-1", "Meta")]
@@ -454,7 +456,7 @@ def test_an_ambiguous_routine_or_agent_id_raises_everywhere_and_removes_nothing(
         with memory.deleting_routine("9b7d4e10-1"):
             pytest.fail("the block must not run")
     assert (memory.root / routine / "NOTES.md").exists()
-    (memory.root / "agents/copy-3f9a1c2e").mkdir()
+    shutil.copytree(memory.root / "agents/seo-3f9a1c2e", memory.root / "agents/copy-3f9a1c2e")
     for call in (lambda: memory.delete_agent("3f9a1c2e-1"), lambda: memory.create_agent("3f9a1c2e-1", "SEO"),
                  lambda: memory.run(Scope.agent("3f9a1c2e-1", name="SEO"))):
         with pytest.raises(fsmem.ScopeError, match="matches 2 folders"):

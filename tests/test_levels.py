@@ -48,10 +48,18 @@ def test_unknown_scope_without_names_raises(memory):
 
 
 def test_id_matching_two_folders_raises(memory):
-    memory.create_agent("3f9a1c2e", "SEO")
-    (memory.root / "agents/copy-3f9a1c2e").mkdir()
+    import shutil
+
+    folder = memory.create_agent("3f9a1c2e", "SEO")
+    shutil.copytree(memory.root / folder, memory.root / "agents/copy-3f9a1c2e")  # its identity too
     with pytest.raises(ScopeError, match="matches 2 folders"):
         memory.run(Scope.agent("3f9a1c2e"))
+
+
+def test_a_look_alike_folder_without_identity_does_not_take_an_agents_place(memory):
+    folder = memory.create_agent("3f9a1c2e", "SEO")
+    (memory.root / "agents/copy-3f9a1c2e").mkdir()  # made by hand: no kept id, only the suffix
+    assert memory.run(Scope.agent("3f9a1c2e")).agent_folder == folder
 
 
 def test_two_routines_with_one_name_never_share(memory):

@@ -53,7 +53,9 @@ SECRETS: dict[str, tuple[str, str]] = {
     "prefix-eyJ-jwt": ("bearer eyJ" + "hbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl",
                        "eyJhbGciOiJIUzI1NiJ9"),
     "mixed-run-32": ("the value k3y9" + "k3y9" * 7 + " is set", "k3y9" * 8),
-    "mixed-run-40-hex-like": ("ref 9f86d081884c7d65" + "9a2feaa0c55ad015a3bf4f1b", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"),
+    # 44 hex digits: not a commit id (40) nor a sha256: digest (64), so a random token
+    "mixed-run-44-hex-like": ("ref 9f86d081884c7d65" + "9a2feaa0c55ad015a3bf4f1b0c1d",
+                              "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b0c1d"),
     "card-spaces": ("card 4111 1111 " + "1111 1111 on file", "4111 1111 1111 1111"),
     "card-dashes": ("card 4111-1111-" + "1111-1111 on file", "4111-1111-1111-1111"),
     "card-plain": ("card 41111111" + "11111111 on file", "4111111111111111"),

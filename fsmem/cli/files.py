@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from fsmem.cli import exit_code_for
-from fsmem.cli.options import echo_json, expect_option, find_root, json_option, root_option, shell_path
+from fsmem.cli.options import echo_json, expect_option, find_root, json_line, json_option, root_option, shell_path
 from fsmem.cli.style import table
 from fsmem.errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 
@@ -301,7 +301,7 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
         result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
     except FsmemError as error:  # stdin, the root or the scope: still an answer the caller can parse
         result = error_result(error)
-    click.echo(json.dumps(result, ensure_ascii=False))
+    click.echo(json_line(result))
     if not result["ok"]:
         sys.exit(exit_code_for(from_code(result["error"]["code"], result["error"]["message"])))
 

@@ -16,19 +16,16 @@ def _memory(root: str | None):
     return fsmem.open(find_root(root))
 
 
-def _level(folder: str) -> dict[str, str]:
-    """A level folder as people read it. The folder name holds the slug of the name the level had at
-    creation and the first 8 characters of its id (the full id is not stored in the folder yet)."""
-    name, _, prefix = folder.rsplit("/", 1)[-1].rpartition("-")
-    return {"folder": folder, "slug": name or folder, "id_prefix": prefix}
-
-
 def describe_levels(memory: Any) -> list[dict[str, Any]]:
-    """Every agent with its routines: folder, name slug, id prefix."""
+    """Every agent with its routines: name, full id (None for a folder made before ids were kept, not
+    claimed yet) and folder."""
     from fsmem import levels
 
-    return [{**_level(agent), "routines": [_level(r) for r in levels.list_routines(memory, agent)]}
-            for agent in levels.list_agents(memory)]
+    def row(level: levels.LevelFolder) -> dict[str, Any]:
+        return {"name": level.name, "id": level.id, "folder": level.folder}
+
+    return [{**row(agent), "routines": [row(r) for r in levels.describe_routines(memory, agent.folder)]}
+            for agent in levels.describe_agents(memory)]
 
 
 @click.group()
@@ -40,7 +37,7 @@ def agents() -> None:
 @root_option
 @json_option
 def list_agents(root: str | None, as_json: bool) -> None:
-    """Every agent with its routines: name, id (the first 8 characters) and folder."""
+    """Every agent with its routines: name, full id and folder."""
     listing = describe_levels(_memory(root))
     if as_json:
         echo_json(listing)
@@ -49,8 +46,8 @@ def list_agents(root: str | None, as_json: bool) -> None:
         click.echo("No agents. `fsmem agents create ID NAME` makes one.")
     rows = []
     for agent in listing:
-        rows.append([agent["slug"], agent["id_prefix"], agent["folder"]])
-        rows += [["  " + r["slug"], r["id_prefix"], r["folder"]] for r in agent["routines"]]
+        rows.append([agent["name"], agent["id"] or "?", agent["folder"]])
+        rows += [["  " + r["name"], r["id"] or "?", r["folder"]] for r in agent["routines"]]
     for line in table(rows):
         click.echo(line)
 
@@ -75,8 +72,13 @@ def create_agent(agent_id: str, name: str, exist_ok: bool, root: str | None, as_
 @root_option
 @json_option
 def delete_agent(agent_id: str, root: str | None, as_json: bool) -> None:
-    """Delete agent AGENT_ID's whole folder (its files stay in `fsmem versions`)."""
-    held = _memory(root).delete_agent(agent_id)
+    """Delete agent AGENT_ID's whole folder (its files stay in `fsmem versions`); an unambiguous
+    start of the id is enough."""
+    from fsmem import levels
+
+    memory = _memory(root)
+    agent_id = levels.match_id(memory, agent_id, "agent")
+    held = memory.delete_agent(agent_id)
     if as_json:
         echo_json(held)
     else:
@@ -97,8 +99,13 @@ def routines() -> None:
 @json_option
 def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, root: str | None,
                    as_json: bool) -> None:
-    """Make the folder of routine ROUTINE_ID of agent AGENT_ID, with an empty NOTES.md."""
-    folder = _memory(root).create_routine(agent_id, routine_id, name, exist_ok=exist_ok)
+    """Make the folder of routine ROUTINE_ID of agent AGENT_ID (an unambiguous start of the agent's id
+    is enough), with an empty NOTES.md."""
+    from fsmem import levels
+
+    memory = _memory(root)
+    agent_id = levels.match_id(memory, agent_id, "agent")
+    folder = memory.create_routine(agent_id, routine_id, name, exist_ok=exist_ok)
     if as_json:
         echo_json({"id": routine_id, "agent_id": agent_id, "name": name, "folder": folder})
     else:
@@ -110,8 +117,13 @@ def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, ro
 @root_option
 @json_option
 def delete_routine(routine_id: str, root: str | None, as_json: bool) -> None:
-    """Delete routine ROUTINE_ID's folder; prints what its files held."""
-    held = _memory(root).delete_routine(routine_id)
+    """Delete routine ROUTINE_ID's folder (an unambiguous start of the id is enough); prints what its
+    files held."""
+    from fsmem import levels
+
+    memory = _memory(root)
+    routine_id = levels.match_id(memory, routine_id, "routine")
+    held = memory.delete_routine(routine_id)
     if as_json:
         echo_json(held)
         return

@@ -88,6 +88,16 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
 
 
+# Characters str.splitlines() and some JSON-lines readers take for line ends: escaped, so one result
+# stays one line (they only ever stand inside JSON strings, where an escape means the same).
+_LINE_ENDS = {ord("\x85"): "\\u0085", ord("\u2028"): "\\u2028", ord("\u2029"): "\\u2029"}
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of JSON, whatever characters its strings hold."""
+    return json.dumps(value, ensure_ascii=False).translate(_LINE_ENDS)
+
+
 def shell_path(typed: str | None, root: Path) -> str:
     """The root-relative path a person means by ``typed`` at the shell.
 

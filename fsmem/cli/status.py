@@ -64,9 +64,9 @@ def status(root: str | None, as_json: bool) -> None:
     agents = info["agents"]
     out.append(f"agents:    {len(agents) or 'none'}")
     for agent in agents:
-        out.append(f"  {agent['slug']:<20} {agent['id_prefix']}  {agent['folder']}")
+        out.append(f"  {agent['name']:<20} {agent['id'] or '?'}  {agent['folder']}")
         for routine in agent["routines"]:
-            out.append(f"    {routine['slug']:<18} {routine['id_prefix']}  {routine['folder']}")
+            out.append(f"    {routine['name']:<18} {routine['id'] or '?'}  {routine['folder']}")
     pending = info["proposals"]
     out.append(f"proposals: {len(pending) or 'none waiting'}" + (" (`fsmem proposals` lists them)" if pending else ""))
     for proposal in pending:

@@ -51,23 +51,29 @@ _FORBIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "an invisible format
                          "Cs": "a lone surrogate"}
 
 
-def _shown(raw: str) -> str:
-    """The path quoted for a message: invisible characters escaped, long paths cut."""
+def _escaped(raw: str) -> str:
+    """The path with invisible characters (and backslashes) escaped: printable, and encodable as UTF-8."""
     out = []
     for char in raw:
         if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or char == "\\":
             out.append(char.encode("unicode_escape").decode("ascii"))
         else:
             out.append(char)
-    shown = "".join(out)
+    return "".join(out)
+
+
+def _shown(raw: str) -> str:
+    """The path quoted for a message: invisible characters escaped, long paths cut."""
+    shown = _escaped(raw)
     if len(shown) > 80:
         shown = shown[:77] + "..."
     return '"' + shown.replace('"', '\\"') + '"'
 
 
 def _refuse(raw: str, problem: str) -> BadPath:
-    # ``path`` and ``problem`` let a face that shows paths its own way (Claude's /memories) word it.
-    return BadPath(f"Path {_shown(raw)} {problem}. {_EXAMPLES}", path=raw, problem=problem)
+    # ``path`` and ``problem`` let a face that shows paths its own way (Claude's /memories) word it;
+    # ``path`` is escaped as in the message, so every face can print it (a lone surrogate cannot be).
+    return BadPath(f"Path {_shown(raw)} {problem}. {_EXAMPLES}", path=_escaped(raw), problem=problem)
 
 
 def normalize_path(raw: object) -> str:

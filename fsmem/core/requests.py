@@ -11,6 +11,9 @@ from typing import Any, Union
 
 from fsmem.errors import BadRequest
 
+__all__ = ["Read", "Write", "Rename", "Delete", "Search", "Request", "parse_request", "request_to_dict",
+           "check_text"]
+
 
 @dataclass(frozen=True)
 class Read:
@@ -76,8 +79,35 @@ def _globs(value: Any) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+# Fields of free text; paths and globs are checked by the path rules (BAD_PATH) instead.
+_TEXT_FIELDS = ("query", "content", "old_text", "new_text", "expected_version", "since")
+
+
+def check_text(name: str, value: object) -> None:
+    """Refuse (``BadRequest``) text that holds a lone surrogate: it is no character, cannot be written
+    as UTF-8, and would fail deep inside the index or the drive instead of here.
+
+    >>> check_text("query", "caf" + chr(0xE9))
+    >>> check_text("query", "caf" + chr(0xD800))
+    Traceback (most recent call last):
+    fsmem.errors.BadRequest: the query holds a lone surrogate (U+D800 at character 4), which is not text; ...
+    """
+    if not isinstance(value, str) or value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        char = value[error.start]
+        raise BadRequest(
+            f"the {name} holds a lone surrogate (U+{ord(char):04X} at character {error.start + 1}), which is "
+            "not text; send valid UTF-8 (a broken emoji or a byte that is not UTF-8 makes one)"
+        ) from None
+
+
 def parse_request(checked: dict[str, Any]) -> Request:
     """A request dict that passed the schema → its typed form."""
+    for name in _TEXT_FIELDS:
+        check_text(name, checked.get(name))
     fields = dict(checked)
     command = fields.pop("command")
     kind = _TYPES.get(command)

@@ -38,7 +38,8 @@ from datetime import datetime, timedelta, timezone
 
 from fsmem.errors import BadRequest
 
-__all__ = ["DAYS_PER_MONTH", "parse_since", "compile_globs", "glob_regex", "spoken_date"]
+__all__ = ["DAYS_PER_MONTH", "EARLIEST", "LATEST", "parse_since", "check_moment", "compile_globs", "glob_regex",
+           "spoken_date"]
 
 DAYS_PER_MONTH = 30
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1),
@@ -48,12 +49,42 @@ _MOMENT = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?)?",
     re.IGNORECASE,
 )
+# The index keeps times as nanoseconds in a signed 64-bit number (1677-09-21 to 2262-04-11); a moment
+# outside it cannot be searched, so it is refused here, with round years a person can remember.
+EARLIEST = datetime(1700, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(2261, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
 _SINCE_HELP = ('Write an age like "12h", "30d", "8w" or "6m" (a month is 30 days), or a date like '
                '"2026-08-01" or "2026-08-01T09:30".')
 
 
 def parse_since(text: str, now: datetime) -> datetime:
-    """The moment ``text`` names, counting ages back from ``now``; ``BadRequest`` otherwise."""
+    """The moment ``text`` names, counting ages back from ``now``; ``BadRequest`` otherwise.
+
+    >>> parse_since("9999-12-31", datetime(2026, 8, 31, tzinfo=timezone.utc))
+    Traceback (most recent call last):
+    fsmem.errors.BadRequest: since "9999-12-31" is outside the dates search knows (1700-01-01 to 2261-12-31). ...
+    """
+    return check_moment(_parse_since(text, now), text)
+
+
+def check_moment(moment: datetime, text: str | None = None) -> datetime:
+    """``moment`` in UTC if search can filter by it (``EARLIEST`` to ``LATEST``); ``BadRequest`` otherwise."""
+    if not isinstance(moment, datetime):
+        raise BadRequest(f"since must be text or a datetime, not {type(moment).__name__}. {_SINCE_HELP}")
+    try:
+        moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    except OverflowError:
+        moment = datetime.min.replace(tzinfo=timezone.utc)
+    if EARLIEST <= moment <= LATEST:
+        return moment
+    shown = moment.date().isoformat() if text is None else (text if len(text) <= 40 else text[:37] + "...")
+    raise BadRequest(
+        f'since "{shown}" is outside the dates search knows ({EARLIEST.date()} to {LATEST.date()}). '
+        f"{_SINCE_HELP}"
+    )
+
+
+def _parse_since(text: str, now: datetime) -> datetime:
     if not isinstance(text, str):
         raise BadRequest(f"since must be text, not {type(text).__name__}. {_SINCE_HELP}")
     now = now.replace(tzinfo=timezone.utc) if now.tzinfo is None else now.astimezone(timezone.utc)
@@ -72,7 +103,10 @@ def parse_since(text: str, now: datetime) -> datetime:
             raise BadRequest(f'since "{cleaned}" is not a real date. {_SINCE_HELP}') from None
         if moment.tzinfo is None:
             return moment.replace(tzinfo=timezone.utc)
-        return moment.astimezone(timezone.utc)
+        try:
+            return moment.astimezone(timezone.utc)
+        except OverflowError:  # "0001-01-01T00:00+02:00" is before the first year Python knows
+            return datetime.min.replace(tzinfo=timezone.utc)
     shown = cleaned if len(cleaned) <= 40 else cleaned[:37] + "..."
     raise BadRequest(f'since "{shown}" is not an age or a date. {_SINCE_HELP}')
 

@@ -26,7 +26,7 @@ SECRETS = {
     "(sk-abcdefghijklmnop)": "an access key",
     # long random runs
     "hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855": "a long random token",
-    "commit 3f9a1c2e4b5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f": "a long random token",
+    "ref 3F9A1C2E4B5D6E7F8A9B0C1D2E3F4A5B6C7D8E9F": "a long random token",  # a git commit id is lowercase
     "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo": "a long random token",
     # card numbers
     "card 4111 1111 1111 1111": "a card number",

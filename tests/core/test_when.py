@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.core.when import compile_globs, parse_since
+from fsmem.core.when import EARLIEST, compile_globs, parse_since
 from fsmem.errors import BadRequest
 
 NOW = datetime(2026, 8, 31, 12, 0, tzinfo=timezone.utc)
@@ -61,6 +61,10 @@ def test_bad_since_type() -> None:
 @given(st.integers(0, 5000), st.sampled_from(["h", "d", "w", "m"]))
 def test_ages_count_back_from_now(count: int, unit: str) -> None:
     hours = {"h": 1, "d": 24, "w": 24 * 7, "m": 24 * 30}[unit]
+    if NOW - timedelta(hours=count * hours) < EARLIEST:  # before the dates search knows: refused
+        with pytest.raises(BadRequest, match="outside the dates search knows"):
+            parse_since(f"{count}{unit}", NOW)
+        return
     assert parse_since(f"{count}{unit}", NOW) == NOW - timedelta(hours=count * hours)
 
 
