@@ -21,7 +21,7 @@ def test_a_completion_round_trip_sends_the_protocol(monkeypatch: pytest.MonkeyPa
     sent = server.requests[0]
     assert sent.path == "/v1/chat/completions"
     assert sent.headers["Authorization"] == "Bearer k-123"
-    assert sent.body == {"model": "tiny", "messages": HELLO, "temperature": 0.0}
+    assert sent.body == {"model": "tiny", "messages": HELLO, "temperature": 0.0, "max_tokens": 1024}
 
 
 def test_no_key_sends_no_authorization(monkeypatch: pytest.MonkeyPatch) -> None:
