@@ -80,7 +80,7 @@ def test_every_face_takes_a_timeout_and_ends_cleanly(face, root, conversation):
     with ChatServer([Reply(content="late", delay=3)] * 2) as server:
         result = CliRunner().invoke(main, _face(face, root, conversation, server.base_url, "--timeout", "0.3"))
     assert result.exit_code == 2, result.output
-    assert f"did not answer within 0.3 seconds; raise --timeout, lower --max-tokens" in result.output
+    assert "did not answer within 0.3 seconds; raise --timeout, lower --max-tokens" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
