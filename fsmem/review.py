@@ -179,7 +179,8 @@ def review(memory: Any, conversation: Any, model: Any, scope: Scope | None = Non
     messages = review_messages(run, turns, dropped=dropped, max_calls=max_calls, project=project)
     tools = [memory_tool_spec()]
     steps: list[ToolStep] = []
-    calls, ended, answer, error = 0, "budget", "", None
+    calls, answer, error = 0, "", None
+    ended: Ended = "budget"
     corrected = False
     while calls < max_calls:
         try:
