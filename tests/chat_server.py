@@ -161,6 +161,12 @@ class ChatServer:
                     return True
                 return False
 
+            def do_GET(self) -> None:  # noqa: N802 - llama-server's readiness probe, for smoke-test dry runs
+                if self.path.rstrip("/") == "/health":
+                    self._send(200, b'{"status": "ok"}')
+                else:
+                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length).decode("utf-8", "replace")
