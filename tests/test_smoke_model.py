@@ -30,11 +30,13 @@ import fsmem
 from fsmem.sample import copy_sample
 from tests.conftest import REPO, run_fsmem
 
-pytestmark = pytest.mark.smoke_model
+SLOW = 1800  # seconds for one command: a shared CPU, a few tokens a second, up to 12 calls a turn
+pytestmark = [pytest.mark.smoke_model, pytest.mark.timeout(SLOW + 60)]
 
 URL = os.environ.get("FSMEM_SMOKE_MODEL_URL", "")  # read at import: the suite's fixture clears FSMEM_*
 MODEL = os.environ.get("FSMEM_SMOKE_MODEL", "gemma3-270m")
-SLOW = 1800  # seconds for one command: a CPU, 512 tokens an answer, up to 12 calls a turn
+# a base model rambles to the cap on every call; a small cap keeps each call to seconds, not minutes
+MAX_TOKENS = os.environ.get("FSMEM_SMOKE_MAX_TOKENS", "128")
 CONVERSATION = {"title": "Team", "messages": [
     {"role": "user", "content": "Ana moved from research to lead the platform team this week."},
     {"role": "assistant", "content": "Noted: Ana now leads the platform team."},
@@ -106,7 +108,7 @@ def conversation(tmp_path: Path) -> Path:
 
 def test_demo(tmp_path: Path) -> None:
     kept = tmp_path / "demo"
-    result = run_fsmem("demo", "--keep", str(kept), "--json", "--max-tokens", "512", env=_env(), timeout=SLOW)
+    result = run_fsmem("demo", "--keep", str(kept), "--json", "--max-tokens", MAX_TOKENS, env=_env(), timeout=SLOW)
     _clean(result, (0, 1))  # 1: a check failed (a small model rarely saves the rule), said on stderr
     records = json.loads(result.stdout)
     assert [r["run"] for r in records] == [1, 2, 3, 4, 5]
@@ -121,7 +123,7 @@ def test_demo(tmp_path: Path) -> None:
 def test_eval_on_a_subset() -> None:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}, **_env()}
     result = subprocess.run([str(REPO / "bin" / "eval"), "--trials", "1", "--case", "0[14]_*", "--json",
-                             "--max-tokens", "512"], capture_output=True, text=True, check=False,
+                             "--max-tokens", MAX_TOKENS], capture_output=True, text=True, check=False,
                             env={**env, "PYTHON": sys.executable}, timeout=SLOW)
     _clean(result, (0, 1))  # 2 would mean a trial could not run: the server failed, not the model
     trials = json.loads(result.stdout)
@@ -132,7 +134,7 @@ def test_eval_on_a_subset() -> None:
 def test_remember(root: Path, conversation: Path) -> None:
     before = _snapshot(root)
     result = run_fsmem("remember", "--from", str(conversation), "--root", str(root), "--json",
-                       env=_env(), timeout=SLOW)
+                       "--max-tokens", "512", env=_env(), timeout=SLOW)  # room for the JSON it is asked for
     _clean(result, (0, 2))  # 2: MODEL_ERROR, its answer was not the JSON asked for; nothing kept
     if result.returncode == 0:
         data = json.loads(result.stdout)
@@ -144,8 +146,8 @@ def test_remember(root: Path, conversation: Path) -> None:
 
 def test_review(root: Path, conversation: Path) -> None:
     before = _snapshot(root)
-    result = run_fsmem("review", "--from", str(conversation), "--root", str(root), "--json", env=_env(),
-                       timeout=SLOW)
+    result = run_fsmem("review", "--from", str(conversation), "--root", str(root), "--json", "--max-calls", "4",
+                       "--max-tokens", MAX_TOKENS, env=_env(), timeout=SLOW)
     _clean(result, (0, 2))  # 2: its answer could not be used (refused, malformed, out of calls)
     data = json.loads(result.stdout)
     assert data["ended"] in ("answered", "budget", "bad_arguments", "model_error")
@@ -156,8 +158,8 @@ def test_review(root: Path, conversation: Path) -> None:
 def test_chat(root: Path, tmp_path: Path) -> None:
     before = _snapshot(root)
     thread = tmp_path / "thread.json"
-    result = run_fsmem("chat", "--root", str(root), "--thread", str(thread), "--json", "-m",
-                       "What does the project memory say about page titles?", env=_env(), timeout=SLOW)
+    result = run_fsmem("chat", "--root", str(root), "--thread", str(thread), "--json", "--max-tokens", MAX_TOKENS,
+                       "-m", "What does the project memory say about page titles?", env=_env(), timeout=SLOW)
     _clean(result, (0,))
     data = json.loads(result.stdout)
     [turn] = data["turns"]
