@@ -117,6 +117,9 @@ def test_demo(tmp_path: Path) -> None:
         assert isinstance(record["answer"], str)
     failed = sum(not ok for r in records for ok in r["checks"].values())
     assert (result.returncode == 1) == (failed > 0)
+    calls = sum(len(r["steps"]) for r in records)
+    print(f"demo: exit {result.returncode}; {failed} of {sum(len(r['checks']) for r in records)} checks "
+          f"failed; {calls} memory calls")
     _root_is_clean(kept, _snapshot(copy_sample(tmp_path / "pristine")))
 
 
@@ -129,6 +132,8 @@ def test_eval_on_a_subset() -> None:
     trials = json.loads(result.stdout)
     assert [t["case"] for t in trials] == ["01_rule_told_in_chat", "04_one_off_question"]
     assert all(t["error"] is None for t in trials), trials
+    print(f"eval: exit {result.returncode}; " + ", ".join(
+        f"{t['case']} {'pass' if t['passed'] else 'fail'}" for t in trials))
 
 
 def test_remember(root: Path, conversation: Path) -> None:
@@ -142,6 +147,9 @@ def test_remember(root: Path, conversation: Path) -> None:
     else:
         assert result.stderr.startswith("Error: [MODEL_ERROR] ")
     assert _snapshot(root) == before  # nothing kept without --keep
+    print(f"remember: exit {result.returncode}; " + (
+        f"{len(json.loads(result.stdout)['proposals'])} proposals" if result.returncode == 0
+        else result.stderr.strip()[:200]))
 
 
 def test_review(root: Path, conversation: Path) -> None:
@@ -153,6 +161,8 @@ def test_review(root: Path, conversation: Path) -> None:
     assert data["ended"] in ("answered", "budget", "bad_arguments", "model_error")
     assert (data["outcome"] is None) == bool(data["applied"] or data["proposals"])
     _root_is_clean(root, before)
+    print(f"review: exit {result.returncode}; ended {data['ended']} after {data['model_calls']} calls; "
+          f"{len(data['applied'])} applied, {len(data['proposals'])} proposed; {data['outcome']}")
 
 
 def test_chat(root: Path, tmp_path: Path) -> None:
@@ -169,3 +179,4 @@ def test_chat(root: Path, tmp_path: Path) -> None:
     assert saved["thread_id"] == data["thread_id"]
     assert all(m.get("content") is not None for m in saved["messages"])
     _root_is_clean(root, before)
+    print(f"chat: exit {result.returncode}; {len(turn['steps'])} memory calls; answer {len(turn['answer'])} chars")
