@@ -54,3 +54,15 @@ def run_fsmem(*args: str, input: str | None = None, cwd: Path | None = None,
         [sys.executable, "-m", "fsmem", *args],
         input=input, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout,
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`smoke_model` tests run against a real model server named by FSMEM_SMOKE_MODEL_URL (see
+    bin/smoke-local-model). They are opt-in by design, like a benchmark: without the variable they are
+    deselected (reported as such), never skipped as if a required service were missing."""
+    if os.environ.get("FSMEM_SMOKE_MODEL_URL"):
+        return
+    chosen = [item for item in items if item.get_closest_marker("smoke_model") is None]
+    if len(chosen) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
+        items[:] = chosen
