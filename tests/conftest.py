@@ -75,11 +75,11 @@ class PgServer:
     def __init__(self, url: str, folder: str | None) -> None:
         self.url, self.folder = url, folder
 
-    def restart(self) -> None:
-        """``pg_ctl restart -m fast`` of the throwaway cluster (only ours can be restarted)."""
+    def control(self, action: str) -> None:
+        """``restart`` (pg_ctl restart -m fast), ``down`` or ``up`` the throwaway cluster (only ours)."""
         if self.folder is None:
             no_postgres("FSMEM_TEST_PG_URL names a server without FSMEM_TEST_PG_DIR, so it cannot be restarted")
-        subprocess.run([str(REPO / "bin" / "pg-throwaway"), "restart", str(self.folder)], check=True, timeout=60)
+        subprocess.run([str(REPO / "bin" / "pg-throwaway"), action, str(self.folder)], check=True, timeout=60)
 
 
 @pytest.fixture(scope="session")
