@@ -98,6 +98,10 @@ class PgStore:
             with pool.connection() as conn:
                 _migrate(conn)
                 project_id = _project_id(conn, project, create)
+        except psycopg.errors.InsufficientPrivilege as error:  # a tenant's role, asked for another project
+            pool.close()
+            raise RootNotFound(f"there is no project {project!r} this database role may open "
+                               f"({_first_line(error)}); connect with the project's own role") from error
         except (psycopg.OperationalError, PoolTimeout) as error:
             pool.close()
             raise StoreUnavailable(f"cannot reach PostgreSQL to open project {project!r}: "

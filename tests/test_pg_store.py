@@ -324,3 +324,63 @@ def _proposal(proposal_id: str):
 
     return Proposal(id=proposal_id, made_at="2026-12-01T00:00:00Z", thread=None, scope="project",
                     request={}, base={}, summary="s")
+
+
+def _doc_sql(heading: str) -> str:
+    """The SQL block of docs/postgres.md that starts with ``-- <heading>``, as written there."""
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "postgres.md").read_text(encoding="utf-8")
+    blocks = [block.split("```", 1)[0] for block in text.split("```sql\n")[1:]]
+    return next(block for block in blocks if block.startswith(f"-- {heading}\n"))
+
+
+def test_row_level_security_keeps_a_role_to_its_project(postgres) -> None:
+    """docs/postgres.md's SQL, run as written: project A's role sees, changes and adds only A's rows."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from fsmem.pg_store import PgStore
+
+    suffix = uuid.uuid4().hex[:6]
+    group, role = f"fsmem_tenant_{suffix}", f"fsmem_rye_{suffix}"
+    with PgStore.open(postgres, "rye-and-ember") as alpha, PgStore.open(postgres, f"beta-{suffix}") as beta:
+        put(alpha, "plan.md", "alpha\n")
+        put(alpha, "plan.md", "alpha v2\n")
+        put(beta, "plan.md", "beta's secret\n")
+        put(beta, "plan.md", "beta's secret v2\n")
+        beta.save_proposal(_proposal("p-beta"))
+        with psycopg.connect(postgres, autocommit=True) as owner:
+            owner.execute(_doc_sql("once per database").replace("fsmem_tenant", group))
+            owner.execute(_doc_sql("per project").replace("fsmem_rye_and_ember", role)
+                          .replace("fsmem_tenant", group))
+        try:
+            as_alpha = make_conninfo(postgres, user=role)
+            with psycopg.connect(as_alpha, autocommit=True) as conn:
+                for table in ("files", "kept_versions", "log", "proposals", "projects"):
+                    column = "id" if table == "projects" else "project"
+                    seen = {row[0] for row in conn.execute(f"SELECT DISTINCT {column} FROM fsmem.{table}")}
+                    assert seen <= {alpha.project_id}, table
+                assert conn.execute("SELECT content FROM fsmem.files WHERE project = %s",
+                                    (beta.project_id,)).fetchall() == []
+                changed = conn.execute("UPDATE fsmem.files SET content = 'x' WHERE project = %s", (beta.project_id,))
+                assert changed.rowcount == 0
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the log is append-only to it
+                    conn.execute("DELETE FROM fsmem.log WHERE project = %s", (beta.project_id,))
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):  # row-level security's WITH CHECK
+                    conn.execute("INSERT INTO fsmem.files (project, path, content, version) "
+                                 "VALUES (%s, 'planted.md', 'x', 'x')", (beta.project_id,))
+            with PgStore.open(as_alpha, "rye-and-ember") as store:  # the store works as the tenant's role
+                assert store.read("plan.md") == b"alpha v2\n" and len(store.versions("plan.md")) == 1
+                put(store, "plan.md", "alpha v3\n")
+                with store.change("rename") as tx:
+                    tx.move("plan.md", "plans/plan.md")
+            with pytest.raises(RootNotFound):
+                PgStore.open(as_alpha, f"beta-{suffix}")
+            assert beta.read("plan.md") == b"beta's secret v2\n" and beta.proposals() == [_proposal("p-beta")]
+            assert alpha.read("plans/plan.md") == b"alpha v3\n"
+        finally:
+            with psycopg.connect(postgres, autocommit=True) as owner:
+                owner.execute(f"DROP OWNED BY {role}, {group}")
+                owner.execute(f"DROP ROLE {role}")
+                owner.execute(f"DROP ROLE {group}")
