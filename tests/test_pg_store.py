@@ -206,6 +206,37 @@ def test_log_sequence_and_changes_since(store) -> None:
     assert store.last_change("b.md") == entries[1] and store.last_change("zzz.md") is None
 
 
+def test_sequence_numbers_become_visible_in_order(store, monkeypatch) -> None:
+    """A change that took its sequence number first commits first: while it hangs between writing its
+    log rows and COMMIT, a later change on another file waits, and readers see neither."""
+    from fsmem.pg_store import PgTransaction
+
+    flushed, release = threading.Event(), threading.Event()
+    original = PgTransaction._flush_log
+
+    def slow_flush(tx) -> None:
+        original(tx)
+        if threading.current_thread().name == "first":
+            flushed.set()
+            release.wait(30)
+
+    monkeypatch.setattr(PgTransaction, "_flush_log", slow_flush)
+    put(store, "start.md", "0")
+    before = store.newest_seq()
+    first = threading.Thread(target=put, args=(store, "a.md", "first"), name="first")
+    second = threading.Thread(target=put, args=(store, "b.md", "second"), name="second")
+    first.start()
+    assert flushed.wait(30)
+    second.start()
+    second.join(timeout=1.0)  # it must not commit ahead of the first, which holds a lower number
+    assert store.changes_since(before) == (before, [])
+    release.set()
+    first.join(timeout=30)
+    second.join(timeout=30)
+    newest, paths = store.changes_since(before)
+    assert paths == ["a.md", "b.md"] and newest == store.newest_seq()
+
+
 def test_on_commit_hooks_get_the_changed_paths(store) -> None:
     seen: list[set[str]] = []
     store.on_commit.append(seen.append)
