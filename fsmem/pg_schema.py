@@ -37,8 +37,10 @@ MIGRATIONS: tuple[str, ...] = (
         content bytea NOT NULL
     );
     CREATE INDEX kept_versions_of_path ON fsmem.kept_versions (project, path, id);
+    -- Keyed by (project, seq): newest_seq() and changes_since() read one project's end of the index,
+    -- however busy the other projects sharing the table are.
     CREATE TABLE fsmem.log (
-        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        seq bigint GENERATED ALWAYS AS IDENTITY,
         project integer NOT NULL REFERENCES fsmem.projects (id),
         time timestamptz NOT NULL DEFAULT clock_timestamp(),
         command text NOT NULL,
@@ -46,9 +48,9 @@ MIGRATIONS: tuple[str, ...] = (
         new_path text COLLATE "C",
         before text,
         after text,
-        thread text
+        thread text,
+        PRIMARY KEY (project, seq)
     );
-    CREATE INDEX log_of_project ON fsmem.log (project, seq);
     CREATE INDEX log_of_path ON fsmem.log (project, path, seq);
     CREATE INDEX log_of_new_path ON fsmem.log (project, new_path, seq) WHERE new_path IS NOT NULL;
     CREATE TABLE fsmem.proposals (
