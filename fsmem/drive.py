@@ -36,7 +36,7 @@ from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_pa
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.versions import version_of
-from fsmem.errors import BadPath, Busy, Exists, NotFound, TooLarge
+from fsmem.errors import BadPath, Busy, Exists, NotFound
 
 VERSIONS_DIR = "versions"
 _VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
@@ -88,19 +88,6 @@ class LogEntry:
             thread=data.get("thread"),
             new_path=data.get("new_path"),
         )
-
-
-_SPECIAL_KINDS = ((stat_module.S_ISFIFO, "a FIFO (named pipe)"), (stat_module.S_ISCHR, "a character device"),
-                  (stat_module.S_ISBLK, "a block device"), (stat_module.S_ISSOCK, "a socket"))
-
-
-def not_regular(path: str, mode: int) -> BadPath:
-    """The refusal of a path that holds something other than a regular file or a folder."""
-    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "not a regular file")
-    return BadPath(
-        f"{path} is {kind}, not a regular file; only regular files are memory, so fsmem neither reads "
-        "nor changes it. Use another path (a person can remove it by hand)"
-    )
 
 
 def now_iso() -> str:
@@ -208,54 +195,25 @@ class Drive:
 
     # ---- reading (no lock needed) -----------------------------------------------------------
 
-    def read(self, path: str, limit: int | None = None) -> bytes | None:
-        """The bytes of a file, or None when there is no file there.
+    def read(self, path: str) -> bytes | None:
+        """The bytes of a file, or None when there is no file there."""
+        return self._read_real(self.resolve(path), path)
 
-        Only a regular file is read: a FIFO, a device or a socket is refused (``BadPath``), never
-        opened for blocking I/O. With ``limit``, a file of more bytes is refused (``TooLarge``) after
-        reading at most ``limit + 1`` of them.
-        """
-        return self._read_real(self.resolve(path), path, limit)
-
-    def _read_real(self, real: Path, path: str, limit: int | None = None) -> bytes | None:
+    def _read_real(self, real: Path, path: str) -> bytes | None:
         """``read`` of a path already resolved (and so guarded) by ``resolve``."""
         try:
-            # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever, and
-            # with the root's lock held (the write path reads the old content under it).
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
             return None
         except IsADirectoryError:
             return None
         except OSError as error:
             raise BadPath(f"{path!r} cannot be read ({error.strerror}); use a plain file path") from error
-        mode = os.fstat(fd).st_mode
-        if not stat_module.S_ISREG(mode):
+        if stat_module.S_ISDIR(os.fstat(fd).st_mode):  # os.fdopen would raise on a folder
             os.close(fd)
-            if stat_module.S_ISDIR(mode):  # os.fdopen would raise on a folder
-                return None
-            raise not_regular(path, mode)
+            return None
         with os.fdopen(fd, "rb") as handle:
-            if limit is None:
-                return handle.read()
-            data = handle.read(limit + 1)
-            if len(data) > limit:
-                size = os.fstat(handle.fileno()).st_size
-                raise TooLarge(
-                    f"{path} is {size:,} bytes, more than the {limit:,} a read shows whole (it was put "
-                    "there by hand); read part of it with start_line and end_line (say lines 1-200), "
-                    "or search it"
-                )
-            return data
-
-    def refuse_special(self, path: str) -> None:
-        """Refuse (``BadPath``) a path that holds a FIFO, a device or a socket: it is not memory."""
-        try:
-            mode = os.stat(self.resolve(path)).st_mode
-        except OSError:
-            return
-        if not stat_module.S_ISREG(mode) and not stat_module.S_ISDIR(mode):
-            raise not_regular(path, mode)
+            return handle.read()
 
     def stat(self, path: str) -> os.stat_result | None:
         try:
@@ -283,8 +241,6 @@ class Drive:
             except (BadPath, FileNotFoundError):
                 continue
             is_dir = stat_module.S_ISDIR(info.st_mode)
-            if not is_dir and not stat_module.S_ISREG(info.st_mode):
-                continue  # a FIFO, device or socket is not memory (and reading it could hang)
             found.append(Entry(child_path, is_dir, 0 if is_dir else info.st_size, info.st_mtime))
         return sorted(found, key=lambda entry: entry.path)
 

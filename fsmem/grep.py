@@ -9,7 +9,7 @@ from typing import Callable
 import regex
 
 from fsmem.drive import Drive
-from fsmem.errors import BadPath, BadPattern, Timeout
+from fsmem.errors import BadPattern, Timeout
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,7 @@ def grep(
     for entry in sorted(drive.walk_files(""), key=lambda e: e.path):
         if not accept(entry.path) or (cutoff is not None and entry.modified < cutoff):
             continue
-        try:
-            data = drive.read(entry.path)
-        except BadPath:  # became a FIFO or device since it was listed: not memory, skipped
-            continue
+        data = drive.read(entry.path)
         if data is None:
             continue
         text = data.decode("utf-8", errors="replace")

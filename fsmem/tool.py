@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from fsmem.memory import Memory
 
 
-READ_CAP_FACTOR = 4  # a read shows at most 4 × the file size limit (128 KiB by default) at once
-
-
 class _Deferred(Exception):
     """Raised by a review-mode run just before it would change what someone wrote: becomes a proposal."""
 
@@ -186,11 +183,7 @@ class Run:
         path = self._path(request.path)
         if path == "" or self.drive.is_dir(path):
             return {"ok": True, "path": path, "text": self._tree(path)}
-        # A file placed by hand may be any size: shown whole only up to the cap; a line range of a
-        # bigger one is still shown (the model asked for those lines), itself capped below.
-        cap = READ_CAP_FACTOR * self.memory.settings.max_file_bytes
-        ranged = request.start_line is not None or request.end_line is not None
-        data = self.drive.read(path, limit=None if ranged else cap)
+        data = self.drive.read(path)
         if data is None:
             # The run has now seen that the file is gone: it may make it anew without a conflict.
             self.seen.pop(path, None)
@@ -208,9 +201,6 @@ class Run:
         info = self.drive.stat(path)
         view = render.file_view(path, text, version, info.st_mtime if info else 0.0,
                                 request.start_line, request.end_line)
-        if len(view) > cap:
-            raise TooLarge(f"lines {request.start_line or 1}-{request.end_line or 'end'} of {path} come to "
-                           f"{len(view):,} characters, more than the {cap:,} a read shows; ask for fewer lines")
         return {"ok": True, "path": path, "version": version, "text": view}
 
     def _tree(self, path: str) -> str:
