@@ -1,4 +1,4 @@
-"""``bin/bench [drive|search|facts|context|all] [--quick] [part options]``: run benchmark parts."""
+"""``bin/bench [drive|search|facts|context|faces|store|all] [--quick] [part options]``: run benchmark parts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import sys
 
-PARTS = ("drive", "search", "facts", "context", "faces")
+PARTS = ("drive", "search", "facts", "context", "faces", "store")
 USAGE = f"usage: bin/bench [{'|'.join(PARTS)}|all] [--quick] [options of the part]"
 
 

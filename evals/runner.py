@@ -6,14 +6,16 @@ memory (and, where the case says so, the final answer). A case also holds ``scri
 model that gets it right — and ``bad_script`` — answers that get it wrong — so CI can check the
 plumbing and prove every case's checks can fail.
 
-    bin/eval --model-url http://localhost:8080/v1 --model NAME --trials 3
+    bin/eval --model-url http://localhost:8080/v1 --model NAME --trials 3 [--timeout S --max-tokens N]
     bin/eval                       # scripted answers: every case must pass
     bin/eval --bad                 # scripted wrong answers: every case must fail
+
+Exit codes: 0 all passed; 1 it ran and some trial failed its checks; 2 it could not run (bad options,
+no matching case, or a trial whose model call failed: such a score measures the server, not the model).
 """
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import json
 import re
@@ -23,6 +25,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+import click
+
+from fsmem.cli.model_options import model_options
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 COMPACT_SUMMARY = "Earlier runs happened in this thread; their messages were compacted away."
@@ -250,49 +256,54 @@ def run_cases(
     return results
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bin/eval", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model-url", help="an OpenAI-compatible API base, e.g. http://localhost:8080/v1")
-    parser.add_argument("--model", help="the model name the API expects")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key")
-    parser.add_argument("--trials", type=int, default=None, help="runs per case (default 3 live, 1 scripted)")
-    parser.add_argument("--case", default="*", help="only cases whose name matches this glob")
-    parser.add_argument("--bad", action="store_true", help="score the scripted wrong answers instead")
-    parser.add_argument("--json", action="store_true", help="print every trial as JSON")
-    args = parser.parse_args(argv)
-    cases = load_cases(pattern=args.case)
+EXIT_SCORED_LOW = 1  # the eval ran and some trial failed its checks
+EXIT_COULD_NOT_RUN = 2  # bad arguments, no case, or a trial the model could not run: no score to trust
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@model_options
+@click.option("--trials", type=click.IntRange(min=1), default=None, help="Runs per case (default 3 live, 1 scripted).")
+@click.option("--case", "pattern", default="*", show_default=True, help="Only cases whose name matches this glob.")
+@click.option("--bad", is_flag=True, help="Score the scripted wrong answers instead.")
+@click.option("--json", "as_json", is_flag=True, help="Print every trial as JSON.")
+def cli(model_settings: Any, trials: int | None, pattern: str, bad: bool, as_json: bool) -> int:
+    """The memory eval: does a model save the right thing at the right level, and nothing else?
+
+    Exit codes: 0 every trial passed; 1 the eval ran and some trial failed its checks; 2 it could not
+    run (bad options, no matching case, or a trial the model could not run: unreachable, timed out).
+    """
+    cases = load_cases(pattern=pattern)
     if not cases:
-        print(f"Error: no case matches {args.case!r} in {CASES_DIR}", file=sys.stderr)
-        return 2
-    if args.model_url:
-        if not args.model:
-            print("Error: --model-url needs --model NAME", file=sys.stderr)
-            return 2
-        from fsmem.llm import OpenAICompatibleModel
+        raise click.UsageError(f"no case matches {pattern!r} in {CASES_DIR}")
+    if model_settings.url:
+        from fsmem.llm import build_model
+
+        build_model(model_settings)  # a missing --model is said once, before any trial
 
         def make_model(case: Case) -> Any:
-            return OpenAICompatibleModel(args.model_url, args.model, api_key_env=args.api_key_env)
-        trials = args.trials or 3
-        label = f"{args.model} at {args.model_url}"
+            return build_model(model_settings)
+        trials = trials or 3
+        label = f"{model_settings.model} at {model_settings.url}"
     else:
         def make_model(case: Case) -> Any:
-            return scripted_model(case, bad=args.bad)
-        trials = args.trials or 1
-        label = "scripted " + ("wrong answers" if args.bad else "answers")
+            return scripted_model(case, bad=bad)
+        trials = trials or 1
+        label = "scripted " + ("wrong answers" if bad else "answers")
 
     def report(trial: Trial) -> None:
-        if args.json:
+        if as_json:
             return
-        mark = "pass" if trial.passed else "FAIL"
+        mark = "pass" if trial.passed else ("ERROR" if trial.error else "FAIL")
         print(f"{mark}  {trial.case}")
         for failure in trial.failures:
             print(f"      {failure}")
 
-    if not args.json:
+    if not as_json:
         print(f"memory eval: {len(cases)} cases × {trials} trials, {label}")
     results = run_cases(cases, make_model, trials, on_trial=report)
     passed = sum(t.passed for t in results)
-    if args.json:
+    broken = sum(t.error is not None for t in results)
+    if as_json:
         print(json.dumps([t.__dict__ for t in results], ensure_ascii=False, indent=2))
     else:
         by_case: dict[str, list[bool]] = {}
@@ -300,10 +311,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             by_case.setdefault(trial.case, []).append(trial.passed)
         full = sum(all(v) for v in by_case.values())
         print(f"score: {passed}/{len(results)} trials; {full}/{len(by_case)} cases passed every trial")
-    expected_all = not args.model_url
-    if expected_all and args.bad:
-        return 0 if passed == 0 else 1
-    return 0 if passed == len(results) else 1
+        if broken:
+            print(f"{broken} of {len(results)} trials could not run (marked ERROR): the score does not measure "
+                  "the model", file=sys.stderr)
+    if broken:
+        return EXIT_COULD_NOT_RUN
+    if not model_settings.url and bad:
+        return 0 if passed == 0 else EXIT_SCORED_LOW
+    return 0 if passed == len(results) else EXIT_SCORED_LOW
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``bin/eval``'s exit code: 0 all passed, 1 scored low, 2 could not run."""
+    from fsmem.errors import FsmemError
+
+    try:
+        return int(cli.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="bin/eval",
+                            standalone_mode=False) or 0)
+    except click.exceptions.Exit as done:  # --help
+        return done.exit_code
+    except click.ClickException as error:
+        print(f"Error: {error.format_message()}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    except FsmemError as error:
+        print(f"Error: [{error.code}] {error.message}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
 
 
 if __name__ == "__main__":

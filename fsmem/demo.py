@@ -147,10 +147,9 @@ class RecordingModel:
         self.model = model
         self.requests: list[list[dict[str, Any]]] = []
 
-    def complete(self, messages: list[dict], *, tools: list[dict] | None = None,
-                 temperature: float = 0.0) -> dict:
+    def complete(self, messages: list[dict], *, tools: list[dict] | None = None, **options: Any) -> dict:
         self.requests.append([dict(m) for m in messages])
-        return self.model.complete(messages, tools=tools, temperature=temperature)
+        return self.model.complete(messages, tools=tools, **options)
 
 
 def script_messages(items: Sequence[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:

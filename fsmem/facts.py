@@ -715,7 +715,10 @@ class Facts:
             resolution = self._load()
             messages = extraction_messages(template, text, today=now, current=resolution.current(),
                                            known=self.known())
-        reply = llm.complete(messages, temperature=0.0)
+        from fsmem.llm import JSON_OBJECT
+
+        # JSON mode where the server has it: small models answer prose without it (fsmem.llm falls back)
+        reply = llm.complete(messages, response_format=JSON_OBJECT)
         found = parse_proposals(reply.get("content"))
         with self._guard:
             proposals, notes = classify(self._load(), found, said=said_at, source=source, now=now)

@@ -21,8 +21,8 @@ from typing import Any, Mapping, Sequence
 from fsmem import prompts
 from fsmem.errors import ModelError
 
-__all__ = ["TOOL_NAME", "SUMMARY_PREFIX", "ToolStep", "Turn", "Session", "memory_tool_spec", "execute_call",
-           "assistant_message"]
+__all__ = ["TOOL_NAME", "SUMMARY_PREFIX", "BAD_ARGUMENTS_NOTE", "ToolStep", "Turn", "Session", "memory_tool_spec",
+           "execute_call", "assistant_message"]
 
 TOOL_NAME = "memory"
 SUMMARY_PREFIX = "Summary of the conversation so far (older messages were compacted):\n"
@@ -32,12 +32,19 @@ _SUMMARIZE = (
 )
 
 
-def memory_tool_spec() -> dict[str, Any]:
-    """The memory tool as an OpenAI function: ``tool_schema/memory.json`` in the form every provider
-    accepts (``fsmem.tool_forms``), described by ``prompts/tool.md``."""
-    from fsmem.tool_forms import load_source, openai_function
+BAD_ARGUMENTS_NOTE = (
+    "(stopped: the model twice sent memory-tool arguments that are not valid JSON, so this turn ended "
+    "without an answer; a larger --max-tokens or a model with tool-calling support may help)"
+)
 
-    return openai_function(load_source(), prompts.tool_description())
+
+def memory_tool_spec() -> dict[str, Any]:
+    """The memory tool as an OpenAI function: ``tool_schema/memory.json`` in the grammar-safe form
+    (``fsmem.tool_forms.grammar_safe_function``: no length limits, which local servers' grammar builders
+    choke on; fsmem checks every call against the full schema), described by ``prompts/tool.md``."""
+    from fsmem.tool_forms import grammar_safe_function, load_source
+
+    return grammar_safe_function(load_source(), prompts.tool_description())
 
 
 @dataclass
@@ -47,6 +54,7 @@ class ToolStep:
     name: str
     arguments: dict[str, Any] | None
     result: dict[str, Any]
+    malformed: bool = False  # the arguments were not JSON: the model gets one chance to send them again
 
     @property
     def text(self) -> str:
@@ -69,7 +77,8 @@ def assistant_message(reply: dict[str, Any]) -> dict[str, Any]:
     """The assistant message as it goes back into the thread: role, content, tool calls only."""
     if not isinstance(reply, dict):
         raise ModelError(f"the model answered with {type(reply).__name__}, not a message")
-    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+    # "" rather than null beside tool calls: some servers (llama-cpp-python) refuse null content
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content") or ""}
     calls = reply.get("tool_calls") or []
     if calls:
         message["tool_calls"] = calls
@@ -92,7 +101,7 @@ class Session:
         max_steps: int = 12,
         messages: Sequence[dict[str, Any]] = (),
         routines: Mapping[str, str] | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = None,
     ) -> None:
         self.memory = memory
         self.scope = scope
@@ -105,7 +114,7 @@ class Session:
         self.recall_tokens = recall_tokens
         self.max_steps = max_steps
         self.routines = dict(routines or {})  # routine id -> name, from the harness's records
-        self.temperature = temperature
+        self.temperature = temperature  # None: the model's own setting (--temperature)
         self.messages: list[dict[str, Any]] = [dict(m) for m in messages]
 
     def model_input(self) -> list[dict[str, Any]]:
@@ -133,6 +142,7 @@ class Session:
             raise
 
     def _work(self, turn: Turn) -> Turn:
+        corrected = False
         for _ in range(self.max_steps):
             reply = self.model.complete(self.model_input(), tools=self.tools, temperature=self.temperature)
             turn.model_calls += 1
@@ -142,12 +152,21 @@ class Session:
             if not calls:
                 turn.answer = message.get("content") or ""
                 return turn
+            malformed = False
             for call in calls:
                 step = self._execute(call)
                 turn.steps.append(step)
+                malformed = malformed or step.malformed
                 self.messages.append(
                     {"role": "tool", "tool_call_id": str(call.get("id", "")), "content": step.text}
                 )
+            if malformed:
+                # the refusal above is the one corrective reply; a model that cannot send JSON
+                # arguments rarely learns in the next ten calls, so the turn ends instead
+                if corrected:
+                    turn.answer = BAD_ARGUMENTS_NOTE
+                    return turn
+                corrected = True
         turn.answer = f"(stopped after {self.max_steps} model calls without a final answer)"
         return turn
 
@@ -188,8 +207,9 @@ def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError as error:
         return ToolStep(name, None, _refusal(
-            "BAD_REQUEST", f"the arguments are not valid JSON ({error.msg} at character {error.pos}); "
-                           "send one JSON object such as {\"command\": \"read\", \"path\": \"MEMORY.md\"}"))
+            "BAD_REQUEST", f"the arguments are not valid JSON ({error.msg}: line {error.lineno}, column "
+                           f"{error.colno}); send them again as one complete JSON object such as "
+                           "{\"command\": \"read\", \"path\": \"MEMORY.md\"}"), malformed=True)
     if not isinstance(arguments, dict):
         return ToolStep(name, None, _refusal(
             "BAD_REQUEST", "the arguments must be one JSON object with a \"command\""))

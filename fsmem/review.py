@@ -32,7 +32,7 @@ __all__ = ["Applied", "Proposed", "Refused", "ReviewResult", "review", "review_m
 DEFAULT_MAX_CALLS = 16
 NOTHING_TO_SAVE = "Nothing to save."
 
-Ended = Literal["answered", "budget", "empty", "model_error"]
+Ended = Literal["answered", "budget", "empty", "model_error", "bad_arguments"]
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,36 @@ class ReviewResult:
         return bool(self.applied or self.proposals)
 
     def lines(self) -> list[str]:
-        """What a person is shown: one line per change and per proposal, nothing when nothing changed."""
+        """One line per change and per proposal; [] when nothing changed (then see :meth:`outcome`)."""
         return [a.line() for a in self.applied] + [p.line() for p in self.proposals]
+
+    @property
+    def unusable(self) -> bool:
+        """The model worked but nothing it sent could be used: its calls were refused or malformed, or
+        it ran out of calls, and nothing changed."""
+        return not self.changed and self.ended in ("budget", "bad_arguments")
+
+    def outcome(self) -> str | None:
+        """What a person is told when nothing changed (None when something did): that the model found
+        nothing worth keeping, that it answered without proposing or changing anything, or that its
+        answer could not be used."""
+        if self.changed or self.ended == "model_error":
+            return None
+        if self.ended == "empty":
+            return "Nothing to review: the conversation has no user or assistant text."
+        refused = f" {len(self.refused)} memory calls were refused." if self.refused else ""
+        if self.ended == "bad_arguments":
+            return ("The model's answer could not be used: it twice sent memory-tool arguments that are "
+                    f"not valid JSON. Nothing changed.{refused}")
+        if self.ended == "budget":
+            return (f"The model's answer could not be used: it made {self.model_calls} model calls "
+                    f"without finishing, and changed nothing.{refused} Raise --max-calls or try another "
+                    "model.")
+        if self.answer == NOTHING_TO_SAVE:
+            return "Nothing to save: the model found nothing in this conversation worth keeping."
+        said = " ".join(self.answer.split())
+        said = (said[:200] + "…") if len(said) > 200 else (said or "(nothing)")
+        return (f"The model answered without proposing or changing anything.{refused} Its answer: {said}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +127,7 @@ class ReviewResult:
             "ended": self.ended,
             "answer": self.answer,
             "error": self.error,
+            "outcome": self.outcome(),
         }
 
 
@@ -131,7 +160,7 @@ def review_messages(run: Any, turns: list[dict[str, str]], *, dropped: int = 0,
 
 def review(memory: Any, conversation: Any, model: Any, scope: Scope | None = None, *,
            max_calls: int = DEFAULT_MAX_CALLS, thread_id: str | None = None, project: str | None = None,
-           conversation_limit: int = CONVERSATION_LIMIT, temperature: float = 0.0) -> ReviewResult:
+           conversation_limit: int = CONVERSATION_LIMIT, temperature: float | None = None) -> ReviewResult:
     """Reread ``conversation`` (a list of messages, or an object with ``messages``) with ``model`` (a
     :class:`fsmem.llm.ChatModel`) and keep what it taught in ``scope``'s memory.
 
@@ -150,7 +179,9 @@ def review(memory: Any, conversation: Any, model: Any, scope: Scope | None = Non
     messages = review_messages(run, turns, dropped=dropped, max_calls=max_calls, project=project)
     tools = [memory_tool_spec()]
     steps: list[ToolStep] = []
-    calls, ended, answer, error = 0, "budget", "", None
+    calls, answer, error = 0, "", None
+    ended: Ended = "budget"
+    corrected = False
     while calls < max_calls:
         try:
             reply = assistant_message(model.complete(messages, tools=tools, temperature=temperature))
@@ -165,10 +196,17 @@ def review(memory: Any, conversation: Any, model: Any, scope: Scope | None = Non
         if not tool_calls:
             ended, answer = "answered", reply.get("content") or ""
             break
+        malformed = False
         for call in tool_calls:
             step = execute_call(run, call)
             steps.append(step)
+            malformed = malformed or step.malformed
             messages.append({"role": "tool", "tool_call_id": str(call.get("id", "")), "content": step.text})
+        if malformed:  # one corrective reply (the refusal), then the review ends: see Session._work
+            if corrected:
+                ended = "bad_arguments"
+                break
+            corrected = True
     return ReviewResult(
         thread_id=thread_id,
         applied=tuple(_applied(memory, thread_id, started)),

@@ -6,6 +6,8 @@ reads are derived from it here, and ``bin/gen-schemas`` writes them next to it:
     tool_schema/memory.json             the source (JSON Schema 2020-12, with per-command rules)
     tool_schema/openai_function.json    {"type": "function", "function": {name, description, parameters}}
     tool_schema/anthropic_tool.json     {name, description, input_schema}
+    tool_schema/openai_function_grammar_safe.json
+                                        the OpenAI form without length limits, for local servers
     (MCP, at run time)                  {name, description, inputSchema}
 
 Providers accept less of JSON Schema than a validator does: the Anthropic API refuses an input schema
@@ -13,6 +15,12 @@ with ``allOf``/``anyOf``/``oneOf`` at the top level, and clients that forward MC
 fail with it. So the provider forms keep the properties, ``required`` and ``additionalProperties`` and
 drop the top-level combinators and conditionals; the per-command rules they held are still enforced,
 because every call is checked against ``memory.json`` itself when it runs.
+
+Local servers that turn a tool schema into a sampling grammar (llama.cpp, llama-cpp-python, vLLM's
+guided decoding) expand ``maxLength: 1024`` into a thousand-fold repetition; llama-cpp-python's builder
+fails on it and the server crashed. The grammar-safe form drops the length and count limits
+(``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern``) at every depth; fsmem still
+enforces each of them when the call runs. The reference harness sends this form.
 
 The description is the tool description prompt (``prompts/tool.md``) when it exists, else the schema's
 own ``description``.
@@ -35,6 +43,7 @@ __all__ = [
     "tool_description",
     "portable_input_schema",
     "openai_function",
+    "grammar_safe_function",
     "anthropic_tool",
     "mcp_tool",
     "render",
@@ -87,6 +96,22 @@ def openai_function(source: dict[str, Any], description: str) -> dict[str, Any]:
     }
 
 
+_LENGTH_LIMITS = frozenset({"minLength", "maxLength", "minItems", "maxItems", "pattern"})
+
+
+def _without_length_limits(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_length_limits(item) for key, item in value.items() if key not in _LENGTH_LIMITS}
+    if isinstance(value, list):
+        return [_without_length_limits(item) for item in value]
+    return value
+
+
+def grammar_safe_function(source: dict[str, Any], description: str) -> dict[str, Any]:
+    """The OpenAI form without length limits, which grammar-constrained servers choke on."""
+    return _without_length_limits(openai_function(source, description))
+
+
 def anthropic_tool(source: dict[str, Any], description: str) -> dict[str, Any]:
     """The Anthropic Messages API custom-tool form (``tools=[...]``)."""
     return {"name": TOOL_NAME, "description": description, "input_schema": portable_input_schema(source)}
@@ -109,10 +134,11 @@ def generate(schema_dir: Path = SCHEMA_DIR, prompts_dir: Path = PROMPTS_DIR) -> 
     return {
         "openai_function.json": render(openai_function(source, description)),
         "anthropic_tool.json": render(anthropic_tool(source, description)),
+        "openai_function_grammar_safe.json": render(grammar_safe_function(source, description)),
     }
 
 
-GENERATED = ("openai_function.json", "anthropic_tool.json")
+GENERATED = ("openai_function.json", "anthropic_tool.json", "openai_function_grammar_safe.json")
 
 
 def stale(schema_dir: Path = SCHEMA_DIR, prompts_dir: Path = PROMPTS_DIR) -> list[str]:

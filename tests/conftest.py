@@ -54,3 +54,82 @@ def run_fsmem(*args: str, input: str | None = None, cwd: Path | None = None,
         [sys.executable, "-m", "fsmem", *args],
         input=input, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout,
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`smoke_model` tests run against a real model server named by FSMEM_SMOKE_MODEL_URL (see
+    bin/smoke-local-model). They are opt-in by design, like a benchmark: without the variable they are
+    deselected (reported as such), never skipped as if a required service were missing."""
+    if os.environ.get("FSMEM_SMOKE_MODEL_URL"):
+        return
+    chosen = [item for item in items if item.get_closest_marker("smoke_model") is None]
+    if len(chosen) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
+        items[:] = chosen
+
+
+# ---- PostgreSQL: a real server for tests/test_pg_*.py ---------------------------------------------
+# bin/test starts a throwaway cluster and exports its URL; read here, before the autouse fixture above
+# clears FSMEM_* from each test. Run without it (pytest directly), the session starts its own.
+PG_URL = os.environ.get("FSMEM_TEST_PG_URL")
+PG_DIR = os.environ.get("FSMEM_TEST_PG_DIR")
+IN_CI = os.environ.get("CI") == "true"
+
+
+def no_postgres(reason: str) -> None:
+    """Skip on a laptop without PostgreSQL; under CI a test that needs it fails instead."""
+    if IN_CI:
+        pytest.fail(f"PostgreSQL is needed under CI but {reason}")
+    pytest.skip(f"no PostgreSQL server: {reason} (bin/test starts one when PostgreSQL is installed)")
+
+
+class PgServer:
+    def __init__(self, url: str, folder: str | None) -> None:
+        self.url, self.folder = url, folder
+
+    def control(self, action: str) -> None:
+        """``restart`` (pg_ctl restart -m fast), ``down`` or ``up`` the throwaway cluster (only ours)."""
+        if self.folder is None:
+            no_postgres("FSMEM_TEST_PG_URL names a server without FSMEM_TEST_PG_DIR, so it cannot be restarted")
+        subprocess.run([str(REPO / "bin" / "pg-throwaway"), action, str(self.folder)], check=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        no_postgres("psycopg is not installed (pip install -e '.[postgres]')")
+    if PG_URL:
+        yield PgServer(PG_URL, PG_DIR)
+        return
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="fsmem-pg.", dir="/tmp")
+    script = str(REPO / "bin" / "pg-throwaway")
+    started = subprocess.run([script, "start", folder], capture_output=True, text=True, timeout=120, check=False)
+    try:
+        if started.returncode != 0:
+            no_postgres(f"bin/pg-throwaway could not start one: {started.stderr.strip()}")
+        yield PgServer(started.stdout.strip(), folder)
+    finally:
+        subprocess.run([script, "stop", folder], capture_output=True, timeout=60, check=False)
+
+
+@pytest.fixture(scope="module")
+def postgres(pg_server: PgServer):
+    """The connection string of a fresh database for this test module, dropped after it (creating one
+    costs ~0.5 s; tests keep apart inside it by project name)."""
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    name = f"fsmem_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield make_conninfo(pg_server.url, dbname=name)
+    with psycopg.connect(pg_server.url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

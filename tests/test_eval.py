@@ -85,13 +85,24 @@ def test_a_model_url_runs_each_case_n_times_and_scores_what_the_model_saved(caps
     assert len(server.requests) == 3
 
 
-def test_a_model_that_fails_to_answer_fails_the_trial_with_its_reason(capsys):
+def test_a_model_that_fails_to_answer_could_not_run_and_exits_2(capsys):
     with ChatServer([]) as server:  # no reply scripted: the server answers HTTP 500
         code = main(["--model-url", server.base_url, "--model", "m", "--api-key-env", "",
                      "--case", "05_*", "--trials", "1"])
-    output = capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert code == 2  # "could not run", not "scored low" (1)
+    assert "ERROR  05_personal_taste\n      the run failed: ModelError:" in captured.out
+    assert captured.err == ("1 of 1 trials could not run (marked ERROR): the score does not measure the model\n")
+
+
+def test_a_model_that_answers_wrong_scored_low_and_exits_1(capsys):
+    with ChatServer(["Noted, I will remember that."]) as server:  # answers, saves nothing
+        code = main(["--model-url", server.base_url, "--model", "m", "--api-key-env", "",
+                     "--case", "01_*", "--trials", "1", "--timeout", "30", "--max-tokens", "64"])
+    captured = capsys.readouterr()
     assert code == 1
-    assert "FAIL  05_personal_taste\n      the run failed: ModelError:" in output
+    assert "FAIL  01_rule_told_in_chat" in captured.out and captured.err == ""
+    assert server.requests[0].body["max_tokens"] == 64
 
 
 def test_unknown_cases_and_a_url_without_a_model_are_refused(capsys):
@@ -99,7 +110,8 @@ def test_unknown_cases_and_a_url_without_a_model_are_refused(capsys):
     assert main(["--model-url", "http://127.0.0.1:9/v1"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"Error: no case matches 'nope*' in {CASES_DIR}",
-        "Error: --model-url needs --model NAME",
+        "Error: [MODEL_ERROR] no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
+        "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server",
     ]
 
 

@@ -65,7 +65,7 @@ def test_propose_marks_each_and_keeps_nothing(memory) -> None:
     assert sorted(p.name for p in (memory.root / "notes/memory").iterdir()) == before
 
     request = model.calls[0]
-    assert request["temperature"] == 0.0
+    assert request["response_format"] == {"type": "json_object"}  # JSON mode, where the server has it
     system, user = request["messages"][0]["content"], request["messages"][1]["content"]
     assert "Today is 2026-11-30 (Monday)." in system
     assert "- Ana / employer\n- Ana / role" in system
@@ -126,7 +126,8 @@ def test_remember_over_http_keeps_the_chosen(memory, tmp_path) -> None:
         'Note: a fact about Bruno was dropped: it looked like a secret, a credential word ("password")\n'
         f"Kept {bruno.id}: Bruno / team: Bruno works in ops.\n")
     body = server.requests[0].body
-    assert body["model"] == "tiny" and body["temperature"] == 0.0
+    assert body["model"] == "tiny" and body["temperature"] == 0.0 and body["max_tokens"] == 1024
+    assert body["response_format"] == {"type": "json_object"}
     assert [f.text for f in _facts(memory).current("ana")] == ["Ana works at Acme.", "Ana works in research."]
 
 

@@ -87,7 +87,7 @@ def test_answers_are_read(reply: str, expected: list) -> None:
 
 
 @pytest.mark.parametrize("reply, message", [
-    ("Sure! Here are the facts: Ana works in research.", "the model's answer is not valid JSON (Expecting value at line 1, column 1)"),
+    ("Sure! Here are the facts: Ana works in research.", "the model's answer is not valid JSON (Expecting value: line 1, column 1)"),
     ('{"facts": [', "the model's answer is not valid JSON"),
     ('{"facts": "Ana"}', 'the model\'s JSON has no "facts" list'),
     ("", "the model answered nothing"),

@@ -210,9 +210,9 @@ def test_recall_is_the_last_message_of_the_turn_and_what_it_showed_whole_may_be_
     assert turn.steps[0].ok, turn.steps[0].text  # shown whole by recall: no read needed first
 
 
-def test_the_tool_given_to_the_model_is_the_checked_in_openai_form():
+def test_the_tool_given_to_the_model_is_the_checked_in_grammar_safe_form():
     spec = memory_tool_spec()
-    assert spec == json.loads((REPO / "tool_schema" / "openai_function.json").read_text())
+    assert spec == json.loads((REPO / "tool_schema" / "openai_function_grammar_safe.json").read_text())
     assert spec["function"]["description"].startswith("Read and change the project's shared memory")
     parameters = spec["function"]["parameters"]
     assert parameters["required"] == ["command"] and "allOf" not in parameters

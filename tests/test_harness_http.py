@@ -93,7 +93,7 @@ def test_fsmem_chat_refuses_a_thread_of_another_scope(root, tmp_path):
 
 def test_fsmem_chat_needs_a_model_and_a_routine_needs_its_agent(root):
     result = CliRunner().invoke(main, ["chat", "--root", str(root), "-m", "hi"])
-    assert result.exit_code == 2 and "pass --model-url URL --model NAME" in result.output
+    assert result.exit_code == 2 and "pass --model-url URL and --model NAME" in result.output
     result = CliRunner().invoke(main, ["chat", "--root", str(root), "--model-url", "http://127.0.0.1:9/v1",
                                        "--model", "m", "--routine", TITLE_TUNING.id, "-m", "hi"])
     assert result.exit_code == 2

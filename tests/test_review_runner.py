@@ -69,7 +69,7 @@ def test_the_model_gets_the_conversation_copy_the_memory_copies_and_the_prompt(m
     model = ScriptedModel("Nothing to save.")
     review(memory, CONVERSATION, model, Scope.chat(), max_calls=5)
     [call] = model.calls
-    assert call["tools"] == [memory_tool_spec()] and call["temperature"] == 0.0
+    assert call["tools"] == [memory_tool_spec()] and call["temperature"] is None  # the model's own setting
     assert call["messages"] == [
         {"role": "system", "content": prompts.system_prompt("bakery")},
         {"role": "user", "content": "Retitle the /classes page."},
@@ -379,10 +379,12 @@ def test_cli_json_and_a_review_that_changes_nothing(memory, conversation_file):
     with ChatServer(["Nothing to save.", "Nothing to save."]) as server:
         quiet = _cli(memory, server, conversation_file, "--scope", "chat")
         data = _cli(memory, server, conversation_file, "--json")
-    assert (quiet.exit_code, quiet.output) == (0, "")
+    assert (quiet.exit_code, quiet.output) == (
+        0, "Nothing to save: the model found nothing in this conversation worth keeping.\n")
     payload = json.loads(data.output)
     assert payload == {"thread_id": payload["thread_id"], "applied": [], "proposals": [], "refused": [],
-                       "model_calls": 1, "ended": "answered", "answer": "Nothing to save.", "error": None}
+                       "model_calls": 1, "ended": "answered", "answer": "Nothing to save.", "error": None,
+                       "outcome": "Nothing to save: the model found nothing in this conversation worth keeping."}
     assert payload["thread_id"].startswith("review-")
 
 
@@ -390,7 +392,11 @@ def test_cli_stops_at_max_calls(memory, conversation_file):
     read = Reply(tool_calls=[tool_call("memory", {"command": "read", "path": "MEMORY.md"})])
     with ChatServer([read, read, read]) as server:
         result = _cli(memory, server, conversation_file, "--max-calls", "2", "--json")
-    assert json.loads(result.output)["ended"] == "budget" and len(server.requests) == 2
+    assert json.loads(result.stdout)["ended"] == "budget" and len(server.requests) == 2
+    # two calls spent on reading, nothing changed: the answer could not be used, and the exit code says so
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: [MODEL_ERROR] The model's answer could not be used: it made 2 model calls "
+                             "without finishing, and changed nothing. Raise --max-calls or try another model.\n")
 
 
 def test_cli_refusals(memory, conversation_file, tmp_path):

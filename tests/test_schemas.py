@@ -133,7 +133,8 @@ def test_stale_names_what_changed(tmp_path):
     source = json.loads((schemas / "memory.json").read_text())
     source["properties"]["limit"]["maximum"] = 50
     (schemas / "memory.json").write_text(json.dumps(source))
-    assert stale(schemas, prompts) == ["openai_function.json", "anthropic_tool.json"]
+    assert stale(schemas, prompts) == ["openai_function.json", "anthropic_tool.json",
+                                       "openai_function_grammar_safe.json"]
     (schemas / "anthropic_tool.json").unlink()
     for name, text in generate(schemas, prompts).items():
         (schemas / name).write_text(text)

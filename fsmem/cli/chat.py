@@ -10,28 +10,10 @@ from typing import Any
 
 import click
 
+from fsmem.cli.model_options import make_model, model_options
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import ModelError, ScopeError, SetupError
 from fsmem.atomic import write_atomic
-
-
-def _model_options(command: Any) -> Any:
-    command = click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME",
-                           help="The environment variable holding the API key (none needed locally).")(command)
-    command = click.option("--model", "model_name", metavar="NAME", help="The model name the API expects.")(command)
-    command = click.option("--model-url", metavar="URL",
-                           help="An OpenAI-compatible API base, e.g. http://localhost:8080/v1.")(command)
-    return command
-
-
-def _make_model(model_url: str | None, model_name: str | None, api_key_env: str) -> Any:
-    if not model_url:
-        return None
-    if not model_name:
-        raise click.UsageError("--model-url needs --model NAME")
-    from fsmem.llm import OpenAICompatibleModel
-
-    return OpenAICompatibleModel(model_url, model_name, api_key_env=api_key_env)
 
 
 def _scope(agent_id: str | None, agent_name: str | None, routine_id: str | None,
@@ -89,7 +71,7 @@ def _print_turn(turn: Any, show_context: bool) -> None:
 
 @click.command()
 @root_option
-@_model_options
+@model_options
 @click.option("--agent", "agent_id", metavar="ID", help="Talk as this agent (its chat loads its memory).")
 @click.option("--agent-name", metavar="NAME", help="The agent's name, shown to the model.")
 @click.option("--routine", "routine_id", metavar="ID", help="Run this routine of --agent (loads its notes).")
@@ -102,7 +84,7 @@ def _print_turn(turn: Any, show_context: bool) -> None:
               help="Add the top memory matches for each message (under a token cap).")
 @click.option("--show-context", is_flag=True, help="Show which memory copies each turn appended.")
 @json_option
-def chat(root: str | None, model_url: str | None, model_name: str | None, api_key_env: str,
+def chat(root: str | None, model_settings: Any,
          agent_id: str | None, agent_name: str | None, routine_id: str | None, routine_name: str | None,
          messages: tuple[str, ...], thread_file: Path | None, recall: bool, show_context: bool,
          as_json: bool) -> None:
@@ -113,10 +95,10 @@ def chat(root: str | None, model_url: str | None, model_name: str | None, api_ke
     import fsmem
     from fsmem.harness import Session
 
-    if not model_url:
-        raise click.UsageError("fsmem chat talks to a real model: pass --model-url URL --model NAME "
-                               "(try `fsmem demo` for the scripted one)")
-    model = _make_model(model_url, model_name, api_key_env)
+    if not model_settings.url:
+        raise ModelError("fsmem chat talks to a real model: pass --model-url URL and --model NAME (or set "
+                         "$FSMEM_MODEL_URL and $FSMEM_MODEL); try `fsmem demo` for the scripted one")
+    model = make_model(model_settings)
     memory = fsmem.open(find_root(root))
     scope, scope_key = _scope(agent_id, agent_name, routine_id, routine_name)
     thread_id, history = _load_thread(thread_file, scope_key)
@@ -159,16 +141,18 @@ def chat(root: str | None, model_url: str | None, model_name: str | None, api_ke
         echo_json({"thread_id": session.thread_id, "turns": turns})
 
 
+EXIT_DEMO_FAILED = 1  # ran, and a check failed (the README's "refused" code); 2 stays "could not run"
+
+
 @click.command()
-@_model_options
+@model_options
 @click.option("--project", "source", type=click.Path(file_okay=False, exists=True, path_type=Path),
               metavar="DIR", help="The memory root to copy (default: the repository's sample_project/).")
 @click.option("--keep", type=click.Path(path_type=Path), metavar="DIR",
               help="Make the copy here and keep it (default: a temporary folder, removed at the end).")
 @click.option("--show-system", is_flag=True, help="Print the whole system prompt once.")
 @json_option
-def demo(model_url: str | None, model_name: str | None, api_key_env: str, source: Path | None,
-         keep: Path | None, show_system: bool, as_json: bool) -> None:
+def demo(model_settings: Any, source: Path | None, keep: Path | None, show_system: bool, as_json: bool) -> None:
     """Show memory at work on a copy of the sample project, run by run.
 
     A rule told in one chat is followed in a new chat; a routine records a change its sibling then
@@ -178,7 +162,8 @@ def demo(model_url: str | None, model_name: str | None, api_key_env: str, source
     from fsmem.demo import AGENT_MEMORY, run_demo
     from fsmem.sample import copy_sample
 
-    model = _make_model(model_url, model_name, api_key_env)
+    model_url = model_settings.url
+    model = make_model(model_settings) if model_url else None
     echo = (lambda text: None) if as_json else click.echo
     if keep is not None:
         if keep.exists():
@@ -195,6 +180,13 @@ def demo(model_url: str | None, model_name: str | None, api_key_env: str, source
                 click.echo("(The copy was temporary and is now removed; pass --keep DIR to keep it.)")
     if as_json:
         echo_json(records)
+    failed = [label for record in records for label, ok in record["checks"].items() if not ok]
+    if failed:
+        # the demo is a check too: a script (or bin/smoke-local-model) must see that it did not hold
+        total = sum(len(record["checks"]) for record in records)
+        click.echo(f"Error: {len(failed)} of {total} demo checks failed (marked ✗ above): memory did "
+                   "not reach the model as the runs expect", err=True)
+        click.get_current_context().exit(EXIT_DEMO_FAILED)
 
 
 def _run(run_demo: Any, root: Path, model: Any, echo: Any, show_system: bool, model_url: str | None) -> Any:

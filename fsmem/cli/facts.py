@@ -224,13 +224,12 @@ def _choice(text: str, count: int) -> list[int]:
 @click.option("--said", metavar="DATE", help="When the conversation took place (default: its `date`, else now).")
 @root_option
 @json_option
-def remember(conversation_file: Path, model_url: str | None, model_name: str | None, api_key_env: str,
-             timeout: float, no_thinking: bool, keep_choice: str | None, ask: bool, source: str | None, said: str | None,
-             root: str | None, as_json: bool) -> None:
+def remember(conversation_file: Path, model_settings: Any, keep_choice: str | None, ask: bool,
+             source: str | None, said: str | None, root: str | None, as_json: bool) -> None:
     """Propose the durable facts of a conversation through a model; keep the ones you choose."""
     store = _facts(root)
     conversation = read_conversation(conversation_file)
-    model = make_model(model_url, model_name, api_key_env, timeout, no_thinking)
+    model = make_model(model_settings)
     extraction = store.propose(conversation, model, source=source, said=said)
     proposals = extraction.proposals
     keepable = [p for p in proposals if p.status != "known"]

@@ -1,15 +1,21 @@
-"""What ``fsmem remember`` and ``fsmem review`` share: a conversation file and an OpenAI-compatible model."""
+"""What the model-facing commands share: the model options (demo, chat, remember, review, bin/eval) and a
+conversation file (remember, review)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from fsmem.errors import BadFact, FsmemError, ModelError
+from fsmem.errors import BadFact, FsmemError
+
+if TYPE_CHECKING:
+    from fsmem.llm import ModelSettings
 
 
 def conversation_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,30 +42,52 @@ def read_conversation(path: Path, error: type[FsmemError] = BadFact) -> Any:
 
 
 def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--model-url``, ``--model``, ``--api-key-env``, ``--timeout``, ``--no-thinking`` (see :func:`make_model`)."""
+    """The model options of every model-facing command, collected into one ``model_settings``
+    argument (a :class:`fsmem.llm.ModelSettings`); build the model with :func:`make_model`.
+
+    ``--model-url`` ($FSMEM_MODEL_URL), ``--model`` ($FSMEM_MODEL), ``--api-key-env``, ``--timeout``
+    ($FSMEM_TIMEOUT), ``--max-tokens``, ``--temperature``, ``--no-thinking``.
+    """
+    from fsmem.llm import (
+        DEFAULT_API_KEY_ENV,
+        DEFAULT_MAX_TOKENS,
+        DEFAULT_TIMEOUT,
+        ModelSettings,
+    )
+
+    @functools.wraps(command)
+    def collect(*args: Any, model_url: str | None, model_name: str | None, api_key_env: str, timeout: float,
+                max_tokens: int, temperature: float, no_thinking: bool, **kwargs: Any) -> Any:
+        settings = ModelSettings(url=model_url or None, model=model_name or None, api_key_env=api_key_env,
+                                 timeout=timeout, max_tokens=max_tokens, temperature=temperature,
+                                 no_thinking=no_thinking)
+        return command(*args, model_settings=settings, **kwargs)
+
+    wrapped: Callable[..., Any] = collect
     for option in reversed([
         click.option("--model-url", envvar="FSMEM_MODEL_URL", metavar="URL",
-                     help="An OpenAI-compatible base URL, e.g. http://localhost:11434/v1 ($FSMEM_MODEL_URL)."),
+                     help="An OpenAI-compatible base URL, e.g. http://localhost:8080/v1 ($FSMEM_MODEL_URL)."),
         click.option("--model", "model_name", envvar="FSMEM_MODEL", metavar="NAME",
                      help="The model's name on that server ($FSMEM_MODEL)."),
-        click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
+        click.option("--api-key-env", default=DEFAULT_API_KEY_ENV, show_default=True, metavar="VAR",
                      help="The environment variable holding the API key (sent only when set)."),
-        click.option("--timeout", default=600.0, show_default=True, help="Seconds to wait for the model."),
+        click.option("--timeout", envvar="FSMEM_TIMEOUT", default=DEFAULT_TIMEOUT, show_default=True,
+                     type=click.FloatRange(min=0, min_open=True),
+                     help="Seconds to wait for each model answer ($FSMEM_TIMEOUT)."),
+        click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, type=click.IntRange(min=1),
+                     help="At most this many tokens per answer, so a rambling model stops."),
+        click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(min=0),
+                     help="Sampling temperature (0: the most likely answer)."),
         click.option("--no-thinking", is_flag=True,
                      help="Ask a model that thinks (Qwen3 and the like) not to: sends chat_template_kwargs "
                           "enable_thinking=false (vLLM, llama.cpp, SGLang)."),
     ]):
-        command = option(command)
-    return command
+        wrapped = option(wrapped)
+    return wrapped
 
 
-def make_model(model_url: str | None, model_name: str | None, api_key_env: str, timeout: float,
-               no_thinking: bool) -> Any:
-    from fsmem.llm import OpenAICompatibleModel
+def make_model(settings: ModelSettings) -> Any:
+    """The model the settings name (:func:`fsmem.llm.build_model`); MODEL_ERROR when there is none."""
+    from fsmem.llm import build_model
 
-    if not model_url or not model_name:
-        raise ModelError("no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
-                         "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server")
-    extra = {"chat_template_kwargs": {"enable_thinking": False}} if no_thinking else None
-    return OpenAICompatibleModel(model_url, model_name, api_key_env=api_key_env, timeout=timeout,
-                                 extra_body=extra)
+    return build_model(settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from fsmem.cli.model_options import conversation_option, make_model, model_optio
 from fsmem.cli import exit_code_for
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import BadRequest, ModelError
+
+if TYPE_CHECKING:
+    from fsmem.llm import ModelSettings
 
 
 @click.command()
@@ -22,13 +26,14 @@ from fsmem.errors import BadRequest, ModelError
               help="At most this many model calls; what was written before the budget ran out stays.")
 @root_option
 @json_option
-def review(conversation_file: Path, scope_text: str, model_url: str | None, model_name: str | None,
-           api_key_env: str, timeout: float, no_thinking: bool, max_calls: int, root: str | None,
-           as_json: bool) -> None:
+def review(conversation_file: Path, scope_text: str, model_settings: ModelSettings, max_calls: int,
+           root: str | None, as_json: bool) -> None:
     """Reread a conversation through a model and keep what it taught in memory.
 
     Additions apply at once; a change that replaces or removes what is written becomes a proposal
-    (`fsmem proposals`). Prints one line per change and per proposal, and nothing when nothing changed.
+    (`fsmem proposals`). Prints one line per change and per proposal; when nothing changed, one line
+    that says whether the model found nothing worth keeping, answered without proposing anything, or
+    sent nothing usable (exit 2).
     """
     import fsmem
     from fsmem import Scope
@@ -37,7 +42,7 @@ def review(conversation_file: Path, scope_text: str, model_url: str | None, mode
     memory = fsmem.open(find_root(root))
     scope = Scope.parse(scope_text)
     conversation = read_conversation(conversation_file, error=BadRequest)
-    model = make_model(model_url, model_name, api_key_env, timeout, no_thinking)
+    model = make_model(model_settings)
     result = run_review(memory, conversation, model, scope, max_calls=max_calls)
     if as_json:  # one JSON document, the error inside it: what was kept before the stop stays listed
         echo_json(result.to_dict())
@@ -48,3 +53,8 @@ def review(conversation_file: Path, scope_text: str, model_url: str | None, mode
         click.echo(line)
     if result.error is not None:
         raise ModelError(f"the review stopped early: {result.error}")
+    outcome = result.outcome()
+    if result.unusable and outcome:
+        raise ModelError(outcome)  # exit 2, like any model that could not do the job
+    if outcome and not as_json:
+        click.echo(outcome)

@@ -141,7 +141,7 @@ def parse_proposals(reply: str | None) -> list[dict[str, Any]]:
     try:
         data = json.loads(text)
     except ValueError as error:
-        raise ModelError(f"the model's answer is not valid JSON ({error.msg} at line {error.lineno}, "
+        raise ModelError(f"the model's answer is not valid JSON ({error.msg}: line {error.lineno}, "
                          f"column {error.colno}); it was asked for {{\"facts\": [...]}}. Nothing was "
                          "kept; try again or use another model") from None
     items = data.get("facts") if isinstance(data, dict) else data

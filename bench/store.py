@@ -1,0 +1,195 @@
+"""The PostgreSQL store beside the folder drive: a conditional write, the freshness query, throughput.
+
+    bin/bench store [--quick] [--rounds N] [--seconds S] [--workers 1,2,4,8] [--url CONNINFO]
+
+Without ``--url`` it starts its own throwaway cluster with fsync on (``bin/pg-throwaway``, as durable
+as the folder drive's fsync'd writes) and removes it afterwards. Rows:
+
+- a conditional write (read the version, write only if it is still that) on the folder drive
+  (``drive.change`` + ``tx.read`` + ``tx.write``, no index hooks) and on PostgreSQL
+  (``change`` + ``tx.write(expect=…)``), interleaved in the same run;
+- ``read``, ``newest_seq()`` (target ≤ 0.5 ms p50: a search asks it every time) and an empty
+  ``changes_since``;
+- writes per second with 1, 2, 4 and 8 worker processes, each with its own pool, on distinct files
+  and on one shared file (read, then write if unchanged; the CONFLICT rate is reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import multiprocessing
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.timing import median_p95
+
+REPO = Path(__file__).resolve().parent.parent
+SEQ_TARGET_MS = 0.5
+
+
+def main(argv: list[str]) -> None:
+    options = _options(argv)
+    rounds = options.rounds or (60 if options.quick else 400)
+    seconds = options.seconds or (1.0 if options.quick else 3.0)
+    workers = [int(count) for count in options.workers.split(",")]
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        print("skipped: psycopg is not installed (pip install -e '.[postgres]')")
+        return
+    if options.url:
+        _run(options.url, rounds, seconds, workers, "the server given with --url")
+        return
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the cluster below is still removed
+    folder = tempfile.mkdtemp(prefix="fsmem-pg.", dir="/tmp")
+    script = str(REPO / "bin" / "pg-throwaway")
+    started = subprocess.run([script, "start", folder], capture_output=True, text=True, check=False,
+                             env={**os.environ, "FSMEM_PG_DURABLE": "1"})
+    try:
+        if started.returncode != 0:
+            print(f"skipped: no PostgreSQL server could start ({started.stderr.strip()})")
+            return
+        _run(started.stdout.strip(), rounds, seconds, workers, "a throwaway cluster, fsync on, unix socket")
+    finally:
+        subprocess.run([script, "stop", folder], capture_output=True, check=False)
+
+
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bin/bench store", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="60 rounds and 1 s per throughput row")
+    parser.add_argument("--rounds", type=int, default=0, help="timed calls per latency row")
+    parser.add_argument("--seconds", type=float, default=0, help="length of each throughput row")
+    parser.add_argument("--url", default="", help="a PostgreSQL conninfo to use instead of a throwaway cluster")
+    parser.add_argument("--workers", default="1,2,4,8", help="worker counts of the throughput rows")
+    return parser.parse_args(argv)
+
+
+def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where: str) -> None:
+    import fsmem
+    from fsmem.core.versions import version_of
+    from fsmem.drive import Drive
+    from fsmem.pg_store import PgStore
+
+    print(f"PostgreSQL: {where}; {rounds} timed calls a latency row, {seconds:g} s a throughput row")
+    project = f"bench-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch, PgStore.open(url, project) as store:
+        root = Path(scratch) / "root"
+        settings = fsmem.open(root, create=True).settings
+        drive = Drive(root, settings)  # no on_commit hooks: the file work alone, as in the store
+        paths = [f"notes/page-{n:03d}.md" for n in range(50)]
+        with drive.change("write") as folder_tx, store.change("write") as pg_tx:
+            for path in paths:
+                folder_tx.write(path, f"# {path}\n".encode())
+                pg_tx.write(path, f"# {path}\n".encode())
+
+        def folder_write(path: str, data: bytes) -> None:
+            version = version_of(drive.read(path) or b"")  # what the caller saw, then checked under the lock
+            with drive.change("write") as tx:
+                if version_of(tx.read(path) or b"") != version:
+                    raise RuntimeError("the benchmark's file changed under it")
+                tx.write(path, data)
+
+        def pg_write(path: str, data: bytes) -> None:
+            version = store.version(path)
+            with store.change("write") as tx:
+                tx.write(path, data, expect=version)
+
+        times: dict[str, list[float]] = {name: [] for name in (
+            "folder drive conditional write", "PostgreSQL conditional write", "PostgreSQL read",
+            "PostgreSQL newest_seq()", "PostgreSQL changes_since(newest)")}
+        rng = random.Random(12)
+        for number in range(rounds + 5):
+            path = rng.choice(paths)
+            data = f"# {path}\n\n- note {number}\n".encode()
+            newest = store.newest_seq()
+            order: list[tuple[str, Callable[[], object]]] = [
+                ("folder drive conditional write", functools.partial(folder_write, path, data)),
+                ("PostgreSQL conditional write", functools.partial(pg_write, path, data)),
+                ("PostgreSQL read", functools.partial(store.read, path)),
+                ("PostgreSQL newest_seq()", store.newest_seq),
+                ("PostgreSQL changes_since(newest)", functools.partial(store.changes_since, newest)),
+            ]
+            rng.shuffle(order)
+            for name, action in order:
+                start = time.perf_counter()
+                action()
+                if number >= 5:  # the first rounds warm connections and prepared statements
+                    times[name].append(time.perf_counter() - start)
+        for name, samples in times.items():
+            median, p95 = median_p95(samples)
+            print(f"{name:<40} p50 {median * 1000:7.3f} ms   p95 {p95 * 1000:7.3f} ms")
+        ratio = median_p95(times["PostgreSQL conditional write"])[0] / median_p95(
+            times["folder drive conditional write"])[0]
+        seq = median_p95(times["PostgreSQL newest_seq()"])[0] * 1000
+        print(f"PostgreSQL write / folder write (p50): {ratio:.2f}x")
+        print(f"target: newest_seq() p50 <= {SEQ_TARGET_MS} ms: {seq:.3f} ms "
+              f"({'met' if seq <= SEQ_TARGET_MS else 'NOT met'})")
+
+    print(f"{'workers':<8} {'distinct files, writes/s':>26} {'one shared file, writes/s':>27} {'conflicts':>10}")
+    for workers in worker_counts:
+        distinct = _throughput(url, workers, seconds, shared=False)[0]
+        shared, conflict_rate = _throughput(url, workers, seconds, shared=True)
+        print(f"{workers:<8} {distinct:>26.0f} {shared:>27.0f} {conflict_rate:>9.1%}")
+
+
+def _throughput(url: str, workers: int, seconds: float, shared: bool) -> tuple[float, float]:
+    """Acknowledged writes per second over all workers, and the share of tries refused with CONFLICT."""
+    from fsmem.pg_store import PgStore
+
+    project = f"bench-{uuid.uuid4().hex[:8]}"
+    with PgStore.open(url, project) as store, store.change("write") as tx:
+        tx.write("shared.md", b"0")
+    with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch, \
+            multiprocessing.get_context("spawn").Pool(workers) as pool:
+        go = str(Path(scratch) / "go")
+        pending = [pool.apply_async(_worker, (url, project, n, seconds, shared, go)) for n in range(workers)]
+        _wait_ready(url, project, workers)
+        Path(go).touch()
+        results = [item.get(timeout=seconds + 120) for item in pending]
+    done = sum(ok for ok, _ in results)
+    conflicts = sum(refused for _, refused in results)
+    return done / seconds, conflicts / max(1, done + conflicts)
+
+
+def _wait_ready(url: str, project: str, workers: int) -> None:
+    """Every worker has opened its store (and said so with a write) before the clock starts."""
+    from fsmem.pg_store import PgStore
+
+    with PgStore.open(url, project) as store:
+        while store.newest_seq() < 1 + workers:  # shared.md, then one ready/w<n>.md each
+            time.sleep(0.05)
+
+
+def _worker(url: str, project: str, number: int, seconds: float, shared: bool, go: str) -> tuple[int, int]:
+    from fsmem.core.versions import version_of
+    from fsmem.errors import Conflict
+    from fsmem.pg_store import PgStore
+
+    path = "shared.md" if shared else f"w{number}.md"
+    with PgStore.open(url, project, pool_size=1) as store:
+        with store.change("write") as tx:
+            tx.write(f"ready/w{number}.md", b"ready")
+            if not shared:
+                tx.write(path, b"0")
+        while not os.path.exists(go):
+            time.sleep(0.01)
+        done = conflicts = 0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            data = store.read(path) or b"0"
+            try:
+                with store.change("write") as tx:
+                    tx.write(path, str(int(data) + 1).encode(), expect=version_of(data))
+                done += 1
+            except Conflict:
+                conflicts += 1
+        return done, conflicts
