@@ -44,17 +44,21 @@ def review(conversation_file: Path, scope_text: str, model_settings: ModelSettin
     conversation = read_conversation(conversation_file, error=BadRequest)
     model = make_model(model_settings)
     result = run_review(memory, conversation, model, scope, max_calls=max_calls)
+    outcome = result.outcome()
+    failure = None
+    if result.error is not None:
+        failure = ModelError(f"the review stopped early: {result.error}")
+    elif result.unusable and outcome:
+        failure = ModelError(outcome)  # exit 2, like any model that could not do the job
     if as_json:  # one JSON document, the error inside it: what was kept before the stop stays listed
         echo_json(result.to_dict())
-        if result.error is not None:
-            sys.exit(exit_code_for(ModelError(str(result.error))))
+        if failure is not None:
+            click.echo(f"Error: [{failure.code}] {failure.message}", err=True)
+            sys.exit(exit_code_for(failure))
         return
     for line in result.lines():
         click.echo(line)
-    if result.error is not None:
-        raise ModelError(f"the review stopped early: {result.error}")
-    outcome = result.outcome()
-    if result.unusable and outcome:
-        raise ModelError(outcome)  # exit 2, like any model that could not do the job
-    if outcome and not as_json:
+    if failure is not None:
+        raise failure
+    if outcome:
         click.echo(outcome)
