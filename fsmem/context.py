@@ -56,7 +56,7 @@ def _name_from_folder(folder: str) -> str:
     return _folder_name(folder).rsplit("-", 1)[0]
 
 
-def _routine_entries(run: "Run", names: Mapping[str, str]) -> list[tuple[str, str, str]]:
+def _routine_entries(run: "Run", agent_folder: str, names: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """``(id, name, notes path)`` of every routine of the run's agent, in folder order."""
     from fsmem.levels import list_routines
 
@@ -65,7 +65,7 @@ def _routine_entries(run: "Run", names: Mapping[str, str]) -> list[tuple[str, st
     if scope.routine_id and scope.routine_name:
         known.setdefault(scope.routine_id, scope.routine_name)
     entries = []
-    for folder in list_routines(run.memory, run.agent_folder):
+    for folder in list_routines(run.memory, agent_folder):
         routine_id = _folder_name(folder).rsplit("-", 1)[-1]
         name = _name_from_folder(folder)
         for full_id, known_name in known.items():
@@ -86,12 +86,14 @@ def documents(run: "Run", routines: Mapping[str, str] | None = None) -> list[Doc
     if run.agent_folder is None:
         return docs
     scope = run.scope
+    assert scope.agent_id is not None  # only an agent's or a routine's scope has an agent folder
     agent_memory = layout.agent_top_file(run.agent_folder)
     agent_name = scope.agent_name or _name_from_folder(run.agent_folder)
     docs.append(Document("agent", scope.agent_id, prompts.agent_block(
-        scope.agent_id, agent_name, agent_memory, _routine_entries(run, routines or {}))))
+        scope.agent_id, agent_name, agent_memory, _routine_entries(run, run.agent_folder, routines or {}))))
     docs.append(_file_document(run, agent_memory))
     if run.routine_folder is not None:
+        assert scope.routine_id is not None  # only a routine's scope has a routine folder
         notes = layout.routine_top_file(run.routine_folder)
         routine_name = scope.routine_name or _name_from_folder(run.routine_folder)
         docs.append(Document("routine", scope.routine_id, prompts.routine_block(

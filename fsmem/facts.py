@@ -27,17 +27,21 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import frontmatter
-import yaml  # type: ignore[import-untyped]  # PyYAML: the reader python-frontmatter uses
+import yaml  # PyYAML: the reader python-frontmatter uses
 
-try:  # libyaml reads and writes a fact several times faster than PyYAML's own Python code
-    from yaml import CSafeDumper as _SafeDumper  # type: ignore[import-untyped]
-    from yaml import CSafeLoader as _SafeLoader  # type: ignore[import-untyped]
-except ImportError:  # a PyYAML built without libyaml
-    from yaml import SafeDumper as _SafeDumper  # type: ignore[import-untyped,assignment]
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[import-untyped,assignment]
+if TYPE_CHECKING:  # checked as PyYAML's own classes, whose interface the libyaml ones share
+    from yaml import SafeDumper as _SafeDumper
+    from yaml import SafeLoader as _SafeLoader
+else:
+    try:  # libyaml reads and writes a fact several times faster than PyYAML's own Python code
+        from yaml import CSafeDumper as _SafeDumper
+        from yaml import CSafeLoader as _SafeLoader
+    except ImportError:  # a PyYAML built without libyaml
+        from yaml import SafeDumper as _SafeDumper
+        from yaml import SafeLoader as _SafeLoader
 
 from fsmem.core import facts as rules
 from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
@@ -157,10 +161,17 @@ class Extraction:
         return {"proposals": [p.to_dict() for p in self.proposals], "notes": list(self.notes)}
 
 
+def _place(path: str) -> tuple[str, rules.Location]:
+    """The id and location of a path the scan found to be a fact file (it files any other as a problem)."""
+    place = rules.fact_id_of_path(path)
+    assert place is not None, path
+    return place
+
+
 @dataclass(frozen=True)
 class _Read:
     stamp: tuple[int, int, int]  # size, mtime_ns, inode
-    location: str | None = None
+    location: rules.Location | None = None
     fact: Fact | None = None
     problem: str | None = None
 
@@ -234,7 +245,7 @@ class Facts:
         return stamps, problems
 
     def _read_one(self, path: str) -> _Read:
-        fid, location = rules.fact_id_of_path(path)  # type: ignore[misc]
+        fid, location = _place(path)
         try:
             fd = os.open(self.drive.root / path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
@@ -438,13 +449,15 @@ class Facts:
             if incremental and self._resolution is not None:
                 self._resolution.apply(ops)
                 return self._resolution
-            pairs, broken = [], set()
+            pairs: list[tuple[rules.Location, Fact]] = []
+            broken: set[str] = set()
             for path, read in sorted(files.items()):
                 if read.fact is not None:
+                    assert read.location is not None  # a fact read from a file is placed by its path
                     pairs.append((read.location, read.fact))
                 else:
-                    broken.add(rules.fact_id_of_path(path)[0])  # type: ignore[index]
-            self._resolution = chains.resolve(pairs, broken)  # type: ignore[arg-type]
+                    broken.add(_place(path)[0])
+            self._resolution = chains.resolve(pairs, broken)
             return self._resolution
 
     def _problems(self) -> list[Problem]:
@@ -749,7 +762,7 @@ def _read_cache(cache_file: Path) -> dict[str, _Read]:
             stamp = tuple(entry["stamp"])
             if len(stamp) != 3:
                 return {}
-            found[path] = _Read(stamp, place[1], fact)  # type: ignore[arg-type]
+            found[path] = _Read(stamp, place[1], fact)
         return found
     except Exception:  # noqa: BLE001 - a missing, old or damaged cache is simply not used
         return {}

@@ -48,7 +48,7 @@ from fsmem.errors import (
     RootNotFound,
     SetupError,
 )
-from fsmem.proposals import Proposal
+from fsmem.proposals import ChangeProposal
 
 T = TypeVar("T")
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
@@ -213,7 +213,7 @@ class PgStore:
 
     # ---- proposals ------------------------------------------------------------------------------
 
-    def save_proposal(self, proposal: Proposal) -> None:
+    def save_proposal(self, proposal: ChangeProposal) -> None:
         try:
             self._run(lambda conn: conn.execute(
                 "INSERT INTO fsmem.proposals (project, id, made_at, thread, scope, request, base, summary, "
@@ -224,15 +224,15 @@ class PgStore:
         except psycopg.errors.UniqueViolation as error:
             raise Exists(f"there is already a proposal {proposal.id}; make a new id") from error
 
-    def load_proposal(self, proposal_id: str) -> Proposal:
+    def load_proposal(self, proposal_id: str) -> ChangeProposal:
         row = self._one(f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s AND id = %s",
                         (proposal_id,))
         if row is None:
             raise NotFound(f"there is no proposal {proposal_id!r}; list them with `fsmem proposals`")
-        return Proposal(*row)
+        return ChangeProposal(*row)
 
-    def proposals(self) -> list[Proposal]:
-        return [Proposal(*row) for row in self._rows(
+    def proposals(self) -> list[ChangeProposal]:
+        return [ChangeProposal(*row) for row in self._rows(
             f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s ORDER BY id", ())]
 
     def delete_proposal(self, proposal_id: str) -> None:

@@ -265,9 +265,9 @@ def test_listen_wakes_on_each_commit(store) -> None:
 
 
 def test_proposals(store) -> None:
-    from fsmem.proposals import Proposal
+    from fsmem.proposals import ChangeProposal
 
-    proposal = Proposal(id="20261201T101010-abc123", made_at="2026-12-01T10:10:10Z", thread="t-1",
+    proposal = ChangeProposal(id="20261201T101010-abc123", made_at="2026-12-01T10:10:10Z", thread="t-1",
                         scope="agent:seo", request={"command": "delete", "path": "a.md"},
                         base={"a.md": "0123456789ab", "b.md": None}, summary="delete a.md", diff="-a\n",
                         extra={"why": "stale"})
@@ -351,9 +351,9 @@ def test_a_project_never_sees_another_projects_rows(postgres) -> None:
 
 
 def _proposal(proposal_id: str):
-    from fsmem.proposals import Proposal
+    from fsmem.proposals import ChangeProposal
 
-    return Proposal(id=proposal_id, made_at="2026-12-01T00:00:00Z", thread=None, scope="project",
+    return ChangeProposal(id=proposal_id, made_at="2026-12-01T00:00:00Z", thread=None, scope="project",
                     request={}, base={}, summary="s")
 
 

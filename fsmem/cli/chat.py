@@ -20,9 +20,9 @@ def _scope(agent_id: str | None, agent_name: str | None, routine_id: str | None,
            routine_name: str | None) -> tuple[Any, str]:
     from fsmem import Scope
 
-    if routine_id and not agent_id:
-        raise ScopeError("--routine needs --agent: a routine's run loads its agent's memory too")
     if routine_id:
+        if not agent_id:
+            raise ScopeError("--routine needs --agent: a routine's run loads its agent's memory too")
         return (Scope.routine(agent_id, routine_id, agent_name=agent_name, routine_name=routine_name),
                 f"routine:{agent_id}:{routine_id}")
     if agent_id:

@@ -156,12 +156,13 @@ def fact_path(fact_id: str, location: Location) -> str:
 
 def fact_id_of_path(path: str) -> tuple[str, Location] | None:
     """``("<id>", "current")`` for ``notes/memory/<id>.md``, ``"history"`` under history/, else None."""
-    for folder, location in ((HISTORY_DIR, "history"), (FACTS_DIR, "current")):
+    places: tuple[tuple[str, Location], ...] = ((HISTORY_DIR, "history"), (FACTS_DIR, "current"))
+    for folder, location in places:
         prefix = folder + "/"
         if path.startswith(prefix) and path.endswith(".md"):
             name = path[len(prefix):-3]
             if "/" not in name and is_fact_id(name):
-                return name, location  # type: ignore[return-value]
+                return name, location
     return None
 
 
@@ -250,7 +251,7 @@ def _secret_check(parts: Mapping[str, str]) -> None:
                 f"the {name} looks like a secret: {kind}. Nothing was kept; keep secrets in a "
                 "secret manager and refer to them by name"
             )
-            error.kind = kind  # type: ignore[attr-defined]  # for notes that must not repeat it
+            error.kind = kind  # for notes that must not repeat it
             raise error
 
 
