@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import secrets as random_source
 import stat as stat_module
+import tempfile
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import frontmatter
 import yaml  # PyYAML: the reader python-frontmatter uses
@@ -43,14 +44,20 @@ else:
         from yaml import SafeDumper as _SafeDumper
         from yaml import SafeLoader as _SafeLoader
 
-from fsmem.core import facts as rules
-from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
-                                extraction_messages, parse_proposals)
+from fsmem.atomic import write_atomic
 from fsmem.core import chains
+from fsmem.core import facts as rules
 from fsmem.core.chains import Op, Resolution
+from fsmem.core.extract import (
+    Proposal,
+    classify,
+    conversation_meta,
+    conversation_text,
+    extraction_messages,
+    parse_proposals,
+)
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem.atomic import write_atomic
 from fsmem.drive import Change, Drive
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
@@ -184,7 +191,7 @@ class Facts:
 
     def __init__(self, drive: Drive, *, clock: Callable[[], datetime] | None = None) -> None:
         self.drive = drive
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
         self._guard = threading.RLock()
         self._files: dict[str, _Read] = {}
         self._snapshot: dict[str, tuple[int, int, int]] | None = None
@@ -203,7 +210,7 @@ class Facts:
     # ---- reading ----------------------------------------------------------------------------
 
     def _now(self) -> datetime:
-        return self._clock().astimezone(timezone.utc).replace(microsecond=0)
+        return self._clock().astimezone(UTC).replace(microsecond=0)
 
     def _scan(self) -> tuple[dict[str, tuple[int, int, int]], list[Problem]]:
         """The stamp (size, mtime, inode) of every fact file, and what under the facts folders is
@@ -609,7 +616,7 @@ class Facts:
         """A fresh id that sorts after every id made before it: the kept second, then the
         microsecond (20 bits) and 12 random bits, so two facts kept in one second keep their order."""
         while True:
-            moment = self._clock().astimezone(timezone.utc)
+            moment = self._clock().astimezone(UTC)
             micro = moment.microsecond if moment.replace(microsecond=0) == now else 999_999
             tail = (micro << 12) | random_source.randbelow(1 << 12)
             candidate = rules.new_fact_id(now, f"{tail:08x}")
@@ -781,7 +788,8 @@ def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
             "replaced_by": fact.replaced_by, "until": fact.until.isoformat() if fact.until else None}}
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".facts.{os.getpid()}.", suffix=".tmp", dir=cache_file.parent)  # pid: debris of a dead writer can be told
+        # pid in the name: the debris of a dead writer can be told from a live one's file
+        fd, temp = tempfile.mkstemp(prefix=f".facts.{os.getpid()}.", suffix=".tmp", dir=cache_file.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             # one dumps then one write: json.dump to a file runs the encoder in Python, 10x slower
             handle.write(json.dumps({"format": 1, "files": entries}, ensure_ascii=False, separators=(",", ":")))

@@ -20,6 +20,7 @@ from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
 from fsmem.core.versions import version_of
 from fsmem.core.when import compile_globs, parse_since
+from fsmem.drive import now_iso
 from fsmem.errors import (
     BadPath,
     BadRequest,
@@ -34,7 +35,6 @@ from fsmem.errors import (
     Sensitive,
     TooLarge,
 )
-from fsmem.drive import now_iso
 from fsmem.grep import compile_pattern, grep, utc_now
 from fsmem.levels import Scope, scope_folders
 from fsmem.schema import check_request
@@ -61,7 +61,7 @@ def error_result(error: FsmemError) -> dict[str, Any]:
 class Run:
     """One thread's use of the memory tool, with the versions it has seen."""
 
-    def __init__(self, memory: "Memory", scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
+    def __init__(self, memory: Memory, scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
         self.memory = memory
         self.review = review  # a background reviewer: adds apply at once, the rest become proposals
         self.scope = scope
@@ -307,7 +307,8 @@ class Run:
         try:
             data = after.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise BadRequest("the content is not valid UTF-8 text (it holds a lone surrogate); send plain text") from error
+            raise BadRequest("the content is not valid UTF-8 text (it holds a lone surrogate); "
+                             "send plain text") from error
         if b"\0" in data:  # a NUL is what marks a binary file; memory is text, whatever its name
             raise BadRequest(f"the content for {path} holds a NUL character, so it is binary, not text; "
                              "memory files are plain text: send the text without it")

@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
+from fsmem.atomic import write_atomic
 from fsmem.cli.model_options import make_model, model_options
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import ModelError, ScopeError, SetupError
-from fsmem.atomic import write_atomic
 
 
 def _scope(agent_id: str | None, agent_name: str | None, routine_id: str | None,

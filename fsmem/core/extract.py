@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Literal, Mapping, Sequence, TypeGuard
+from typing import Any, Literal, TypeGuard
 
 from fsmem.core.chains import Resolution
 from fsmem.core.facts import Draft, Fact, check_draft, format_when, same_sentence
