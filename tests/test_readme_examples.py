@@ -78,7 +78,7 @@ def test_the_openai_snippet_runs_against_a_chat_server(tmp_path):
     assert done.stdout == "Noted: titles end with | Field Notes.\n"
     assert (tmp_path / "memory" / "MEMORY.md").read_text() == write["content"]
     sent = server.requests[0].body
-    assert sent["tools"] == [json.loads((REPO / "tool_schema" / "openai_function.json").read_text())]
+    assert sent["tools"] == [json.loads((REPO / "tool_schema" / "openai_function_grammar_safe.json").read_text())]
     assert server.requests[2].messages[-1]["role"] == "tool"
 
 
