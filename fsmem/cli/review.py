@@ -48,6 +48,10 @@ def review(conversation_file: Path, scope_text: str, model_settings: ModelSettin
         echo_json(result.to_dict())
         if result.error is not None:
             sys.exit(exit_code_for(ModelError(str(result.error))))
+        outcome = result.outcome()
+        if result.unusable and outcome:  # exit 2 here too, and the person at the shell is told why
+            click.echo(f"Error: [{ModelError.code}] {outcome}", err=True)
+            sys.exit(exit_code_for(ModelError(outcome)))
         return
     for line in result.lines():
         click.echo(line)
