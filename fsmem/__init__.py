@@ -12,7 +12,6 @@ from fsmem.errors import (
     BadPattern,
     BadRequest,
     Busy,
-    Storage,
     Conflict,
     EditUnplaced,
     Exists,
@@ -28,6 +27,7 @@ from fsmem.errors import (
     ScopeError,
     Sensitive,
     SetupError,
+    Storage,
     Timeout,
     TooLarge,
 )

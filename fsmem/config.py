@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from fsmem.errors import SetupError
 
@@ -29,9 +31,9 @@ class Settings:
     durable: bool = True  # fsync file and folder on every change; tests may turn it off
 
 
-def load_settings(root: Path | None, environ: dict[str, str] | None = None) -> Settings:
+def load_settings(root: Path | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Defaults ← ``root/.fsmem/config.toml`` ← ``FSMEM_<NAME>`` environment variables."""
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     values: dict[str, object] = {}
     if root is not None:
         config_file = Path(root) / ".fsmem" / "config.toml"
@@ -41,7 +43,7 @@ def load_settings(root: Path | None, environ: dict[str, str] | None = None) -> S
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
                 raise SetupError(f"{config_file} is not valid TOML ({error}); fix or delete it") from error
     for field in fields(Settings):
-        raw = environ.get(f"FSMEM_{field.name.upper()}")
+        raw = env.get(f"FSMEM_{field.name.upper()}")
         if raw is not None:
             values[field.name] = raw
     return _coerce(values)
@@ -52,7 +54,7 @@ def _coerce(values: dict[str, object]) -> Settings:
     unknown = sorted(set(values) - set(known))
     if unknown:
         raise SetupError(f"unknown settings {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    coerced: dict[str, object] = {}
+    coerced: dict[str, Any] = {}  # each value is made its field's own type below, which mypy cannot follow
     for name, value in values.items():
         kind = type(getattr(Settings, name))
         try:

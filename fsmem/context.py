@@ -11,7 +11,8 @@ this module only gathers the documents and records what the thread now holds as 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fsmem import prompts
 from fsmem.core import layout
@@ -42,7 +43,7 @@ while who whom why will with would yes yet you your yours
 """.split())
 
 
-def _file_document(run: "Run", path: str) -> Document:
+def _file_document(run: Run, path: str) -> Document:
     data = run.drive.read(path) or b""
     return Document("memory", path, data.decode("utf-8", errors="replace"), version=version_of(data))
 
@@ -56,7 +57,7 @@ def _name_from_folder(folder: str) -> str:
     return _folder_name(folder).rsplit("-", 1)[0]
 
 
-def _routine_entries(run: "Run", names: Mapping[str, str]) -> list[tuple[str, str, str]]:
+def _routine_entries(run: Run, agent_folder: str, names: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """``(id, name, notes path)`` of every routine of the run's agent, in folder order."""
     from fsmem.levels import list_routines
 
@@ -65,7 +66,7 @@ def _routine_entries(run: "Run", names: Mapping[str, str]) -> list[tuple[str, st
     if scope.routine_id and scope.routine_name:
         known.setdefault(scope.routine_id, scope.routine_name)
     entries = []
-    for folder in list_routines(run.memory, run.agent_folder):
+    for folder in list_routines(run.memory, agent_folder):
         routine_id = _folder_name(folder).rsplit("-", 1)[-1]
         name = _name_from_folder(folder)
         for full_id, known_name in known.items():
@@ -76,7 +77,7 @@ def _routine_entries(run: "Run", names: Mapping[str, str]) -> list[tuple[str, st
     return entries
 
 
-def documents(run: "Run", routines: Mapping[str, str] | None = None) -> list[Document]:
+def documents(run: Run, routines: Mapping[str, str] | None = None) -> list[Document]:
     """The run's documents in load order: project file; agent block and file; routine block and notes.
 
     ``routines`` maps routine ids to names from the harness's records, so the agent block names them;
@@ -86,12 +87,14 @@ def documents(run: "Run", routines: Mapping[str, str] | None = None) -> list[Doc
     if run.agent_folder is None:
         return docs
     scope = run.scope
+    assert scope.agent_id is not None  # only an agent's or a routine's scope has an agent folder
     agent_memory = layout.agent_top_file(run.agent_folder)
     agent_name = scope.agent_name or _name_from_folder(run.agent_folder)
     docs.append(Document("agent", scope.agent_id, prompts.agent_block(
-        scope.agent_id, agent_name, agent_memory, _routine_entries(run, routines or {}))))
+        scope.agent_id, agent_name, agent_memory, _routine_entries(run, run.agent_folder, routines or {}))))
     docs.append(_file_document(run, agent_memory))
     if run.routine_folder is not None:
+        assert scope.routine_id is not None  # only a routine's scope has a routine folder
         notes = layout.routine_top_file(run.routine_folder)
         routine_name = scope.routine_name or _name_from_folder(run.routine_folder)
         docs.append(Document("routine", scope.routine_id, prompts.routine_block(
@@ -120,7 +123,7 @@ def _recall_text(path: str, data: bytes) -> str:
     return f"{doc.title}: {' '.join(doc.body.split())}{fact_note(doc.kind, doc.said, doc.until)}\n"
 
 
-def recall_candidates(run: "Run", query: str, skip: Sequence[str] = ()) -> list[RecallCandidate]:
+def recall_candidates(run: Run, query: str, skip: Sequence[str] = ()) -> list[RecallCandidate]:
     """The top search matches for ``query``, with each file's whole text and version, best first."""
     search = getattr(run.memory, "search", None)
     if search is None or not query:
@@ -141,7 +144,7 @@ def recall_candidates(run: "Run", query: str, skip: Sequence[str] = ()) -> list[
 
 
 def build_context(
-    run: "Run",
+    run: Run,
     messages: Sequence[Mapping[str, Any]],
     recall: str | None = None,
     *,

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from fsmem.core.context import message_text, parse_header
 from fsmem.sample import PROJECT, RANK_CHECK, SEO, TITLE_TUNING

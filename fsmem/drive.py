@@ -26,19 +26,18 @@ import re
 import shutil
 import stat as stat_module
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 from fsmem.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
-from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
-
 from fsmem.config import Settings
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Exists, NotFound, Storage, TooLarge
+from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 from fsmem.rootlock import CRASH_MARK, RootLock, storage_error
 
 VERSIONS_DIR = "versions"
@@ -92,7 +91,7 @@ class LogEntry:
     new_path: str | None = None
 
     @classmethod
-    def from_json(cls, line: str) -> "LogEntry":
+    def from_json(cls, line: str) -> LogEntry:
         data = json.loads(line)
         return cls(
             time=data["time"],
@@ -119,7 +118,7 @@ def not_regular(path: str, mode: int) -> BadPath:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 class Drive:
@@ -307,7 +306,8 @@ class Drive:
         return sorted(found, key=lambda entry: entry.path)
 
     def walk_files(self, path: str = "") -> Iterator[Entry]:
-        """Every visible memory file (``core.paths.is_memory_file_name``) under a folder, depth first, links to folders not followed."""
+        """Every visible memory file (``core.paths.is_memory_file_name``) under a folder, depth first,
+        links to folders not followed."""
         stack = [path]
         while stack:
             folder = stack.pop()
@@ -334,7 +334,7 @@ class Drive:
         return os.path.lexists(self.state / CRASH_MARK) or self._lock.signed()
 
     @contextlib.contextmanager
-    def change(self, command: str, thread: str | None = None) -> Iterator["Change"]:
+    def change(self, command: str, thread: str | None = None) -> Iterator[Change]:
         with self.locked(command):
             tx = Change(self, command, thread)
             try:
@@ -685,13 +685,13 @@ def _stamp() -> str:
     global _last_stamp
     micros = max(time.time_ns() // 1000, _last_stamp + 1)
     _last_stamp = micros
-    moment = datetime.fromtimestamp(micros / 1_000_000, timezone.utc)
+    moment = datetime.fromtimestamp(micros / 1_000_000, UTC)
     return moment.strftime("%Y%m%dT%H%M%S") + f"{micros % 1_000_000:06d}Z"
 
 
 def _stamp_to_iso(stamp: str) -> str:
     try:
-        moment = datetime.strptime(stamp[:15], "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc)
+        moment = datetime.strptime(stamp[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
     except ValueError:
         return stamp
     return moment.isoformat().replace("+00:00", "") + f".{stamp[15:21]}Z"

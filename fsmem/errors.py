@@ -123,6 +123,7 @@ class Sensitive(RequestError):
 
 class FactSensitive(Sensitive):
     code = "FACT_SENSITIVE"
+    kind: str | None = None  # what the secret looks like, for notes that must not repeat the secret
 
 
 class EditUnplaced(RequestError):
@@ -185,8 +186,8 @@ class Unsupported(SetupError):
 
 
 
-def _all_subclasses(cls: type) -> list[type]:
-    found = []
+def _all_subclasses(cls: type[FsmemError]) -> list[type[FsmemError]]:
+    found: list[type[FsmemError]] = []
     for sub in cls.__subclasses__():
         found.append(sub)
         found.extend(_all_subclasses(sub))

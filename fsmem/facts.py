@@ -20,33 +20,44 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import secrets as random_source
 import stat as stat_module
+import tempfile
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import frontmatter
-import yaml  # type: ignore[import-untyped]  # PyYAML: the reader python-frontmatter uses
+import yaml  # PyYAML: the reader python-frontmatter uses
 
-try:  # libyaml reads and writes a fact several times faster than PyYAML's own Python code
-    from yaml import CSafeDumper as _SafeDumper  # type: ignore[import-untyped]
-    from yaml import CSafeLoader as _SafeLoader  # type: ignore[import-untyped]
-except ImportError:  # a PyYAML built without libyaml
-    from yaml import SafeDumper as _SafeDumper  # type: ignore[import-untyped,assignment]
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[import-untyped,assignment]
+if TYPE_CHECKING:  # checked as PyYAML's own classes, whose interface the libyaml ones share
+    from yaml import SafeDumper as _SafeDumper
+    from yaml import SafeLoader as _SafeLoader
+else:
+    try:  # libyaml reads and writes a fact several times faster than PyYAML's own Python code
+        from yaml import CSafeDumper as _SafeDumper
+        from yaml import CSafeLoader as _SafeLoader
+    except ImportError:  # a PyYAML built without libyaml
+        from yaml import SafeDumper as _SafeDumper
+        from yaml import SafeLoader as _SafeLoader
 
-from fsmem.core import facts as rules
-from fsmem.core.extract import (Proposal, classify, conversation_meta, conversation_text,
-                                extraction_messages, parse_proposals)
+from fsmem.atomic import write_atomic
 from fsmem.core import chains
+from fsmem.core import facts as rules
 from fsmem.core.chains import Op, Resolution
+from fsmem.core.extract import (
+    Proposal,
+    classify,
+    conversation_meta,
+    conversation_text,
+    extraction_messages,
+    parse_proposals,
+)
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem.atomic import write_atomic
 from fsmem.drive import Change, Drive
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
@@ -157,10 +168,17 @@ class Extraction:
         return {"proposals": [p.to_dict() for p in self.proposals], "notes": list(self.notes)}
 
 
+def _place(path: str) -> tuple[str, rules.Location]:
+    """The id and location of a path the scan found to be a fact file (it files any other as a problem)."""
+    place = rules.fact_id_of_path(path)
+    assert place is not None, path
+    return place
+
+
 @dataclass(frozen=True)
 class _Read:
     stamp: tuple[int, int, int]  # size, mtime_ns, inode
-    location: str | None = None
+    location: rules.Location | None = None
     fact: Fact | None = None
     problem: str | None = None
 
@@ -173,7 +191,7 @@ class Facts:
 
     def __init__(self, drive: Drive, *, clock: Callable[[], datetime] | None = None) -> None:
         self.drive = drive
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
         self._guard = threading.RLock()
         self._files: dict[str, _Read] = {}
         self._snapshot: dict[str, tuple[int, int, int]] | None = None
@@ -192,7 +210,7 @@ class Facts:
     # ---- reading ----------------------------------------------------------------------------
 
     def _now(self) -> datetime:
-        return self._clock().astimezone(timezone.utc).replace(microsecond=0)
+        return self._clock().astimezone(UTC).replace(microsecond=0)
 
     def _scan(self) -> tuple[dict[str, tuple[int, int, int]], list[Problem]]:
         """The stamp (size, mtime, inode) of every fact file, and what under the facts folders is
@@ -234,7 +252,7 @@ class Facts:
         return stamps, problems
 
     def _read_one(self, path: str) -> _Read:
-        fid, location = rules.fact_id_of_path(path)  # type: ignore[misc]
+        fid, location = _place(path)
         try:
             fd = os.open(self.drive.root / path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
@@ -438,13 +456,15 @@ class Facts:
             if incremental and self._resolution is not None:
                 self._resolution.apply(ops)
                 return self._resolution
-            pairs, broken = [], set()
+            pairs: list[tuple[rules.Location, Fact]] = []
+            broken: set[str] = set()
             for path, read in sorted(files.items()):
                 if read.fact is not None:
+                    assert read.location is not None  # a fact read from a file is placed by its path
                     pairs.append((read.location, read.fact))
                 else:
-                    broken.add(rules.fact_id_of_path(path)[0])  # type: ignore[index]
-            self._resolution = chains.resolve(pairs, broken)  # type: ignore[arg-type]
+                    broken.add(_place(path)[0])
+            self._resolution = chains.resolve(pairs, broken)
             return self._resolution
 
     def _problems(self) -> list[Problem]:
@@ -596,7 +616,7 @@ class Facts:
         """A fresh id that sorts after every id made before it: the kept second, then the
         microsecond (20 bits) and 12 random bits, so two facts kept in one second keep their order."""
         while True:
-            moment = self._clock().astimezone(timezone.utc)
+            moment = self._clock().astimezone(UTC)
             micro = moment.microsecond if moment.replace(microsecond=0) == now else 999_999
             tail = (micro << 12) | random_source.randbelow(1 << 12)
             candidate = rules.new_fact_id(now, f"{tail:08x}")
@@ -749,7 +769,7 @@ def _read_cache(cache_file: Path) -> dict[str, _Read]:
             stamp = tuple(entry["stamp"])
             if len(stamp) != 3:
                 return {}
-            found[path] = _Read(stamp, place[1], fact)  # type: ignore[arg-type]
+            found[path] = _Read(stamp, place[1], fact)
         return found
     except Exception:  # noqa: BLE001 - a missing, old or damaged cache is simply not used
         return {}
@@ -768,7 +788,8 @@ def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
             "replaced_by": fact.replaced_by, "until": fact.until.isoformat() if fact.until else None}}
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".facts.{os.getpid()}.", suffix=".tmp", dir=cache_file.parent)  # pid: debris of a dead writer can be told
+        # pid in the name: the debris of a dead writer can be told from a live one's file
+        fd, temp = tempfile.mkstemp(prefix=f".facts.{os.getpid()}.", suffix=".tmp", dir=cache_file.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             # one dumps then one write: json.dump to a file runs the encoder in Python, 10x slower
             handle.write(json.dumps({"format": 1, "files": entries}, ensure_ascii=False, separators=(",", ":")))

@@ -17,9 +17,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Iterator, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 from urllib.parse import unquote
 
 from fsmem.atomic import pid_alive, write_atomic
@@ -57,17 +58,17 @@ class Scope:
     routine_name: str | None = None
 
     @staticmethod
-    def chat() -> "ChatScope":
+    def chat() -> ChatScope:
         return ChatScope()
 
     @staticmethod
-    def agent(agent_id: str, name: str | None = None) -> "AgentScope":
+    def agent(agent_id: str, name: str | None = None) -> AgentScope:
         _check_id(agent_id, "agent")
         return AgentScope(agent_id, name)
 
     @staticmethod
     def routine(agent_id: str, routine_id: str, agent_name: str | None = None,
-                routine_name: str | None = None) -> "RoutineScope":
+                routine_name: str | None = None) -> RoutineScope:
         _check_id(agent_id, "agent")
         _check_id(routine_id, "routine")
         return RoutineScope(agent_id, routine_id, agent_name, routine_name)
@@ -85,8 +86,9 @@ class Scope:
         return f"{text}:{_escape(self.agent_name or '')}/{_escape(self.routine_name or '')}"
 
     @classmethod
-    def parse(cls, text: str) -> "Scope":
-        """The CLI and MCP form: ``chat``, ``agent:ID[:NAME]``, ``routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME]``.
+    def parse(cls, text: str) -> Scope:
+        """The CLI and MCP form: ``chat``, ``agent:ID[:NAME]``,
+        ``routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME]``.
 
         A name lets the folder be made on first use (a config pasted before the harness made it).
         ``%``, ``/`` and ``:`` inside an id or a name are written ``%25``, ``%2F``, ``%3A``; an empty
@@ -159,7 +161,7 @@ class LevelFolder:
     folder: str  # root-relative: "agents/seo-3f9a1c2e"
 
 
-def read_identity(memory: "Memory", folder: str) -> dict[str, str] | None:
+def read_identity(memory: Memory, folder: str) -> dict[str, str] | None:
     """The kind, id and name kept in a level folder, or None (none kept yet, or unreadable)."""
     try:
         data = json.loads((memory.drive.root / folder / IDENTITY_FILE).read_text(encoding="utf-8"))
@@ -170,20 +172,20 @@ def read_identity(memory: "Memory", folder: str) -> dict[str, str] | None:
     return {key: str(data.get(key) or "") for key in ("kind", "id", "name")}
 
 
-def _write_identity(memory: "Memory", folder: str, kind: str, entity_id: str, name: str) -> None:
+def _write_identity(memory: Memory, folder: str, kind: str, entity_id: str, name: str) -> None:
     data = json.dumps({"kind": kind, "id": entity_id, "name": name}, ensure_ascii=False) + "\n"
     write_atomic(memory.drive.root / folder / IDENTITY_FILE, data.encode("utf-8"),
                  durable=memory.drive.settings.durable)
 
 
-def _children(memory: "Memory", parent: str) -> list[str]:
+def _children(memory: Memory, parent: str) -> list[str]:
     folder = memory.drive.root / parent
     if not folder.is_dir():
         return []
     return sorted(child.name for child in folder.iterdir() if child.is_dir() and not child.name.startswith("."))
 
 
-def _find_one(memory: "Memory", parent: str, entity_id: str, what: str) -> str | None:
+def _find_one(memory: Memory, parent: str, entity_id: str, what: str) -> str | None:
     """The folder in ``parent`` whose kept identity is ``entity_id``; else the one folder made before
     identities were kept whose suffix fits it (adopted: its identity is written now); else None."""
     names = _children(memory, parent)
@@ -218,7 +220,7 @@ def _name_of(folder_name: str) -> str:
     return folder_name.rsplit("-", 1)[0]
 
 
-def _free_folder_name(memory: "Memory", parent: str, name: str, entity_id: str) -> str:
+def _free_folder_name(memory: Memory, parent: str, name: str, entity_id: str) -> str:
     """``<slug>-<first 8 of id>``; when another id's folder has that name, a longer piece of the id."""
     taken = set(_children(memory, parent)) | {n.lower() for n in _children(memory, parent)}
     first = level_folder_name(name, entity_id)
@@ -235,11 +237,11 @@ def _free_folder_name(memory: "Memory", parent: str, name: str, entity_id: str) 
     return f"{first}-{number}"
 
 
-def find_agent(memory: "Memory", agent_id: str) -> str | None:
+def find_agent(memory: Memory, agent_id: str) -> str | None:
     return _find_one(memory, AGENTS_DIR, agent_id, "agent")
 
 
-def find_routine(memory: "Memory", routine_id: str, agent_id: str | None = None) -> str | None:
+def find_routine(memory: Memory, routine_id: str, agent_id: str | None = None) -> str | None:
     """A routine's folder; without the agent id, searched under every agent."""
     if agent_id is not None:
         agent_folder = find_agent(memory, agent_id)
@@ -254,31 +256,31 @@ def find_routine(memory: "Memory", routine_id: str, agent_id: str | None = None)
     return found[0] if found else None
 
 
-def list_agents(memory: "Memory") -> list[str]:
+def list_agents(memory: Memory) -> list[str]:
     return [f"{AGENTS_DIR}/{name}" for name in _children(memory, AGENTS_DIR)]
 
 
-def list_routines(memory: "Memory", agent_folder: str) -> list[str]:
+def list_routines(memory: Memory, agent_folder: str) -> list[str]:
     return [f"{agent_folder}/{ROUTINES_DIR}/{name}" for name in _children(memory, f"{agent_folder}/{ROUTINES_DIR}")]
 
 
-def _described(memory: "Memory", folder: str, kind: Literal["agent", "routine"]) -> LevelFolder:
+def _described(memory: Memory, folder: str, kind: Literal["agent", "routine"]) -> LevelFolder:
     identity = read_identity(memory, folder)
     if identity is None:
         return LevelFolder(kind, None, _name_of(folder.rsplit("/", 1)[-1]), folder)
     return LevelFolder(kind, identity["id"], identity["name"] or _name_of(folder.rsplit("/", 1)[-1]), folder)
 
 
-def describe_agents(memory: "Memory") -> list[LevelFolder]:
+def describe_agents(memory: Memory) -> list[LevelFolder]:
     """Every agent folder with its full id and name (id None for a folder not claimed yet)."""
     return [_described(memory, folder, "agent") for folder in list_agents(memory)]
 
 
-def describe_routines(memory: "Memory", agent_folder: str) -> list[LevelFolder]:
+def describe_routines(memory: Memory, agent_folder: str) -> list[LevelFolder]:
     return [_described(memory, folder, "routine") for folder in list_routines(memory, agent_folder)]
 
 
-def match_id(memory: "Memory", typed: str, kind: Literal["agent", "routine"]) -> str:
+def match_id(memory: Memory, typed: str, kind: Literal["agent", "routine"]) -> str:
     """The full id a person typed at the shell, who may type an unambiguous prefix of it.
 
     An exact id wins; else the one kept id that starts with ``typed``; two or more raise
@@ -303,7 +305,7 @@ def match_id(memory: "Memory", typed: str, kind: Literal["agent", "routine"]) ->
 # ---- lifecycle ------------------------------------------------------------------------------
 
 
-def create_agent(memory: "Memory", agent_id: str, name: str) -> str:
+def create_agent(memory: Memory, agent_id: str, name: str) -> str:
     _check_id(agent_id, "agent")
     existing = find_agent(memory, agent_id)
     if existing is not None:
@@ -315,7 +317,7 @@ def create_agent(memory: "Memory", agent_id: str, name: str) -> str:
     return folder
 
 
-def create_routine(memory: "Memory", agent_id: str, routine_id: str, name: str,
+def create_routine(memory: Memory, agent_id: str, routine_id: str, name: str,
                    agent_name: str | None = None) -> str:
     _check_id(routine_id, "routine")
     agent_folder = find_agent(memory, agent_id)
@@ -334,7 +336,7 @@ def create_routine(memory: "Memory", agent_id: str, routine_id: str, name: str,
     return folder
 
 
-def _held(memory: "Memory", folder: str) -> dict[str, str]:
+def _held(memory: Memory, folder: str) -> dict[str, str]:
     held = {}
     for entry in memory.drive.walk_files(folder):
         data = memory.drive.read(entry.path)
@@ -343,21 +345,21 @@ def _held(memory: "Memory", folder: str) -> dict[str, str]:
     return held
 
 
-def delete_folder(memory: "Memory", folder: str, command: str) -> dict[str, str]:
+def delete_folder(memory: Memory, folder: str, command: str) -> dict[str, str]:
     held = _held(memory, folder)
     with memory.drive.change(command) as tx:
         tx.delete(folder)
     return held
 
 
-def delete_agent(memory: "Memory", agent_id: str) -> dict[str, str]:
+def delete_agent(memory: Memory, agent_id: str) -> dict[str, str]:
     folder = find_agent(memory, agent_id)
     if folder is None:
         raise NotFound(f"agent {agent_id!r} has no folder")
     return delete_folder(memory, folder, "delete_agent")
 
 
-def delete_routine(memory: "Memory", routine_id: str) -> dict[str, str]:
+def delete_routine(memory: Memory, routine_id: str) -> dict[str, str]:
     folder = find_routine(memory, routine_id)
     if folder is None:
         raise NotFound(f"routine {routine_id!r} has no folder")
@@ -365,7 +367,7 @@ def delete_routine(memory: "Memory", routine_id: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def deleting(memory: "Memory", folder: str, command: str) -> Iterator[dict[str, str]]:
+def deleting(memory: Memory, folder: str, command: str) -> Iterator[dict[str, str]]:
     """Move the folder aside, yield what it held; drop it if the block succeeds, put it back if not.
 
     Between the move and the end of the block, runs no longer see the folder, so the harness's own
@@ -391,7 +393,7 @@ def deleting(memory: "Memory", folder: str, command: str) -> Iterator[dict[str, 
         shutil.rmtree(aside, ignore_errors=True)
 
 
-def restore_parked(memory: "Memory") -> list[str]:
+def restore_parked(memory: Memory) -> list[str]:
     """Put back folders parked by a ``deleting_*`` block whose process died before the block ended."""
     restored = []
     for aside in memory.drive.state.glob(f"{PARKED_PREFIX}*"):
@@ -413,7 +415,7 @@ def restore_parked(memory: "Memory") -> list[str]:
 # ---- scopes ---------------------------------------------------------------------------------
 
 
-def scope_folders(memory: "Memory", scope: Scope) -> tuple[str | None, str | None]:
+def scope_folders(memory: Memory, scope: Scope) -> tuple[str | None, str | None]:
     """The agent and routine folders of a scope, creating missing ones when the scope names them."""
     if not isinstance(scope, (AgentScope, RoutineScope)):
         if isinstance(scope, ChatScope):
@@ -441,7 +443,7 @@ def scope_folders(memory: "Memory", scope: Scope) -> tuple[str | None, str | Non
     return agent_folder, routine_folder
 
 
-def scope_files(memory: "Memory", scope: Scope) -> list[str]:
+def scope_files(memory: Memory, scope: Scope) -> list[str]:
     """The top files a scope loads, in order: project, agent, routine."""
     agent_folder, routine_folder = scope_folders(memory, scope)
     files = [PROJECT_FILE]

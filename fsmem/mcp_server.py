@@ -156,7 +156,7 @@ class _Server(Server[Connection]):
         self._instructions_of = instructions_of
         super().__init__(*args, **kwargs)
 
-    @property  # type: ignore[override]
+    @property
     def instructions(self) -> str:
         return self._instructions_of()
 

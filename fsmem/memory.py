@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from fsmem import levels
+from fsmem.atomic import make_dirs, remove_dead_temps
 from fsmem.config import Settings, load_settings
 from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.atomic import make_dirs, remove_dead_temps
 from fsmem.errors import Exists, FsmemError, NotFound, RootNotFound, Storage
-from fsmem.rootlock import CRASH_MARK
 from fsmem.levels import Scope
+from fsmem.rootlock import CRASH_MARK
 
 if TYPE_CHECKING:
     from fsmem.facts import Facts
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from fsmem.watch import Watcher
 
 
-def open(root: str | os.PathLike[str], create: bool = False, settings: Settings | None = None) -> "Memory":
+def open(root: str | os.PathLike[str], create: bool = False, settings: Settings | None = None) -> Memory:
     """Open a memory root; with ``create``, make it first (``.fsmem/`` and an empty ``MEMORY.md``)."""
     from fsmem.system import check_system
 
@@ -77,7 +78,7 @@ class Memory:
     def __init__(self, root: Path, settings: Settings) -> None:
         self.settings = settings
         self.drive = Drive(root, settings)
-        self._index: "Index | None" = None
+        self._index: Index | None = None
         # Every change notes its paths, under its lock, for the next search (any process) to index first:
         # searchable when it returns, without a tantivy commit (or even a tantivy import) on the write path.
         self.drive.on_commit.append(self._note_for_index)
@@ -133,7 +134,7 @@ class Memory:
 
     # ---- runs -------------------------------------------------------------------------------
 
-    def run(self, scope: Scope | None = None, thread_id: str | None = None, review: bool = False) -> "Run":
+    def run(self, scope: Scope | None = None, thread_id: str | None = None, review: bool = False) -> Run:
         """A run of the memory tool for one thread; it remembers the versions it has seen.
 
         With ``review=True`` (a background reviewer), a write that only adds lines applies at once and
@@ -144,7 +145,7 @@ class Memory:
         return Run(self, scope or Scope.chat(), thread_id, review=review)
 
     @cached_property
-    def facts(self) -> "Facts":
+    def facts(self) -> Facts:
         """The facts of this root: keep, edit, forget, current, history, known, propose."""
         from fsmem.facts import Facts
 
@@ -202,7 +203,7 @@ class Memory:
     # ---- search -----------------------------------------------------------------------------
 
     @property
-    def index(self) -> "Index":
+    def index(self) -> Index:
         if self._index is None:
             from fsmem.index import Index
 
@@ -247,7 +248,7 @@ class Memory:
                                   snippet=hit.text, modified=modified, line=hit.line, text=hit.text))
         return hits
 
-    def watch(self, **options: float) -> "Watcher":
+    def watch(self, **options: float) -> Watcher:
         """Keep the index current from this process (watchdog); ``stop()`` it, or use ``with``."""
         from fsmem.watch import Watcher
 

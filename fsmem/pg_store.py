@@ -492,7 +492,7 @@ class PgTransaction:
             return
         project = self.store.project_id
         self.conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_COMMIT_LOCK, project))
-        paths, new_paths, befores, afters = (list(column) for column in zip(*self._entries))
+        paths, new_paths, befores, afters = (list(column) for column in zip(*self._entries, strict=True))
         self.conn.execute(
             "WITH added AS (INSERT INTO fsmem.log (project, command, thread, path, new_path, before, after) "
             "SELECT %s, %s, %s, e.path, e.new_path, e.before, e.after FROM unnest(%s::text[], %s::text[], "

@@ -11,8 +11,8 @@ True
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Sequence
+from collections.abc import Sequence
+from functools import cache
 
 from fsmem.errors import SetupError
 from fsmem.resources import data_dir
@@ -32,7 +32,7 @@ PROMPTS_DIR = data_dir("prompts")
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> str:
     """The template ``prompts/<name>.md``, with line endings made ``\\n`` and one final newline."""
     path = PROMPTS_DIR / f"{name}.md"

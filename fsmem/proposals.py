@@ -13,10 +13,10 @@ import secrets as random_ids
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fsmem.core.versions import version_of
 from fsmem.atomic import write_atomic
-from fsmem.drive import now_iso
 from fsmem.core.requests import parse_request
+from fsmem.core.versions import version_of
+from fsmem.drive import now_iso
 from fsmem.errors import Conflict, NotFound, RequestError
 
 if TYPE_CHECKING:
@@ -50,25 +50,25 @@ def new_id() -> str:
     return f"{stamp[:10].replace('-', '')}T{stamp[11:19].replace(':', '')}-{random_ids.token_hex(3)}"
 
 
-def _folder(memory: "Memory"):
+def _folder(memory: Memory):
     return memory.drive.state / PROPOSALS_DIR
 
 
-def save(memory: "Memory", proposal: ChangeProposal) -> None:
+def save(memory: Memory, proposal: ChangeProposal) -> None:
     folder = _folder(memory)
     folder.mkdir(parents=True, exist_ok=True)
     data = json.dumps(asdict(proposal), ensure_ascii=False, indent=2).encode("utf-8")
     write_atomic(folder / f"{proposal.id}.json", data, durable=memory.settings.durable)
 
 
-def load(memory: "Memory", proposal_id: str) -> ChangeProposal:
+def load(memory: Memory, proposal_id: str) -> ChangeProposal:
     path = _folder(memory) / f"{proposal_id}.json"
     if "/" in proposal_id or not path.is_file():
         raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
     return ChangeProposal(**json.loads(path.read_text(encoding="utf-8")))
 
 
-def resolve_id(memory: "Memory", typed: str) -> str:
+def resolve_id(memory: Memory, typed: str) -> str:
     """The full id an unambiguous prefix stands for, as a person types it (``fsmem proposals approve 2026``)."""
     from fsmem.core.prefix import resolve_prefix
 
@@ -77,14 +77,14 @@ def resolve_id(memory: "Memory", typed: str) -> str:
     return resolve_prefix(typed, ids, "proposal", "fsmem proposals")
 
 
-def all_proposals(memory: "Memory") -> list[ChangeProposal]:
+def all_proposals(memory: Memory) -> list[ChangeProposal]:
     folder = _folder(memory)
     if not folder.is_dir():
         return []
     return sorted((load(memory, p.stem) for p in folder.glob("*.json")), key=lambda p: p.made_at)
 
 
-def stale_paths(memory: "Memory", proposal: ChangeProposal) -> list[str]:
+def stale_paths(memory: Memory, proposal: ChangeProposal) -> list[str]:
     """The files that no longer hold what they held when the proposal was made."""
     stale = []
     for path, version in proposal.base.items():
@@ -98,7 +98,7 @@ def stale_paths(memory: "Memory", proposal: ChangeProposal) -> list[str]:
     return stale
 
 
-def approve(memory: "Memory", proposal_id: str) -> dict[str, Any]:
+def approve(memory: Memory, proposal_id: str) -> dict[str, Any]:
     """Apply a proposal as a change like any other, if what it changes is as it was."""
     from fsmem.levels import Scope
 
@@ -123,6 +123,6 @@ def approve(memory: "Memory", proposal_id: str) -> dict[str, Any]:
     return result
 
 
-def discard(memory: "Memory", proposal_id: str) -> None:
+def discard(memory: Memory, proposal_id: str) -> None:
     load(memory, proposal_id)
     os.unlink(_folder(memory) / f"{proposal_id}.json")

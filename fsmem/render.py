@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from fsmem.drive import Entry
 
@@ -10,7 +10,7 @@ EXCERPT_CONTEXT = 3
 
 
 def when(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def size(n: int) -> str:
@@ -72,7 +72,7 @@ def excerpt(text: str, changed_line: int) -> str:
 def first_difference(before: str, after: str) -> int:
     """The 1-based number of the first line that differs."""
     old, new = before.splitlines(), after.splitlines()
-    for number, (a, b) in enumerate(zip(old, new), start=1):
+    for number, (a, b) in enumerate(zip(old, new, strict=False), start=1):  # a line past the shorter: the return below
         if a != b:
             return number
     return min(len(old), len(new)) + 1
@@ -87,5 +87,5 @@ def when_iso(text: str | None) -> str:
     except ValueError:
         return text
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return when(moment.timestamp())

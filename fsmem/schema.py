@@ -21,7 +21,7 @@ def memory_schema() -> dict[str, Any]:
 def _validator() -> Any:
     # Built once, on the first call: jsonschema is a heavy import that a process which never runs the
     # tool (the shell's search, facts, versions) should not pay for.
-    import jsonschema  # type: ignore[import-untyped]
+    import jsonschema
 
     return jsonschema.Draft202012Validator(memory_schema())
 

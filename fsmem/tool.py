@@ -20,6 +20,7 @@ from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
 from fsmem.core.versions import version_of
 from fsmem.core.when import compile_globs, parse_since
+from fsmem.drive import now_iso
 from fsmem.errors import (
     BadPath,
     BadRequest,
@@ -34,7 +35,6 @@ from fsmem.errors import (
     Sensitive,
     TooLarge,
 )
-from fsmem.drive import now_iso
 from fsmem.grep import compile_pattern, grep, utc_now
 from fsmem.levels import Scope, scope_folders
 from fsmem.schema import check_request
@@ -61,7 +61,7 @@ def error_result(error: FsmemError) -> dict[str, Any]:
 class Run:
     """One thread's use of the memory tool, with the versions it has seen."""
 
-    def __init__(self, memory: "Memory", scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
+    def __init__(self, memory: Memory, scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
         self.memory = memory
         self.review = review  # a background reviewer: adds apply at once, the rest become proposals
         self.scope = scope
@@ -235,6 +235,10 @@ class Run:
     # ---- write ------------------------------------------------------------------------------
 
     def _write(self, request: Write) -> dict[str, Any]:
+        # call() checks this shape against the schema; a typed Write given to execute() is checked here.
+        brought = request.content if request.content is not None else request.new_text
+        if brought is None or (request.content is None and request.old_text is None):
+            raise BadRequest("write takes either content, or old_text with new_text (not both)")
         path = self._path(request.path)
         ensure_memory_file(path)
         self._check_writable(path, "writing")
@@ -252,8 +256,7 @@ class Run:
             whole = request.content is not None and (request.literal or not has_markers(request.content))
             before_text = None if before is None else _decode(before, path, lenient=whole)
             # What the call brings in is checked before the merge: a merge refusal names lines.
-            self._refuse_secret(path, before_text or "", request.content if request.content is not None
-                                else request.new_text)
+            self._refuse_secret(path, before_text or "", brought)
             after_text = self._new_text(path, before_text, request)
             after = self._checked_bytes(path, before_text or "", after_text)
             if before is not None and after == before:
@@ -297,13 +300,15 @@ class Run:
             return merge_markers(before, request.content)
         if before is None:
             raise NotFound(f"there is no file {path!r} to replace text in; write it whole with content")
+        assert request.old_text is not None and request.new_text is not None  # _write checked the shape
         return replace_exact(before, request.old_text, request.new_text)
 
     def _checked_bytes(self, path: str, before: str, after: str) -> bytes:
         try:
             data = after.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise BadRequest("the content is not valid UTF-8 text (it holds a lone surrogate); send plain text") from error
+            raise BadRequest("the content is not valid UTF-8 text (it holds a lone surrogate); "
+                             "send plain text") from error
         if b"\0" in data:  # a NUL is what marks a binary file; memory is text, whatever its name
             raise BadRequest(f"the content for {path} holds a NUL character, so it is binary, not text; "
                              "memory files are plain text: send the text without it")
@@ -368,7 +373,8 @@ class Run:
                 self._check_version(source, data, request.expected_version, "rename")
             self.drive.check_free(destination, "new_path")
             if self.review:
-                base = {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)} \
+                base: dict[str, str | None] = \
+                    {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)} \
                     if source_is_dir else {source: version_of(data)}
                 raise _Deferred(f"rename {source} to {destination}", base,
                                 folder=source if source_is_dir else None)

@@ -231,3 +231,17 @@ def test_a_request_nested_past_pythons_recursion_limit_is_refused_not_raised(tmp
     for request in ({"command": "search", "query": "x", "include": nested}, {"command": nested}):
         result = memory.run().call(request)
         assert result["ok"] is False and result["error"]["code"] == "BAD_REQUEST", result["text"][:200]
+
+
+@pytest.mark.parametrize("fields", [{}, {"old_text": "x"}, {"new_text": "y"}])
+def test_a_typed_write_with_nothing_to_write_is_refused_and_changes_nothing(memory, run, fields):
+    # call() checks the shape against the schema; execute() takes a typed Write, checked by the tool.
+    from fsmem.core.requests import Write
+    from fsmem.errors import BadRequest
+
+    ok(run.call({"command": "write", "path": "a.md", "content": "x\n"}))
+    with pytest.raises(BadRequest, match="either content, or old_text with new_text"):
+        run.execute(Write("a.md", **fields))
+    with pytest.raises(BadRequest, match="either content, or old_text with new_text"):
+        run.execute(Write("b.md", **fields))
+    assert (memory.root / "a.md").read_text() == "x\n" and not (memory.root / "b.md").exists()

@@ -10,19 +10,19 @@ from typing import Any
 
 import click
 
+from fsmem.atomic import write_atomic
 from fsmem.cli.model_options import make_model, model_options
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import ModelError, ScopeError, SetupError
-from fsmem.atomic import write_atomic
 
 
 def _scope(agent_id: str | None, agent_name: str | None, routine_id: str | None,
            routine_name: str | None) -> tuple[Any, str]:
     from fsmem import Scope
 
-    if routine_id and not agent_id:
-        raise ScopeError("--routine needs --agent: a routine's run loads its agent's memory too")
     if routine_id:
+        if not agent_id:
+            raise ScopeError("--routine needs --agent: a routine's run loads its agent's memory too")
         return (Scope.routine(agent_id, routine_id, agent_name=agent_name, routine_name=routine_name),
                 f"routine:{agent_id}:{routine_id}")
     if agent_id:

@@ -36,8 +36,9 @@ def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
         error = result["error"]
         message = error["message"]
         if error["code"] in {"NOT_READ", "CONFLICT"} and "path" in request:
-            message = message.rstrip(".") + (f". From the shell: `fsmem read {request['path']}` shows its version; pass it with "
-                        f"--expect, or change it with `fsmem edit {request['path']}`.")
+            path = request["path"]
+            message = message.rstrip(".") + (f". From the shell: `fsmem read {path}` shows its version; pass it "
+                                             f"with --expect, or change it with `fsmem edit {path}`.")
         raise from_code(error["code"], message)
     return result
 
@@ -102,7 +103,8 @@ def read(path: str | None, start_line: int | None, end_line: int | None, root: s
 
 @click.command()
 @click.argument("path")
-@click.option("--file", "source", type=click.File("r", encoding="utf-8"), help="Read the content from FILE (default: stdin).")
+@click.option("--file", "source", type=click.File("r", encoding="utf-8"),
+              help="Read the content from FILE (default: stdin).")
 @expect_option
 @click.option("--old", "old_text", help="Replace this exact text (with --new) instead of writing the whole file.")
 @click.option("--new", "new_text", help="The replacement for --old.")

@@ -34,7 +34,8 @@ def proposals(ctx: click.Context, root: str | None, as_json: bool) -> None:
         return
     if not listed:
         click.echo("No proposals.")
-    rows = [[p.id, when_iso(p.made_at), p.summary, "[can apply]" if not stale else f"[stale ({', '.join(stale)} changed)]"]
+    rows = [[p.id, when_iso(p.made_at), p.summary,
+             "[can apply]" if not stale else f"[stale ({', '.join(stale)} changed)]"]
             for p, stale in listed]
     for line in table(rows):
         click.echo(line)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
 from fsmem.cli import exit_code_for
+from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import BadRequest, ModelError
 

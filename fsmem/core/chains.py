@@ -24,12 +24,22 @@ before it leaves the old state.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Iterable, Literal, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Literal
 
-from fsmem.core.facts import (Draft, Fact, Location, Outcome, check_draft, clean_name, fact_id_of_path,
-                              fact_path, same_sentence)
+from fsmem.core.facts import (
+    Draft,
+    Fact,
+    Location,
+    Outcome,
+    check_draft,
+    clean_name,
+    fact_id_of_path,
+    fact_path,
+    same_sentence,
+)
 from fsmem.errors import BadFact, NotFound
 
 __all__ = ["Op", "Resolution", "KeepPlan", "EditPlan", "ForgetPlan", "resolve", "plan_keep", "plan_edit",
@@ -317,7 +327,7 @@ def plan_keep(resolution: Resolution, draft: Draft, *, new_id: str, now: datetim
     # a thing keeps the spelling it was first given ("ana / Role" joins "Ana / role" as "Ana / role")
     subject, attribute = (holding.subject, holding.attribute) if holding else (draft.subject, draft.attribute)
     new = Fact(id=new_id, subject=subject, attribute=attribute, text=draft.text,
-               source=draft.source, said=draft.said, kept=now.astimezone(timezone.utc).replace(microsecond=0))
+               source=draft.source, said=draft.said, kept=now.astimezone(UTC).replace(microsecond=0))
     if holding is None:
         return KeepPlan("current", new, None, (Op("write", new.path, new),))
     resolution.mendable(holding.id)
@@ -350,7 +360,7 @@ def plan_edit(resolution: Resolution, fact_id: str, *, now: datetime, fact: str 
                           f"({other.id}); an edit replaces nothing. Keep the new sentence instead, or "
                           f"forget {other.id} first")
     edited = replace(old, subject=draft.subject, attribute=draft.attribute, text=draft.text,
-                     edited=now.astimezone(timezone.utc).replace(microsecond=0))
+                     edited=now.astimezone(UTC).replace(microsecond=0))
     if edited == replace(old, edited=edited.edited):
         return EditPlan(old, ())
     return EditPlan(edited, (Op("write", edited.path, edited),))

@@ -26,8 +26,9 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from fsmem.core.versions import version_of
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal, TypeGuard
 
 from fsmem.core.chains import Resolution
 from fsmem.core.facts import Draft, Fact, check_draft, format_when, same_sentence
@@ -140,7 +141,7 @@ def parse_proposals(reply: str | None) -> list[dict[str, Any]]:
                          '{"facts": [...]}. Nothing was kept; try again or use another model')
     try:
         data = json.loads(text)
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         raise ModelError(f"the model's answer is not valid JSON ({error.msg}: line {error.lineno}, "
                          f"column {error.colno}); it was asked for {{\"facts\": [...]}}. Nothing was "
                          "kept; try again or use another model") from None
@@ -229,7 +230,7 @@ def classify(resolution: Resolution, found: Sequence[Mapping[str, Any]], *, said
     return proposals, notes
 
 
-def _nameable(subject: Any) -> bool:
+def _nameable(subject: object) -> TypeGuard[str]:
     """A subject may be named in a note only when it is short and not itself secret-looking."""
     from fsmem.core.secrets import find_fact_secret
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from functools import cached_property, lru_cache
-from typing import Literal, Mapping
+from typing import Literal
 
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem.core.secrets import find_fact_secret
@@ -116,16 +117,16 @@ def parse_moment(value: object, now: datetime | None = None) -> datetime:
     else:
         raise BadFact(f"{value!r} is not a date: write it as YYYY-MM-DD")
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc).replace(microsecond=0)
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC).replace(microsecond=0)
     if now is not None and moment > now:
-        moment = now.astimezone(timezone.utc).replace(microsecond=0)
+        moment = now.astimezone(UTC).replace(microsecond=0)
     return moment
 
 
 def format_when(moment: datetime) -> str:
     """``2026-10-12`` for midnight UTC, else ``2026-10-12T09:30:00Z``."""
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     if moment.time() == time(0, 0):
         return moment.date().isoformat()
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -142,7 +143,7 @@ def new_fact_id(now: datetime, random_hex: str) -> str:
     """
     if not re.fullmatch(r"[0-9a-f]{8}", random_hex):
         raise ValueError("random_hex must be 8 lowercase hex digits")
-    return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S-") + random_hex
+    return now.astimezone(UTC).strftime("%Y%m%dT%H%M%S-") + random_hex
 
 
 def is_fact_id(text: str) -> bool:
@@ -156,12 +157,13 @@ def fact_path(fact_id: str, location: Location) -> str:
 
 def fact_id_of_path(path: str) -> tuple[str, Location] | None:
     """``("<id>", "current")`` for ``notes/memory/<id>.md``, ``"history"`` under history/, else None."""
-    for folder, location in ((HISTORY_DIR, "history"), (FACTS_DIR, "current")):
+    places: tuple[tuple[str, Location], ...] = ((HISTORY_DIR, "history"), (FACTS_DIR, "current"))
+    for folder, location in places:
         prefix = folder + "/"
         if path.startswith(prefix) and path.endswith(".md"):
             name = path[len(prefix):-3]
             if "/" not in name and is_fact_id(name):
-                return name, location  # type: ignore[return-value]
+                return name, location
     return None
 
 
@@ -250,7 +252,7 @@ def _secret_check(parts: Mapping[str, str]) -> None:
                 f"the {name} looks like a secret: {kind}. Nothing was kept; keep secrets in a "
                 "secret manager and refer to them by name"
             )
-            error.kind = kind  # type: ignore[attr-defined]  # for notes that must not repeat it
+            error.kind = kind  # for notes that must not repeat it
             raise error
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 
 from fsmem.errors import BadRequest, EditUnplaced, NotUnique
 
@@ -127,7 +128,7 @@ def _place(run: _Run, keys: list[str], position: int) -> tuple[int, int]:
             anchors.append((where[key], at))
     if not anchors:
         raise _unplaced(run, keys, position, rest)
-    for (before, _), (after, at) in zip(anchors, anchors[1:]):
+    for (before, _), (after, at) in pairwise(anchors):
         if after <= before:
             raise EditUnplaced(
                 f"Could not place the edit: its line {_quote(run.lines[at])} comes earlier in the "

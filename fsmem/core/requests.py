@@ -7,7 +7,7 @@ turns a checked dict into one of five frozen dataclasses, so dispatch can be exh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from fsmem.errors import BadRequest
 
@@ -57,7 +57,7 @@ class Search:
     limit: int | None = None
 
 
-Request = Union[Read, Write, Rename, Delete, Search]
+Request = Read | Write | Rename | Delete | Search
 
 _TYPES: dict[str, type] = {"read": Read, "write": Write, "rename": Rename, "delete": Delete, "search": Search}
 

@@ -6,7 +6,8 @@ Also the pure half of the review runner (``fsmem.review``): the copy of a conver
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from fsmem.core.context import parse_header
 from fsmem.core.extract import text_of, turns_of

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import NamedTuple
-from datetime import date, datetime, timezone
 
 from fsmem.core.layout import role_of, title_of
 from fsmem.core.paths import is_memory_file_name
@@ -83,13 +83,13 @@ def parse_when(value: str | None) -> datetime | None:
     text = value.strip().replace("Z", "+00:00")
     try:
         if len(text) == 10:
-            return datetime.combine(date.fromisoformat(text), datetime.min.time(), timezone.utc)
+            return datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
         moment = datetime.fromisoformat(text.replace(" ", "T", 1))
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def file_doc(path: str, text: str) -> FileDoc:

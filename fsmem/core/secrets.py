@@ -76,7 +76,7 @@ _KEY_WORD = re.compile(
     r"(?<![A-Za-z0-9_\-.])(?:" + "|".join(re.escape(p) for p in KEY_PREFIXES) + r")"
     r"[A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*"
 )
-_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{%d,}" % MIN_RANDOM_RUN)
+_ALNUM_RUN = re.compile(rf"[A-Za-z0-9]{{{MIN_RANDOM_RUN},}}")
 _HEX_DIGEST = re.compile(r"[0-9a-f]{40}")  # a git commit id / SHA-1, as git prints it
 _SHA256_DIGEST = re.compile(r"(?<=sha256[:=])[0-9a-f]{64}(?![0-9A-Za-z])", re.IGNORECASE)
 # digits with single spaces or dashes between them (or a line break, as a card copied in two lines),

@@ -20,7 +20,8 @@ here: when that leaves nothing found in a body, or when much of the body is in a
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 __all__ = ["ReadAs", "Snippet", "Term", "cut_snippet", "snippet_terms"]
 

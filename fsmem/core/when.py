@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from fsmem.errors import BadRequest
 
@@ -51,8 +51,8 @@ _MOMENT = re.compile(
 )
 # The index keeps times as nanoseconds in a signed 64-bit number (1677-09-21 to 2262-04-11); a moment
 # outside it cannot be searched, so it is refused here, with round years a person can remember.
-EARLIEST = datetime(1700, 1, 1, tzinfo=timezone.utc)
-LATEST = datetime(2261, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
+EARLIEST = datetime(1700, 1, 1, tzinfo=UTC)
+LATEST = datetime(2261, 12, 31, 23, 59, 59, tzinfo=UTC)
 _SINCE_HELP = ('Write an age like "12h", "30d", "8w" or "6m" (a month is 30 days), or a date like '
                '"2026-08-01" or "2026-08-01T09:30".')
 
@@ -72,9 +72,9 @@ def check_moment(moment: datetime, text: str | None = None) -> datetime:
     if not isinstance(moment, datetime):
         raise BadRequest(f"since must be text or a datetime, not {type(moment).__name__}. {_SINCE_HELP}")
     try:
-        moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except OverflowError:
-        moment = datetime.min.replace(tzinfo=timezone.utc)
+        moment = datetime.min.replace(tzinfo=UTC)
     if EARLIEST <= moment <= LATEST:
         return moment
     shown = moment.date().isoformat() if text is None else (text if len(text) <= 40 else text[:37] + "...")
@@ -87,7 +87,7 @@ def check_moment(moment: datetime, text: str | None = None) -> datetime:
 def _parse_since(text: str, now: datetime) -> datetime:
     if not isinstance(text, str):
         raise BadRequest(f"since must be text, not {type(text).__name__}. {_SINCE_HELP}")
-    now = now.replace(tzinfo=timezone.utc) if now.tzinfo is None else now.astimezone(timezone.utc)
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     cleaned = text.strip()
     age = _AGE.fullmatch(cleaned)
     if age:
@@ -102,11 +102,11 @@ def _parse_since(text: str, now: datetime) -> datetime:
         except ValueError:
             raise BadRequest(f'since "{cleaned}" is not a real date. {_SINCE_HELP}') from None
         if moment.tzinfo is None:
-            return moment.replace(tzinfo=timezone.utc)
+            return moment.replace(tzinfo=UTC)
         try:
-            return moment.astimezone(timezone.utc)
+            return moment.astimezone(UTC)
         except OverflowError:  # "0001-01-01T00:00+02:00" is before the first year Python knows
-            return datetime.min.replace(tzinfo=timezone.utc)
+            return datetime.min.replace(tzinfo=UTC)
     shown = cleaned if len(cleaned) <= 40 else cleaned[:37] + "..."
     raise BadRequest(f'since "{shown}" is not an age or a date. {_SINCE_HELP}')
 
