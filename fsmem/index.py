@@ -13,7 +13,6 @@ is never kept across batches.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import threading
@@ -40,7 +39,6 @@ from fsmem.core.search import (
     plan_reconcile,
     split_query,
 )
-from fsmem.core.snippets import LONGEST_WORD, Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest, Busy, IndexError_
 from fsmem.ondisk import on_disk
 from fsmem.index_state import (
@@ -75,8 +73,7 @@ LOCK_TIMEOUT = 10.0
 BIG_BATCH = 1000  # a batch this large gets the rebuild's writer (more memory, both cores)
 RECONCILE_CHUNK = 5000  # files re-indexed per hold of the root lock
 BUILT_MARKER = "index.built"
-DOC_STORE_COMPRESSION = "none"
-DOC_STORE_BLOCK = 4096
+LONGEST_WORD = 40  # longer tokens (hashes, base64) are dropped from the index
 
 
 class IndexWarning(UserWarning):
@@ -106,35 +103,19 @@ class SearchHit(NamedTuple):
 
 
 def _schema() -> tantivy.Schema:
-    """Fields searched and filtered on, the body (snippets are cut from it) and a hit's card.
-
-    What a hit shows besides its snippet is stored in one field, ``card``: each stored field costs
-    its own conversion when a hit's document is read, and ten hits are read per search.
-    """
+    """Fields searched and filtered on, and what a hit shows (stored as plain fields)."""
     builder = tantivy.SchemaBuilder()
-    for name in ("path", "folder", "level", "kind"):
-        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
-    builder.add_text_field("title", tokenizer_name="fsmem")
+    for name in ("path", "level", "kind"):
+        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("folder", tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("title", stored=True, tokenizer_name="fsmem")
     builder.add_text_field("body", stored=True, tokenizer_name="fsmem")
     builder.add_text_field("meta", tokenizer_name="fsmem")
-    builder.add_date_field("modified", indexed=True, fast=True)
-    builder.add_date_field("said", indexed=True, fast=True)
-    builder.add_bytes_field("card", stored=True)
+    builder.add_date_field("modified", stored=True, indexed=True, fast=True)
+    builder.add_date_field("said", stored=True, indexed=True, fast=True)
+    builder.add_date_field("until", stored=True)
+    builder.add_integer_field("body_line", stored=True)
     return builder.build()
-
-
-def _card(doc: FileDoc, modified: datetime) -> bytes:
-    """``path, kind, level, body_line, modified, said, until, title``, NUL-separated (no path holds
-    a NUL; the title, which might, comes last)."""
-    said = doc.said.isoformat() if doc.said else ""
-    until = doc.until.isoformat() if doc.until else ""
-    return "\0".join((doc.path, doc.kind, doc.level, str(doc.body_line), modified.isoformat(), said, until,
-                       doc.title)).encode("utf-8")
-
-
-def _from_card(card: bytes) -> tuple[str, str, str, int, datetime, str, str, str]:
-    path, kind, level, line, modified, said, until, title = card.decode("utf-8").split("\0", 7)
-    return path, kind, level, int(line), datetime.fromisoformat(modified), said, until, title
 
 
 def _analyzer() -> tantivy.TextAnalyzer:
@@ -352,7 +333,9 @@ class Index:
         out.add_date("modified", modified)
         if doc.said:
             out.add_date("said", doc.said)
-        out.add_bytes("card", _card(doc, modified))
+        if doc.until:
+            out.add_date("until", doc.until)
+        out.add_integer("body_line", doc.body_line)
         return out
 
     def _read(self, path: str) -> tuple[tantivy.Document, Indexed] | None:
@@ -590,7 +573,7 @@ class Index:
         folder = base / generation
         folder.mkdir()
         (folder / BUILDING).write_text(str(os.getpid()))
-        tv = _new_index(self.schema, folder)
+        tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
         tv.register_tokenizer("fsmem", self.analyzer)
         files = sorted(walk_files(self.root))
         entries: dict[str, Indexed] = {}
@@ -687,19 +670,19 @@ class Index:
             self._ensure_open()
             self.apply_pending()  # changes made through fsmem are always searchable
         assert self._tv is not None
-        clauses, terms = self._text_clauses(query, self._tv.searcher())
+        clauses = self._text_clauses(query, self._tv.searcher())
         filters = self._filters(include, exclude, since)
         try:
-            return self._run(clauses, terms, filters, limit)
+            return self._run(clauses, filters, limit)
         except ValueError as error:  # a segment file gone or damaged under a live index
             with self._locked():
                 self._build_locked()
             warnings.warn(IndexWarning(
                 f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=2)
             assert self._tv is not None
-            return self._run(clauses, terms, filters, limit)
+            return self._run(clauses, filters, limit)
 
-    def _run(self, clauses: list[Query], terms: list[Term], filters: list[tuple[Occur, Query]],
+    def _run(self, clauses: list[Query], filters: list[tuple[Occur, Query]],
              limit: int) -> list[SearchHit]:
         """All words first, any word if that finds nothing; replaced facts only after the rest."""
         assert self._tv is not None
@@ -712,8 +695,9 @@ class Index:
                 break
         else:
             return []
-        snippets = _Snippets(self, searcher, text_query, terms)
-        return [self._hit(doc, score, snippets) for score, doc in found]
+        snippets = tantivy.SnippetGenerator.create(searcher, text_query, self.schema, "body")
+        snippets.set_max_num_chars(SNIPPET_CHARS)
+        return [_hit(doc, score, snippets) for score, doc in found]
 
     def _ranked(self, searcher: tantivy.Searcher, base: list[tuple[Occur, Query]],
                 limit: int) -> list[tuple[float, tantivy.Document]]:
@@ -742,54 +726,32 @@ class Index:
             found += [(score, doc(address)) for score, address in hits]
         return found
 
-    def _hit(self, doc: tantivy.Document, score: float, snippets: _Snippets) -> SearchHit:
-        path, kind, level, line, modified, said, until, title = _from_card(doc.get_first("card"))
-        body = doc.get_first("body") or ""
-        chars = snippets.chars
-        cut = snippets.cut(doc, body) if len(body) > chars else None  # short files read better whole
-        if cut is None:  # short, or matched only in the title or metadata: the beginning
-            stripped = body.lstrip()
-            start, fragment = len(body) - len(stripped), stripped[:chars]
-        else:
-            start, fragment = cut
-        text = " ".join(fragment.split())
-        if kind == "fact" or kind == "replaced_fact":
-            text += fact_note(kind, datetime.fromisoformat(said) if said else None,
-                              datetime.fromisoformat(until) if until else None)
-        return SearchHit(path, title, kind, level, round(score, 4), text, modified,
-                         line + body.count("\n", 0, start))
-
     # --- queries ---------------------------------------------------------------------------------
 
-    def _text_clauses(self, query: str, searcher: tantivy.Searcher) -> tuple[list[Query], list[Term]]:
-        """The query's clauses, and its terms for the snippets (a prefix with the words it found)."""
+    def _text_clauses(self, query: str, searcher: tantivy.Searcher) -> list[Query]:
+        """The query's clauses: one per word (the last also as a prefix) and one per phrase."""
         if not isinstance(query, str):
             raise BadRequest("query must be text")
         parts = split_query(query)
         clauses: list[Query] = []
-        terms: list[Term] = []
         last = len(parts.words) - 1
         for text, is_prefix in [*((word, parts.last_is_prefix and position == last)
                                   for position, word in enumerate(parts.words)),
                                 *((phrase, False) for phrase in parts.phrases)]:
             tokens = self.analyzer.analyze(text)
             if len(tokens) == 1:
-                clause, longer = self._term_clause(tokens[0], searcher if is_prefix else None)
-                clauses.append(clause)
-                terms.append(Term(tokens[0], longer))
+                clauses.append(self._term_clause(tokens[0], searcher if is_prefix else None))
             elif tokens:
                 clauses.append(self._phrase_clause(tokens))
-                terms.extend(Term(token) for token in tokens)
         if not clauses:
             raise BadRequest(
                 f"the query {query!r} has no words to search for: give at least one word or \"a phrase\"")
-        return clauses, terms
+        return clauses
 
-    def _term_clause(self, token: str, prefix_from: tantivy.Searcher | None) -> tuple[Query, frozenset[str]]:
+    def _term_clause(self, token: str, prefix_from: tantivy.Searcher | None) -> Query:
         """The word in any text field; with ``prefix_from``, also up to ``PREFIX_EXPANSIONS`` words it
-        begins in each field (weighted 0.7). Returns the clause and the longer words found in bodies."""
+        begins in each field (weighted 0.7)."""
         subs = []
-        in_bodies: frozenset[str] = frozenset()
         for field, boost in _TEXT_FIELDS:
             subs.append(Query.boost_query(Query.term_query(self.schema, field, token), boost))
             if prefix_from is not None and field != "meta":
@@ -797,9 +759,7 @@ class Index:
                           if term != token]
                 subs.extend(Query.boost_query(Query.term_query(self.schema, field, term), boost * 0.7)
                             for term in longer)
-                if field == "body":
-                    in_bodies = frozenset(longer)
-        return Query.boolean_query([(Occur.Should, sub) for sub in subs]), in_bodies
+        return Query.boolean_query([(Occur.Should, sub) for sub in subs])
 
     def _phrase_clause(self, tokens: list[str]) -> Query:
         return Query.boolean_query([
@@ -831,50 +791,28 @@ class Index:
                              "use *, ** and ? as in 'seo/**' or '*.md'") from error
 
 
-_READ_AS: dict[str, str | None] = {}  # a character -> how the index reads it, as asked so far
-
-
-def read_as(char: str) -> str | None:
-    """How the index reads one character (``core.snippets.ReadAs``), asked of its analyzer: every step
-    of it (split on what is not a letter or digit, lowercase, fold) takes one character at a time."""
-    try:
-        return _READ_AS[char]
-    except KeyError:
-        tokens = _read_as_analyzer().analyze(char)
-        seen = "" if not tokens else tokens[0] if len(tokens) == 1 and len(tokens[0]) == 1 else None
-        _READ_AS[char] = seen
-        return seen
-
-
-@functools.cache
-def _read_as_analyzer() -> tantivy.TextAnalyzer:
-    return _analyzer()
-
-
-class _Snippets:
-    """Cuts the snippets of one search by ``core.snippets``; where that finds nothing in a body that is
-    not ASCII (a letter the index reads as two, ``æ`` as ``ae``), by tantivy's generator."""
-
-    def __init__(self, index: Index, searcher: tantivy.Searcher, text_query: Query, terms: list[Term]) -> None:
-        self.chars: int = index._setting("snippet_chars", SNIPPET_CHARS)
-        self._terms = snippet_terms(terms)
-        self._make_generator = lambda: tantivy.SnippetGenerator.create(searcher, text_query, index.schema, "body")
-        self._generator: tantivy.SnippetGenerator | None = None
-
-    def cut(self, doc: tantivy.Document, body: str) -> tuple[int, str] | None:
-        """``(start in characters, text)`` of the best window, or ``None`` when the body has no term."""
-        cut = cut_snippet(body, self._terms, self.chars, read_as) if self._terms else None
-        if cut is not None or body.isascii():
-            return cut
-        if self._generator is None:
-            self._generator = self._make_generator()
-            self._generator.set_max_num_chars(self.chars)
-        snippet = self._generator.snippet_from_doc(doc)
+def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator) -> SearchHit:
+    """A hit: the best window of its body (tantivy's generator), or its beginning when the body is
+    short or the match was only in the title or metadata."""
+    body = doc.get_first("body") or ""
+    snippet = snippets.snippet_from_doc(doc) if len(body) > SNIPPET_CHARS else None
+    if snippet is not None and snippet.fragment().strip():
         fragment = snippet.fragment()
-        if not fragment.strip():
-            return None
         start = len(body.encode("utf-8")[:snippet.fragment_range().start].decode("utf-8", "ignore"))
-        return start, fragment
+    else:
+        stripped = body.lstrip()
+        start, fragment = len(body) - len(stripped), stripped[:SNIPPET_CHARS]
+    text = " ".join(fragment.split())
+    kind = doc.get_first("kind")
+    if kind == "fact" or kind == "replaced_fact":
+        text += fact_note(kind, _utc(doc.get_first("said")), _utc(doc.get_first("until")))
+    return SearchHit(doc.get_first("path"), doc.get_first("title"), kind, doc.get_first("level"),
+                     round(score, 4), text, _utc(doc.get_first("modified")),
+                     doc.get_first("body_line") + body.count("\n", 0, start))
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
 
 
 def render_hits(hits: list[SearchHit], query: str) -> str:
@@ -889,32 +827,7 @@ def render_hits(hits: list[SearchHit], query: str) -> str:
 
 
 def _is_replaced(doc: tantivy.Document) -> bool:
-    return doc.get_first("card").split(b"\0", 2)[1] == b"replaced_fact"
-
-
-def _new_index(schema: tantivy.Schema, folder: Path) -> tantivy.Index:
-    """An empty index in ``folder`` that stores documents uncompressed in small blocks.
-
-    A hit's stored fields are read from the block that holds them: tantivy's default (16 KiB blocks,
-    lz4) decompresses a whole block for each hit its small cache misses, which was a third of a
-    search's time. Small plain blocks cost about a quarter more disk and read in a few microseconds.
-    The binding has no setting for it, so it is written into the new index's own ``meta.json``
-    (tantivy's ``IndexSettings``) before anything is added; should a tantivy refuse what was written,
-    the index is kept as tantivy made it.
-    """
-    tantivy.Index(schema, path=str(folder), reuse=False)
-    meta_file = folder / "meta.json"
-    made = meta_file.read_text(encoding="utf-8")
-    meta = json.loads(made)
-    settings = meta.get("index_settings")
-    if isinstance(settings, dict) and not meta.get("segments"):
-        settings.update(docstore_compression=DOC_STORE_COMPRESSION, docstore_blocksize=DOC_STORE_BLOCK)
-        meta_file.write_text(json.dumps(meta, indent=2), encoding="utf-8")
-    try:
-        return tantivy.Index.open(str(folder))
-    except ValueError:
-        meta_file.write_text(made, encoding="utf-8")
-        return tantivy.Index.open(str(folder))
+    return doc.get_first("kind") == "replaced_fact"
 
 
 def _file_key(path: str) -> tuple[int, int, int] | None:

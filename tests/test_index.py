@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import warnings
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fsmem.core import snippets
-from fsmem.core.snippets import Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest
-from fsmem.index import Index, IndexWarning, _analyzer, read_as
+from fsmem.index import Index, IndexWarning
 from fsmem.index_state import MANIFEST, index_dir, read_current
 
 CURRENT_FACT = """---
@@ -178,9 +174,9 @@ def test_replaced_facts_come_last_even_when_they_score_higher(root: Path) -> Non
 
 @pytest.mark.parametrize(("filler", "line", "query", "shown"), [
     ("Step {n}: nothing of note happens here.", "Step 24: deploy the release to staging, then check it.",
-     "deploy staging", "deploy the release to staging"),  # ASCII: cut by core.snippets
+     "deploy staging", "deploy the release to staging"),
     ("Ligne {n} : rien à signaler, vraiment rien du tout.", "Le café ouvre à sept heures, le crème aussi.",
-     "cafe ouvre", "café ouvre"),  # accents: cut by tantivy's generator, which folds them
+     "cafe ouvre", "café ouvre"),  # accents folded, as the index folds them
 ])
 def test_a_snippet_is_the_part_of_a_long_file_that_holds_the_words(root: Path, filler: str, line: str,
                                                                    query: str, shown: str) -> None:
@@ -200,104 +196,8 @@ def test_a_file_matched_only_by_its_title_shows_its_beginning(root: Path) -> Non
     assert hit.snippet.startswith("# Walrus Nothing else") and hit.line == 1
 
 
-def test_documents_are_stored_in_small_plain_blocks(root: Path) -> None:
-    index = Index(root)
-    index.search("ana")
-    meta = json.loads((index_dir(root) / read_current(root)["generation"] / "meta.json").read_text())
-    assert meta["index_settings"]["docstore_compression"] == "none"
-    assert meta["index_settings"]["docstore_blocksize"] == 4096
-
-
-def test_a_store_setting_tantivy_refuses_leaves_its_own(root: Path, monkeypatch) -> None:
-    import fsmem.index as index_module
-
-    monkeypatch.setattr(index_module, "DOC_STORE_COMPRESSION", "no-such-compressor")
-    index = Index(root)
-    assert paths(index.search("ana")) == ["notes/memory/f2.md", "notes/memory/history/f1.md"]
-    meta = json.loads((index_dir(root) / read_current(root)["generation"] / "meta.json").read_text())
-    assert meta["index_settings"]["docstore_compression"] == "lz4"
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("abcXYZ019 _-.\n\t'")), max_size=200),
-       st.sampled_from(["ab", "abc", "a", "x1", "zz"]), st.sets(st.sampled_from(["abc", "abca", "ab1", "zzz"])))
-def test_snippets_find_the_words_the_index_matches(text: str, token: str, longer: set[str]) -> None:
-    """The snippet's own word finding agrees with the index's analyzer on ASCII text."""
-    longer = {word for word in longer if word.startswith(token) and word != token}
-    tokens = _analyzer().analyze(text)
-    expected = [t for t in tokens if t == token or t in longer]
-    found = cut_snippet(text, snippet_terms([Term(token, frozenset(longer))]), 10_000, read_as)
-    if not expected:
-        assert found is None
-    else:
-        assert found is not None
-        assert [t for t in _analyzer().analyze(found.text) if t == token or t in longer] == expected
-
-
-read_as_one = st.characters(exclude_categories=("Cs",)).filter(lambda char: read_as(char) is not None)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(st.text(alphabet=read_as_one, max_size=60), st.data())
-def test_snippets_find_the_words_the_index_matches_in_any_script(text: str, data) -> None:
-    """Any script, marks, folds, full-width forms, Greek sigma: the words found are the analyzer's."""
-    tokens = _analyzer().analyze(text)
-    token = data.draw(st.sampled_from(tokens)) if tokens else "okapi"
-    expected = [t for t in tokens if t == token]
-    with mock.patch.object(snippets, "MOSTLY_ASCII", 0):  # however little of the text is ASCII
-        found = cut_snippet(text, snippet_terms([Term(token)]), 10_000, read_as)
-    if not expected:
-        assert found is None
-    else:
-        assert found is not None
-        assert text[found.start:found.start + len(found.text)] == found.text
-        assert [t for t in _analyzer().analyze(found.text) if t == token] == expected
-
-
-ascii_runs = st.text(alphabet=st.sampled_from("abcdeDEP xyz0 .-\n"), max_size=40)
-beyond_ascii = st.text(alphabet=st.characters(min_codepoint=0x80, exclude_categories=("Cs",)), max_size=4)
-tricky = st.sampled_from(["é" * 20, "dé" + "x" * 37, "\ue000", "æ", "ᴅe", "ǧ", "ΟΔΟΣ", "कमला"])
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.one_of(ascii_runs, beyond_ascii, tricky), max_size=12).map("".join), st.data())
-def test_in_mostly_ascii_text_each_word_found_is_a_word_the_index_has(body: str, data) -> None:
-    """Mixed text as it comes: every word found reads, alone, as the term; none is missed unless the
-    body holds a character the index reads as several, or as an uppercase letter."""
-    tokens = _analyzer().analyze(body)
-    token = data.draw(st.sampled_from(tokens)) if tokens else "deploy"
-    several = any(read_as(char) is None or read_as(char) != read_as(char).lower()  # "æ" → "ae", "ᴅ" → "D"
-                  for char in body if not char.isascii())
-    for term in [Term(token), Term(token[:2], frozenset(t for t in tokens if t.startswith(token[:2]))),
-                 Term("e" * 20), Term("de" + "x" * 37), Term("deploy"), Term("g")]:
-        longer = term.longer - {term.token}
-        searchable = snippets._searchable(body, read_as)
-        if searchable is None:
-            continue
-        found = snippets._words_found(body, *searchable, snippet_terms([Term(term.token, longer)]))
-        expected = [t for t in tokens if t == term.token or t in longer]
-        assert len(found) <= len(expected) if several else len(found) == len(expected), (body, term, found)
-        for start, end, _ in found:
-            assert _analyzer().analyze(body[start:end]) in ([term.token], *([t] for t in longer)), (body, term)
-
-
-@pytest.mark.parametrize(("body", "query", "shown"), [
-    ("कमला आई।", "कमल", "कमल खिला"),  # a vowel sign belongs to its word
-    ("محمدٌ هنا", "محمد", "محمد جاء"),  # so does a haraka
-    ("Nº 5 here", "no", "no entry"),  # º is not the letter o to the index
-    ("ΟΔΟΣ ΜΕΓΑΛΗ", "οδος", "οδος μικρή"),  # the index reads Σ as σ everywhere, not as a final ς
-])
-def test_a_word_is_found_only_where_the_index_found_it(body: str, query: str, shown: str) -> None:
-    text = body + " " + "x " * 60 + shown
-    terms = snippet_terms([Term(_analyzer().analyze(query)[0])])
-    with mock.patch.object(snippets, "MOSTLY_ASCII", 0):
-        found = cut_snippet(text, terms, 40, read_as)
-    assert found is not None and shown.split()[0] in found.text and found.start > len(body)
-
-
 def test_a_file_mostly_in_another_script_is_cut_by_the_index_s_generator(root: Path) -> None:
     write(root, "greek.md", "# Σημειώσεις\n\n" + "Καλημέρα κόσμε, τίποτα εδώ. " * 20 + "Ο δρόμος είναι μεγάλος.\n")
-    assert cut_snippet("Καλημέρα κόσμε. " * 20 + "δρόμος", snippet_terms([Term("δρομος")]), 180, read_as) is None
     [hit] = Index(root).search("δρόμος", include="greek.md")
     assert "δρόμος" in hit.snippet and hit.line == 3
 
@@ -305,7 +205,7 @@ def test_a_file_mostly_in_another_script_is_cut_by_the_index_s_generator(root: P
 def test_a_word_the_index_folds_into_two_letters_is_still_shown(root: Path) -> None:
     write(root, "fable.md", "# Fables\n\n" + "Rien à dire ici. " * 20 + "Une fable d’Æsop, très ancienne.\n")
     [hit] = Index(root).search("aesop", include="fable.md")
-    assert "Æsop" in hit.snippet  # tantivy's own generator, since core.snippets cannot see "ae" in "æ"
+    assert "Æsop" in hit.snippet  # the generator folds as the index does
 
 
 def test_a_snippet_shows_the_words_the_index_found_for_a_prefix(tmp_path: Path) -> None:

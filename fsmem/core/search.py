@@ -23,7 +23,7 @@ __all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp"
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 4  # 4: month names in facts' dates; documents stored plainly, a hit's card
+SCHEMA_VERSION = 5  # 5: plain stored fields (no card), tantivy's own doc store settings and snippets
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
