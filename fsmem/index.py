@@ -21,7 +21,7 @@ import warnings
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator
 
 import tantivy
 from tantivy import Occur, Query
@@ -30,6 +30,7 @@ from fsmem.core.search import (
     RACY_WINDOW_NS,
     SCHEMA_VERSION,
     FileDoc,
+    SearchHit,
     Indexed,
     Plan,
     fact_note,
@@ -78,28 +79,6 @@ LONGEST_WORD = 40  # longer tokens (hashes, base64) are dropped from the index
 
 class IndexWarning(UserWarning):
     """The index was missing, corrupt or from another version, and was rebuilt from the files."""
-
-
-class SearchHit(NamedTuple):
-    """One search result. ``line``/``text`` are set in regex mode (and ``line`` for snippets).
-
-    A named tuple: immutable, and cheap to make ten of per search.
-    """
-
-    path: str
-    title: str
-    kind: str
-    level: str
-    score: float
-    snippet: str
-    modified: datetime | None
-    line: int | None = None
-    text: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        value = self._asdict()
-        value["modified"] = self.modified.isoformat() if self.modified else None
-        return value
 
 
 def _schema() -> tantivy.Schema:
@@ -813,17 +792,6 @@ def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator
 
 def _utc(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
-
-
-def render_hits(hits: list[SearchHit], query: str) -> str:
-    """What a person or a model reads for text-mode results."""
-    if not hits:
-        return f"No matches for {query!r}."
-    lines = []
-    for hit in hits:
-        where = f"{hit.path}:{hit.line}" if hit.line else hit.path
-        lines.append(f"{where}  {hit.title}  [{hit.kind}]\n    {hit.snippet}")
-    return "\n".join(lines)
 
 
 def _is_replaced(doc: tantivy.Document) -> bool:

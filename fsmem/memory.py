@@ -11,21 +11,22 @@ from __future__ import annotations
 import os
 from functools import cached_property
 from pathlib import Path
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from fsmem import levels
 from fsmem.config import Settings, load_settings
-from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
+from fsmem.core.search import SearchHit
 from fsmem.errors import NotFound, RootNotFound
+from fsmem.grep import grep
 from fsmem.levels import Scope
 
 if TYPE_CHECKING:
     from fsmem.facts import Facts
-    from fsmem.index import Index, SearchHit
+    from fsmem.index import Index
     from fsmem.tool import Run
     from fsmem.watch import Watcher
 
@@ -150,26 +151,12 @@ class Memory:
 
     def search(self, query: str, *, regex: bool = False, include: str | Iterable[str] | None = None,
                exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
-               limit: int = 10) -> list["SearchHit"]:
+               limit: int = 10) -> list[SearchHit]:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
-        if not regex:
-            return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
-        from fsmem.core.when import compile_globs, parse_since
-        from fsmem.grep import compile_pattern, grep, utc_now
-        from fsmem.index import SearchHit
-
-        moment = parse_since(since, utc_now()) if isinstance(since, str) else since
-        accept = compile_globs(include or None, exclude or None)
-        found = grep(self.drive, compile_pattern(query, literal=False), accept=accept, since=moment,
-                     limit=limit, timeout=self.settings.regex_timeout)
-        hits = []
-        for hit in found:
-            role = layout.role_of(hit.path)
-            stat = self.drive.stat(hit.path)
-            modified = datetime.fromtimestamp(stat.st_mtime, timezone.utc) if stat else None
-            hits.append(SearchHit(path=hit.path, title="", kind=role.kind, level=role.level, score=0.0,
-                                  snippet=hit.text, modified=modified, line=hit.line, text=hit.text))
-        return hits
+        if regex:
+            return grep(self.drive, query, include=include, exclude=exclude, since=since, limit=limit,
+                        timeout=self.settings.regex_timeout)
+        return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
 
     def watch(self, **options: float) -> "Watcher":
         """Keep the index current from this process (watchdog); ``stop()`` it, or use ``with``."""

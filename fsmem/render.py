@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from fsmem.core.search import SearchHit
 from fsmem.drive import Entry
 
 EXCERPT_CONTEXT = 3
@@ -76,3 +77,14 @@ def first_difference(before: str, after: str) -> int:
         if a != b:
             return number
     return min(len(old), len(new)) + 1
+
+
+def hits(found: list[SearchHit], query: str) -> str:
+    """Search results as a person or a model reads them: ranked files with their snippets, or
+    ``path:line: text`` for regex hits."""
+    if not found:
+        return f"No matches for {query!r}."
+    if found[0].text is not None:
+        return "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in found)
+    return "\n".join(f"{hit.path}:{hit.line}  {hit.title}  [{hit.kind}]\n    {hit.snippet}" if hit.line
+                     else f"{hit.path}  {hit.title}  [{hit.kind}]\n    {hit.snippet}" for hit in found)

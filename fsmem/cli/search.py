@@ -1,19 +1,19 @@
-"""``fsmem search``, ``fsmem index status|rebuild`` and ``fsmem watch``.
-
-The search path imports click and the index (tantivy) only: no drive, tool, facts, jsonschema,
-frontmatter or watchdog, so a search from the shell starts fast.
-"""
+"""``fsmem search``, ``fsmem index status|rebuild`` and ``fsmem watch``: through ``Memory``, with the
+root's settings, like every other command."""
 
 from __future__ import annotations
 
 import sys
 import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from collections.abc import Iterator
 
 import click
 
+import fsmem
+from fsmem import render
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.memory import Memory
 
 
 @contextmanager
@@ -28,10 +28,8 @@ def _warnings_to_stderr() -> Iterator[None]:
                 click.echo(f"Warning: {item.message}", err=True)
 
 
-def _open_index(root: str | None) -> Any:
-    from fsmem.index import Index
-
-    return Index(find_root(root))
+def _open(root: str | None) -> Memory:
+    return fsmem.open(find_root(root))
 
 
 @click.command()
@@ -52,26 +50,12 @@ def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], ex
     """
     text = " ".join(query)
     with _warnings_to_stderr():
-        if use_regex:  # not the fast path: the files themselves, through the drive
-            import fsmem
-
-            hits = fsmem.open(find_root(root)).search(text, regex=True, include=include or None,
-                                                      exclude=exclude or None, since=since, limit=limit)
-        else:
-            hits = _open_index(root).search(text, include=include, exclude=exclude, since=since,
-                                            limit=limit)
+        hits = _open(root).search(text, regex=use_regex, include=include, exclude=exclude, since=since,
+                                  limit=limit)
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
         return
-    if use_regex:
-        for hit in hits:
-            click.echo(f"{hit.path}:{hit.line}: {hit.text}")
-        if not hits:
-            click.echo(f"No matches for {text!r}.")
-        return
-    from fsmem.index import render_hits
-
-    click.echo(render_hits(hits, text))
+    click.echo(render.hits(hits, text))
 
 
 @click.group()
@@ -85,7 +69,7 @@ def index() -> None:
 def status(root: str | None, as_json: bool) -> None:
     """Documents, files, how many are stale, and whether a watcher keeps the index current."""
     with _warnings_to_stderr():
-        info = _open_index(root).status()
+        info = _open(root).index.status()
     if as_json:
         echo_json(info)
         return
@@ -104,7 +88,7 @@ def status(root: str | None, as_json: bool) -> None:
 @json_option
 def rebuild(root: str | None, as_json: bool) -> None:
     """Rebuild the index from the files, beside the live one; searches keep working meanwhile."""
-    target = _open_index(root)
+    target = _open(root).index
     with _warnings_to_stderr():
         if as_json:
             count = target.rebuild()
@@ -129,7 +113,7 @@ def watch(root: str | None, debounce: float) -> None:
     """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
     from fsmem.watch import Watcher
 
-    target = _open_index(root)
-    click.echo(f"Watching {target.root} (Ctrl-C to stop).", err=True)
+    memory = _open(root)
+    click.echo(f"Watching {memory.root} (Ctrl-C to stop).", err=True)
     with _warnings_to_stderr():
-        Watcher(target, debounce=debounce).run_forever()
+        Watcher(memory.index, debounce=debounce).run_forever()
