@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
+from collections.abc import Mapping
 
 from filelock import FileLock, Timeout as LockTimeout
 
@@ -34,7 +35,9 @@ from fsmem.atomic import fsync_dir, write_atomic
 from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 
 from fsmem.config import Settings
+from fsmem import walk
 from fsmem.core.layout import STATE_DIR
+from fsmem.core.search import Indexed, Plan
 from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Busy, Exists, NotFound
 
@@ -256,6 +259,14 @@ class Drive:
                 elif entry.path.endswith(".md"):
                     yield entry
 
+    def changes_since(self, seen: Mapping[str, Indexed], memo: Path | None, memo_key: tuple[int, int] | None,
+                      limit: int) -> tuple[Plan, int]:
+        """What differs between the memory files and ``seen`` (path → what an index last read), and
+        how many files there are: the question the index's freshness keeper asks. A folder answers
+        with a walk of stats (``fsmem.walk``); ``memo`` is a file it may keep to list only the folders
+        that changed, valid while ``memo_key`` (the identity of ``seen``) is the same."""
+        return walk.changes_since(self.root, seen, memo, memo_key, limit)
+
     # ---- changing ---------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -421,6 +432,15 @@ class Transaction:
         self._fsync(source_real.parent)
         self._fsync(destination_real.parent)
         self.changed.append(destination)
+
+    def keep_replaced(self, path: str, replaced: bytes, now: str) -> None:
+        """Keep ``replaced`` as a version of ``path``: what a person's edit outside fsmem (``now`` is
+        its version) overwrote, found by the index, which had read it. Named by its real hash."""
+        folder = self.drive.state / VERSIONS_DIR / path
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(folder / f"{_stamp()}-{version_of(replaced)}-{self.command}.md", replaced,
+                     durable=self.drive.settings.durable)
+        self._log(path, version_of(replaced), now)
 
     # ---- internals --------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from fsmem.core.search import SearchHit
 from fsmem.core.when import compile_globs, parse_since
 from fsmem.drive import Drive
 from fsmem.errors import BadPattern, Timeout
-from fsmem.index_state import walk_files
+from fsmem.walk import walk_files
 
 if TYPE_CHECKING:
     import regex

@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import warnings
 from functools import cached_property
 from pathlib import Path
 from datetime import datetime
@@ -22,6 +24,7 @@ from fsmem.drive import Drive, LogEntry, VersionInfo
 from fsmem.core.search import SearchHit
 from fsmem.errors import NotFound, RootNotFound
 from fsmem.grep import grep
+from fsmem.index_state import note_pending
 from fsmem.levels import Scope
 
 if TYPE_CHECKING:
@@ -61,6 +64,9 @@ class Memory:
         self.settings = settings
         self.drive = Drive(root, settings)
         self._index: "Index | None" = None
+        self._watcher: "Watcher | None" = None
+        self._watch_refused = False
+        self._watch_mutex = threading.Lock()
         # Every change notes its paths, under its lock, for the next search (any process) to index first:
         # searchable when it returns, without a tantivy commit (or even a tantivy import) on the write path.
         self.drive.on_commit.append(self._note_for_index)
@@ -68,13 +74,9 @@ class Memory:
             levels.restore_parked(self)
 
     def _note_for_index(self, paths: set[str]) -> None:
-        from fsmem.index_state import note_pending
-
         try:
             note_pending(self.root, paths)
         except OSError as error:
-            import warnings
-
             warnings.warn(f"could not note a change for the search index ({error}); the next search's "
                           "comparison will find it", stacklevel=3)
 
@@ -144,7 +146,7 @@ class Memory:
     @property
     def index(self) -> "Index":
         if self._index is None:
-            from fsmem.index import Index
+            from fsmem.index import Index  # tantivy: a process that only writes never loads it
 
             self._index = Index(self.drive, self.settings)
         return self._index
@@ -156,13 +158,63 @@ class Memory:
         if regex:
             return grep(self.drive, query, include=include, exclude=exclude, since=since, limit=limit,
                         timeout=self.settings.regex_timeout)
-        return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
+        return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit,
+                                 watched=self._watched())
+
+    def _watched(self) -> set[str] | None:
+        """What this process's own watcher has seen change and not applied yet (``None``: no watcher
+        vouches). The first search starts one (``settings.watch``): a process that searches again
+        then refreshes only those paths instead of comparing every file."""
+        if self._watcher is None and self.settings.watch and not self._watch_refused:
+            with self._watch_mutex:
+                if self._watcher is None and not self._watch_refused:
+                    self._start_watcher()
+        watcher = self._watcher
+        return watcher.unapplied() if watcher is not None else None
+
+    def _start_watcher(self, **options: float) -> None:
+        try:
+            from fsmem.watch import Watcher  # watchdog: only for a process that searches
+
+            watcher = Watcher(self.index, **options).start()
+        except (ImportError, OSError) as error:
+            self._refuse_watching(str(error))
+            return
+        if not watcher.watching:
+            watcher.stop()
+            self._refuse_watching("; ".join(watcher.errors) or "no watch could be placed")
+            return
+        self._watcher = watcher
+
+    def _refuse_watching(self, reason: str) -> None:
+        self._watch_refused = True
+        warnings.warn(f"cannot watch {self.root} for changes ({reason}); every search compares the "
+                      "files instead", stacklevel=4)
 
     def watch(self, **options: float) -> "Watcher":
-        """Keep the index current from this process (watchdog); ``stop()`` it, or use ``with``."""
+        """Keep the index current from this process (watchdog), with ``options`` (``debounce``, …);
+        replaces the watcher the first search started. ``stop()`` it, or ``close()`` the memory."""
         from fsmem.watch import Watcher
 
-        return Watcher(self.index, **options).start()
+        with self._watch_mutex:
+            if self._watcher is not None:
+                self._watcher.stop()
+            self._watcher = Watcher(self.index, **options).start()
+            return self._watcher
+
+    def close(self) -> None:
+        """Stop what this memory started (its watcher). Searches after it compare again."""
+        with self._watch_mutex:
+            watcher, self._watcher = self._watcher, None
+            self._watch_refused = True
+        if watcher is not None:
+            watcher.stop()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ---- history ----------------------------------------------------------------------------
 

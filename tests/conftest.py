@@ -16,6 +16,9 @@ def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("FSMEM_"):
             monkeypatch.delenv(name, raising=False)
+    # A search starts a watcher by default (settings.watch); in-process tests, which rarely close what
+    # they open, would pile up inotify instances. Tests of watching turn it on (tests/test_watch*.py).
+    monkeypatch.setenv("FSMEM_WATCH", "0")
 
 
 @pytest.fixture
@@ -54,3 +57,14 @@ def run_fsmem(*args: str, input: str | None = None, cwd: Path | None = None,
         [sys.executable, "-m", "fsmem", *args],
         input=input, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout,
     )
+
+
+def index_of(root: Path):
+    """The index of ``root`` as ``Memory`` composes it (a bare folder gets its ``.fsmem/`` first)."""
+    from fsmem.config import Settings
+    from fsmem.drive import Drive
+    from fsmem.index import Index
+
+    (root / ".fsmem").mkdir(exist_ok=True)
+    settings = Settings(watch=False)
+    return Index(Drive(root, settings), settings)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem.errors import BadRequest
-from fsmem.index import Index, IndexWarning
+from fsmem.index import IndexWarning
 from fsmem.index_state import MANIFEST, index_dir, read_current
 
 CURRENT_FACT = """---
@@ -54,7 +54,7 @@ def paths(hits) -> list[str]:
 
 
 def test_all_words_are_required_first(root: Path) -> None:
-    hits = Index(root).search("deploy staging")
+    hits = index_of(root).search("deploy staging")
     assert paths(hits) == ["MEMORY.md"]
     hit = hits[0]
     assert (hit.title, hit.kind, hit.level, hit.line) == ("Project", "memory", "project", 1)
@@ -62,28 +62,28 @@ def test_all_words_are_required_first(root: Path) -> None:
 
 
 def test_any_word_when_all_words_find_nothing(root: Path) -> None:
-    assert set(paths(Index(root).search("staging british "))) == {"MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"}
+    assert set(paths(index_of(root).search("staging british "))) == {"MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"}
 
 
 def test_the_last_word_matches_as_a_prefix(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("brit")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
     assert paths(index.search("brit ")) == []  # a finished word is matched whole
 
 
 def test_phrases_in_quotes(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search('"under 60 characters"')) == ["seo/titles.md"]
     assert paths(index.search('"60 under characters"')) == []
 
 
 def test_a_title_match_ranks_above_a_body_match(root: Path) -> None:
     write(root, "body-only.md", "# Other\n\nsome words about titles here\n")
-    assert paths(Index(root).search("titles "))[0] == "seo/titles.md"
+    assert paths(index_of(root).search("titles "))[0] == "seo/titles.md"
 
 
 def test_facts_that_hold_rank_before_replaced_ones(root: Path) -> None:
-    hits = Index(root).search("ana research")
+    hits = index_of(root).search("ana research")
     assert paths(hits) == ["notes/memory/f2.md", "notes/memory/history/f1.md"]
     assert hits[0].snippet == "Ana works in research. (said 2026-10-12)"
     assert hits[1].snippet.endswith("(said 2026-09-01; held until 2026-10-12)")
@@ -91,11 +91,11 @@ def test_facts_that_hold_rank_before_replaced_ones(root: Path) -> None:
 
 
 def test_held_until_is_searchable(root: Path) -> None:
-    assert paths(Index(root).search('"held until"')) == ["notes/memory/history/f1.md"]
+    assert paths(index_of(root).search('"held until"')) == ["notes/memory/history/f1.md"]
 
 
 def test_include_exclude_and_since_are_applied_inside_the_query(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("ana", include=["notes/**"], exclude="history/")) == ["notes/memory/f2.md"]
     assert paths(index.search("deploy", include="seo")) == ["seo/titles.md"]
     assert set(paths(index.search("deploy", exclude=["seo/*.md"]))) == {"MEMORY.md"}
@@ -123,7 +123,7 @@ def path_index():
     """A bare in-memory tantivy index of paths, to run include/exclude regexes as search does."""
     import tantivy
 
-    from fsmem.index import _analyzer, _schema
+    from fsmem.index_store import analyzer as _analyzer, schema as _schema
 
     schema = _schema()
     index = tantivy.Index(schema)
@@ -153,7 +153,7 @@ def test_globs_inside_the_query_match_as_the_tool_s_globs_do(path_index, pattern
 
 
 def test_limit_counts_replaced_facts_last(root: Path) -> None:
-    assert paths(Index(root).search("ana", limit=1)) == ["notes/memory/f2.md"]
+    assert paths(index_of(root).search("ana", limit=1)) == ["notes/memory/f2.md"]
 
 
 def test_replaced_facts_come_last_even_when_they_score_higher(root: Path) -> None:
@@ -162,7 +162,7 @@ def test_replaced_facts_come_last_even_when_they_score_higher(root: Path) -> Non
     for n in range(3):  # replaced facts that say little else: they score higher
         write(root, f"notes/memory/history/r{n}.md", REPLACED_FACT.replace("id: f1", f"id: r{n}").replace(
             "Ana leads the data team and works in research planning.", "okapi okapi okapi"))
-    index = Index(root)
+    index = index_of(root)
     top = index.search("okapi", limit=10)
     assert [hit.kind for hit in top] == ["topic"] * 10
     more = index.search("okapi", limit=14)
@@ -183,7 +183,7 @@ def test_a_snippet_is_the_part_of_a_long_file_that_holds_the_words(root: Path, f
     lines = ["# Notes", ""] + [filler.format(n=n) for n in range(1, 40)]
     lines[25] = line
     write(root, "long.md", "\n".join(lines) + "\n")
-    [hit] = Index(root).search(query, include="long.md")
+    [hit] = index_of(root).search(query, include="long.md")
     assert shown in hit.snippet
     assert "\n" not in hit.snippet and len(hit.snippet) <= 180
     assert 23 <= hit.line <= 26  # the window starts on the line holding the words, or a little before
@@ -192,19 +192,19 @@ def test_a_snippet_is_the_part_of_a_long_file_that_holds_the_words(root: Path, f
 
 def test_a_file_matched_only_by_its_title_shows_its_beginning(root: Path) -> None:
     write(root, "walrus.md", "# Walrus\n\n" + "Nothing else about the animal here at all. " * 20)
-    [hit] = Index(root).search("walrus", include="walrus.md")
+    [hit] = index_of(root).search("walrus", include="walrus.md")
     assert hit.snippet.startswith("# Walrus Nothing else") and hit.line == 1
 
 
 def test_a_file_mostly_in_another_script_is_cut_by_the_index_s_generator(root: Path) -> None:
     write(root, "greek.md", "# Σημειώσεις\n\n" + "Καλημέρα κόσμε, τίποτα εδώ. " * 20 + "Ο δρόμος είναι μεγάλος.\n")
-    [hit] = Index(root).search("δρόμος", include="greek.md")
+    [hit] = index_of(root).search("δρόμος", include="greek.md")
     assert "δρόμος" in hit.snippet and hit.line == 3
 
 
 def test_a_word_the_index_folds_into_two_letters_is_still_shown(root: Path) -> None:
     write(root, "fable.md", "# Fables\n\n" + "Rien à dire ici. " * 20 + "Une fable d’Æsop, très ancienne.\n")
-    [hit] = Index(root).search("aesop", include="fable.md")
+    [hit] = index_of(root).search("aesop", include="fable.md")
     assert "Æsop" in hit.snippet  # the generator folds as the index does
 
 
@@ -213,7 +213,7 @@ def test_a_snippet_shows_the_words_the_index_found_for_a_prefix(tmp_path: Path) 
         write(tmp_path, f"o{n:02d}.md", f"# Other\n\nstb{n:02d}\n")
     write(tmp_path, "long.md", "# Long\n\nstzza stzzb stzzc stzzd. " + "filler words here. " * 30
           + "the staaa word.\n")
-    [hit] = Index(tmp_path).search("st", include="long.md")  # matched through "staaa" only
+    [hit] = index_of(tmp_path).search("st", include="long.md")  # matched through "staaa" only
     assert "staaa" in hit.snippet and "stzz" not in hit.snippet, hit.snippet
 
 
@@ -223,7 +223,7 @@ def test_the_line_of_a_snippet_is_the_line_of_its_first_word(tmp_path: Path) -> 
     write(tmp_path, "lf.md", "\n".join(lines) + "\n")
     (tmp_path / "crlf.md").write_bytes(("\r\n".join(lines[:21] + lines[22:]) + "\r\n").encode())
     for name in ("lf.md", "crlf.md"):
-        [hit] = Index(tmp_path).search("okapi", include=name)
+        [hit] = index_of(tmp_path).search("okapi", include=name)
         shown = (tmp_path / name).read_text(encoding="utf-8").splitlines()[hit.line - 1]
         assert hit.snippet.split()[0] in shown, (name, hit.line, shown)
 
@@ -234,13 +234,13 @@ def test_a_replaced_fact_has_one_score_whatever_the_limit(root: Path) -> None:
     for n in range(3):
         write(root, f"notes/memory/history/r{n}.md", REPLACED_FACT.replace("id: f1", f"id: r{n}").replace(
             "Ana leads the data team and works in research planning.", "okapi okapi okapi"))
-    index = Index(root)
+    index = index_of(root)
     scores = {limit: {hit.path: hit.score for hit in index.search("okapi", limit=limit)} for limit in (14, 20)}
     assert scores[14]["notes/memory/history/r0.md"] == scores[20]["notes/memory/history/r0.md"]
 
 
 def test_bad_requests_change_nothing(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     with pytest.raises(BadRequest, match="no words to search for"):
         index.search('  "" ,, ')
     with pytest.raises(BadRequest, match="limit must be"):
@@ -250,7 +250,7 @@ def test_bad_requests_change_nothing(root: Path) -> None:
 
 
 def test_hand_edits_are_seen_by_the_next_search(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("friday")) == ["MEMORY.md"]
     write(root, "MEMORY.md", "# Project\n\nWe ship on Mondays now.\n")
     assert paths(index.search("friday")) == []
@@ -258,7 +258,7 @@ def test_hand_edits_are_seen_by_the_next_search(root: Path) -> None:
 
 
 def test_an_edit_within_one_timestamp_tick_is_still_seen(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("friday")) == ["MEMORY.md"]
     target = root / "MEMORY.md"
     info = target.stat()
@@ -269,7 +269,7 @@ def test_an_edit_within_one_timestamp_tick_is_still_seen(root: Path) -> None:
 
 
 def test_files_and_folders_moved_in_and_out(root: Path, tmp_path_factory) -> None:
-    index = Index(root)
+    index = index_of(root)
     outside = tmp_path_factory.mktemp("outside")
     write(outside, "incoming/plan.md", "# Plan\n\nquarterly roadmap\n")
     shutil.move(str(root / "seo"), str(outside / "seo"))
@@ -281,7 +281,7 @@ def test_files_and_folders_moved_in_and_out(root: Path, tmp_path_factory) -> Non
 
 
 def test_refresh_of_a_folder_covers_everything_under_it(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("x")
     write(root, "seo/new.md", "# New\n\nmeta descriptions\n")
     shutil.rmtree(root / "agents")
@@ -301,28 +301,28 @@ def test_what_is_not_markdown_or_is_hidden_is_not_indexed(root: Path, tmp_path_f
     os.symlink(outside / "secret.md", root / "link-out.md")
     os.symlink(outside, root / "dir-out")
     os.symlink(root / "seo/titles.md", root / "link-in.md")
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("zebra")) == []
     assert paths(index.search('"under 60"')) == ["link-in.md", "seo/titles.md"] or \
         sorted(paths(index.search('"under 60"'))) == ["link-in.md", "seo/titles.md"]
 
 
 def test_a_deleted_index_is_rebuilt_with_a_warning(root: Path) -> None:
-    Index(root).search("ana")
+    index_of(root).search("ana")
     shutil.rmtree(index_dir(root))
     with pytest.warns(IndexWarning, match="was missing; rebuilt it from the 5 files"):
-        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+        assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
 
 
 def test_a_first_build_is_silent(root: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+        assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
 
 
 @pytest.mark.parametrize("damage", ["meta", "current", "schema", "segments", "generation"])
 def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> None:
-    Index(root).search("ana")
+    index_of(root).search("ana")
     generation = index_dir(root) / read_current(root)["generation"]
     if damage == "meta":
         (generation / "meta.json").write_text("{not json")
@@ -337,12 +337,12 @@ def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> N
             if segment_file.suffix in {".idx", ".store", ".term"}:
                 segment_file.write_bytes(b"\0" * 16)
     with pytest.warns(IndexWarning, match="rebuilt it"):
-        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
-    assert paths(Index(root).search("british")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
+        assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
+    assert paths(index_of(root).search("british")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
 
 
 def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("friday")) == ["MEMORY.md"]
     shutil.rmtree(index_dir(root) / read_current(root)["generation"])
     write(root, "MEMORY.md", "# Project\n\nnow on Tuesdays\n")
@@ -351,19 +351,19 @@ def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) ->
 
 
 def test_a_torn_manifest_line_only_costs_a_reread(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     manifest = index_dir(root) / read_current(root)["generation"] / MANIFEST
     with open(manifest, "a") as handle:
         handle.write("+\tdeadbeef\t12")  # a crash mid-append
     write(root, "MEMORY.md", "# Project\n\nnew words: kiwi\n")
-    fresh = Index(root)
+    fresh = index_of(root)
     assert paths(fresh.search("kiwi")) == ["MEMORY.md"]
     assert fresh.status()["stale"] == 0
 
 
 def test_rebuild_swaps_in_a_new_generation_and_collects_the_old(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     first = read_current(root)["generation"]
     seen: list[tuple[int, int]] = []
@@ -376,15 +376,15 @@ def test_rebuild_swaps_in_a_new_generation_and_collects_the_old(root: Path) -> N
 
 
 def test_a_reader_opened_before_a_rebuild_follows_the_swap(root: Path) -> None:
-    reader = Index(root)
+    reader = index_of(root)
     assert paths(reader.search("friday")) == ["MEMORY.md"]
-    Index(root).rebuild()
+    index_of(root).rebuild()
     write(root, "MEMORY.md", "# Project\n\nplums\n")
     assert paths(reader.search("plums")) == ["MEMORY.md"]
 
 
 def test_status_counts_stale_files_without_fixing_them(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     write(root, "new.md", "fresh")
     (root / "seo/titles.md").unlink()
@@ -400,13 +400,13 @@ def test_segment_files_orphaned_by_a_crashed_writer_are_collected(root: Path) ->
     import subprocess
     import sys
 
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     generation = index_dir(root) / read_current(root)["generation"]
     before = {p.name for p in generation.iterdir()}
     crash = (
         "import os, sys; sys.path.insert(0, sys.argv[2]); import tantivy;"
-        "from fsmem.index import _analyzer;"
+        "from fsmem.index_store import analyzer as _analyzer;"
         "ix = tantivy.Index.open(sys.argv[1]); ix.register_tokenizer('fsmem', _analyzer());"
         "w = ix.writer(heap_size=15_000_000, num_threads=1)\n"
         "for i in range(40000): w.add_document(tantivy.Document(path=f'x{i}.md', body='word ' * 60 + str(i)))\n"
@@ -428,12 +428,12 @@ def shared_index(tmp_path_factory):
     (root / ".fsmem").mkdir()
     write(root, "MEMORY.md", "# Project\n\nWe deploy to staging every Friday. café crème, C++ & foo-bar.\n")
     write(root, "notes/memory/f2.md", CURRENT_FACT)
-    index = Index(root)
+    index = index_of(root)
     index.search("warm")
     return index
 
 
-from tests.conftest import write
+from tests.conftest import index_of, write
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -502,13 +502,13 @@ def test_searches_keep_working_while_a_rebuild_runs(root: Path) -> None:
 
     for i in range(300):
         write(root, f"bulk/{i // 50}/n{i}.md", f"# N{i}\n\nbulk words {i}\n")
-    index = Index(root)
+    index = index_of(root)
     assert len(index.search("bulk", limit=100)) == 100
     done = threading.Event()
     answers: list[int] = []
 
     def keep_searching() -> None:
-        reader = Index(root)
+        reader = index_of(root)
         while not done.is_set():
             answers.append(len(reader.search("bulk", limit=100, fresh=False)))
 
@@ -516,7 +516,7 @@ def test_searches_keep_working_while_a_rebuild_runs(root: Path) -> None:
     thread.start()
     try:
         for _ in range(3):
-            assert Index(root).rebuild() == 305
+            assert index_of(root).rebuild() == 305
     finally:
         done.set()
         thread.join(timeout=60)
@@ -527,13 +527,13 @@ def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(root: Path) -> None:
     import os as _os
 
     _os.close(_os.open(_os.fsencode(str(root)) + b"/bad-\xff.md", _os.O_CREAT | _os.O_WRONLY, 0o644))
-    assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+    assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
 
 
 def test_a_large_difference_is_applied_in_chunks_and_a_recreated_file_is_kept(root: Path, monkeypatch) -> None:
-    import fsmem.index as index_module
+    import fsmem.freshness as index_module
 
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     monkeypatch.setattr(index_module, "RECONCILE_CHUNK", 7)
     for i in range(30):
@@ -543,6 +543,6 @@ def test_a_large_difference_is_applied_in_chunks_and_a_recreated_file_is_kept(ro
     assert index.status()["stale"] == 0
     assert paths(index.search("manyword29", fresh=False)) == ["many/n29.md"]
     # A removal planned from an old comparison must not drop a file that exists again.
-    with index.locked():
-        index._apply([], ["many/n0.md"])
+    with index.store.batch() as batch:
+        batch.apply([], ["many/n0.md"])
     assert paths(index.search("manyword0", fresh=False)) == ["many/n0.md"]

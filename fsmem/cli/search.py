@@ -3,16 +3,18 @@ root's settings, like every other command."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
 import fsmem
 from fsmem import render
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.config import load_settings
 from fsmem.memory import Memory
 
 
@@ -28,8 +30,10 @@ def _warnings_to_stderr() -> Iterator[None]:
                 click.echo(f"Warning: {item.message}", err=True)
 
 
-def _open(root: str | None) -> Memory:
-    return fsmem.open(find_root(root))
+def _open(root: str | None, watch: bool = False) -> Memory:
+    """The root's memory; a one-shot command starts no watcher (it would only cost its start-up)."""
+    folder = find_root(root)
+    return fsmem.open(folder, settings=dataclasses.replace(load_settings(folder), watch=watch))
 
 
 @click.command()
