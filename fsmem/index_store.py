@@ -104,6 +104,7 @@ class Store:
         self._current_key: tuple[int, int, int] | None = None
         self._meta_file = ""
         self._meta_key: tuple[int, int, int] | None = None
+        self._pinned = False
 
     # --- opening ---------------------------------------------------------------------------------
 
@@ -114,8 +115,10 @@ class Store:
     def open(self) -> tantivy.Index:
         """Follow CURRENT to the live generation and see its latest commit; build one, with a
         warning, when there is none usable."""
-        seen = _file_key(self._current_file)
         tv = self._tv
+        if self._pinned and tv is not None:  # a rebuild catching up on the generation it will swap in
+            return tv
+        seen = _file_key(self._current_file)
         if seen is not None and seen == self._current_key and tv is not None:
             meta = _file_key(self._meta_file)
             if meta is not None:  # CURRENT is replaced whole on every swap: same generation
@@ -288,8 +291,12 @@ class Store:
         """Under the root lock: catch up with changes made while building, then swap CURRENT to it."""
         with self._mutex:
             self._open_generation(generation)
-        if catch_up is not None:
-            catch_up()
+            self._pinned = True
+        try:
+            if catch_up is not None:
+                catch_up()
+        finally:
+            self._pinned = False
         write_applied(self.folder, pending_mark(self.root))  # all noted so far was caught up with
         write_current(self.root, generation)
         (self.folder / BUILDING).unlink(missing_ok=True)
