@@ -259,13 +259,12 @@ class Drive:
                 elif entry.path.endswith(".md"):
                     yield entry
 
-    def changes_since(self, seen: Mapping[str, Indexed], memo: Path | None, memo_key: tuple[int, int] | None,
-                      limit: int) -> tuple[Plan, int]:
+    def changes_since(self, seen: Mapping[str, Indexed], memo: walk.Memo | None, limit: int) -> tuple[Plan, int]:
         """What differs between the memory files and ``seen`` (path → what an index last read), and
         how many files there are: the question the index's freshness keeper asks. A folder answers
-        with a walk of stats (``fsmem.walk``); ``memo`` is a file it may keep to list only the folders
-        that changed, valid while ``memo_key`` (the identity of ``seen``) is the same."""
-        return walk.changes_since(self.root, seen, memo, memo_key, limit)
+        with a walk of stats (``fsmem.walk``), kept short by ``memo`` (the last clean walk: only the
+        folders that changed since are listed again)."""
+        return walk.changes_since(self.root, seen, memo, limit)
 
     # ---- changing ---------------------------------------------------------------------------
 

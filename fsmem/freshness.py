@@ -18,12 +18,19 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 
 from fsmem.core.search import RACY_WINDOW_NS, Plan
 from fsmem.core.versions import version_of
 from fsmem.drive import Drive
 from fsmem.errors import FsmemError
-from fsmem.index_state import pending_file, read_applied, read_pending, watcher_health
+from fsmem.index_state import (
+    Manifest,
+    pending_file,
+    read_applied,
+    read_pending,
+    watcher_health,
+)
 from fsmem.index_store import BIG_BATCH, MAX_INDEXED_BYTES, Store
 from fsmem.walk import stamp_of
 
@@ -74,8 +81,8 @@ class Freshness:
         manifest = self.store.manifest
         assert manifest is not None
         with self._mutex:
-            plan, self.files_seen = self.drive.changes_since(manifest.load(), self.store.walk_cache,
-                                                             manifest.key(), MAX_INDEXED_BYTES)
+            plan, self.files_seen = self.drive.changes_since(manifest.load(), _Memo(manifest, self.store.walk_cache),
+                                                             MAX_INDEXED_BYTES)
         return plan
 
     def reconcile(self) -> Plan:
@@ -173,6 +180,20 @@ class Freshness:
                 tx.keep_replaced(path, old, now_version)
                 kept.append(path)
         return kept
+
+
+class _Memo:
+    """The walk cache of a generation, keyed by its manifest (which says what was re-read since)."""
+
+    def __init__(self, manifest: Manifest, file: Path) -> None:
+        self.manifest = manifest
+        self.file = file
+
+    def key(self) -> tuple[int, int] | None:
+        return self.manifest.key()
+
+    def paths_since(self, key: tuple[int, int]) -> set[str] | None:
+        return self.manifest.paths_since(key)
 
 
 def _hash_of(drive: Drive, path: str) -> str | None:

@@ -89,6 +89,24 @@ class Manifest:
                 entries.pop(line[2:], None)
         return entries
 
+    def paths_since(self, key: tuple[int, int]) -> set[str] | None:
+        """The paths recorded since the journal had ``key`` (as loaded), ``None`` if it was replaced."""
+        inode, offset = key
+        if inode != self._inode or offset > self._offset:
+            return None
+        with open(self.file, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(self._offset - offset)
+        paths = set()
+        for line in data.decode("utf-8", "surrogateescape").split("\n"):
+            if line.startswith("+\t"):
+                parts = line.split("\t", 7)
+                if len(parts) == 8:
+                    paths.add(parts[7])
+            elif line.startswith("-\t"):
+                paths.add(line[2:])
+        return paths
+
     def key(self) -> tuple[int, int] | None:
         """``(inode, length)`` of the journal as loaded: it only grows, or is replaced whole."""
         return None if self._inode is None else (self._inode, self._offset)

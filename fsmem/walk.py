@@ -15,6 +15,7 @@ import time
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from fsmem.core.search import (
     RACY_WINDOW_NS,
@@ -135,13 +136,17 @@ def _scan(folder: str, root_real: str) -> tuple[dict[str, tuple[tuple[int, int, 
 # to the full comparison, so the cache can make a comparison fast, never wrong.
 
 WALK_CACHE = "walk.cache"
-_CACHE_MAGIC = b"fsmem-walk-2\n"
+_CACHE_MAGIC = b"fsmem-walk-3\n"
+
+# Files read within one timestamp tick of their last change (``Indexed.racy``): their stamp cannot tell
+# a later change in that tick, so the cache keeps their hash and checks it until the tick is long past.
+Racy = dict[str, tuple[str, int]]  # path -> (version, newest of its mtime and ctime)
 
 
 def save_walk_cache(file: Path, key: tuple[int, int], taken_ns: int, count: int,
-                    folders: list[FolderRecord]) -> None:
+                    folders: list[FolderRecord], racy: Racy | None = None) -> None:
     """Write the cache (temp file and rename, no fsync: it is derived, and checked when read)."""
-    payload = marshal.dumps((key, taken_ns, count, folders))
+    payload = marshal.dumps((key, taken_ns, count, folders, racy or {}))
     data = _CACHE_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload
     temp = file.parent / f".{file.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     try:
@@ -155,7 +160,7 @@ def save_walk_cache(file: Path, key: tuple[int, int], taken_ns: int, count: int,
             pass
 
 
-def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderRecord]] | None:
+def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderRecord], Racy] | None:
     try:
         with open(file, "rb") as handle:
             data = handle.read()
@@ -168,8 +173,8 @@ def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderR
     if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
         return None
     try:
-        key, taken_ns, count, folders = marshal.loads(payload)
-        return (int(key[0]), int(key[1])), int(taken_ns), int(count), list(folders)
+        key, taken_ns, count, folders, racy = marshal.loads(payload)
+        return (int(key[0]), int(key[1])), int(taken_ns), int(count), list(folders), dict(racy)
     except (ValueError, TypeError, EOFError, IndexError):
         return None
 
@@ -267,55 +272,123 @@ def read_stable(root: Path, path: str, limit: int) -> tuple[Stamp, bytes] | None
     return (before, data) if before is not None else None
 
 
-def changes_since(root: Path, seen: Mapping[str, Indexed], cache: Path | None, key: tuple[int, int] | None,
-                  limit: int) -> tuple[Plan, int]:
+class Memo(Protocol):
+    """What the asker lets the walk keep: a file for the cache, and the identity of what it has seen."""
+
+    file: Path
+
+    def key(self) -> tuple[int, int] | None:
+        """The identity of ``seen`` as it is now (``None``: do not cache)."""
+
+    def paths_since(self, key: tuple[int, int]) -> set[str] | None:
+        """The paths ``seen`` changed for since it had ``key`` (``None``: cannot tell)."""
+
+
+def changes_since(root: Path, seen: Mapping[str, Indexed], memo: Memo | None, limit: int) -> tuple[Plan, int]:
     """What differs between the files under ``root`` and ``seen``, and how many files there are.
 
-    ``cache`` (with ``key``, the identity of ``seen``) keeps the last clean walk: while ``seen`` is the
-    same, only folders whose stamp changed are listed again. ``racy`` in the answer lists entries
-    whose content was hashed (first ``limit`` bytes) and found unchanged, now old enough to be settled.
+    ``memo`` keeps the last clean walk: while ``seen`` is the same (or changed only for paths the index
+    re-read, such as those changes through fsmem noted), only folders whose stamp changed are listed
+    again, never the whole root. ``racy`` in the answer lists entries whose content was hashed (first
+    ``limit`` bytes) and found unchanged, now old enough to be settled.
     """
-    if cache is not None and key is not None:
-        counted = _unchanged_since_cached_walk(root, cache, key)
+    key = memo.key() if memo is not None else None
+    if memo is not None and key is not None:
+        counted = _unchanged_since_cached_walk(root, memo, key, seen, limit)
         if counted is not None:
             return Plan((), (), ()), counted
     taken = time.time_ns()
-    found, folders = walk_tree(root, record=cache is not None and key is not None)
+    found, folders = walk_tree(root, record=key is not None)
     plan = plan_reconcile(found, seen)  # type: ignore[arg-type]
-    if not plan and not plan.racy and folders is not None and cache is not None and key is not None:
-        save_walk_cache(cache, key, taken, len(found), folders)
-    if not plan.racy:
-        return plan, len(found)
-    stale, settle = [], []
+    stale, settle, racy = [], [], {}
     now = time.time_ns()
     for path in plan.racy:
         entry = seen[path]
-        if _hash_differs(root, path, entry, limit):
+        tick = max(entry[0][1], entry[0][2])
+        if _hash_differs(root, path, entry[1], limit):
             stale.append(path)
-        elif max(entry[0][1], entry[0][2]) + RACY_WINDOW_NS < now:
+        elif tick + RACY_WINDOW_NS < now:
             settle.append(path)
+        else:
+            racy[path] = (entry[1], tick)
+    if not plan and not stale and folders is not None and memo is not None and key is not None:
+        save_walk_cache(memo.file, key, taken, len(found), folders, racy)
     return Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, tuple(settle)), len(found)
 
 
-def _unchanged_since_cached_walk(root: Path, cache: Path, key: tuple[int, int]) -> int | None:
-    """The file count when the last clean walk still holds (same ``key``, every file as it was)."""
-    cached = load_walk_cache(cache)
-    if cached is None or cached[0] != key:
+def _unchanged_since_cached_walk(root: Path, memo: Memo, key: tuple[int, int], seen: Mapping[str, Indexed],
+                                 limit: int) -> int | None:
+    """The file count when the last clean walk still holds, else ``None`` (the caller walks)."""
+    cached = load_walk_cache(memo.file)
+    if cached is None:
         return None
-    _, taken_ns, count, folders = cached
+    cached_key, taken_ns, count, folders, racy = cached
+    moved = cached_key != key
+    if moved:  # the index re-read some paths since: bring their folders' records level, or give up
+        paths = memo.paths_since(cached_key)
+        advanced = None if paths is None else _advance(root, folders, paths, seen)
+        if paths is None or advanced is None:
+            return None
+        folders, count = advanced, len(seen)
+        racy = {path: value for path, value in racy.items() if path not in paths}
+        for path in paths & seen.keys():
+            entry = seen[path]
+            if max(entry[0][1], entry[0][2]) + RACY_WINDOW_NS > entry[2]:
+                racy[path] = (entry[1], max(entry[0][1], entry[0][2]))
     started = time.time_ns()
     now = unchanged_since(root, taken_ns, folders, RACY_WINDOW_NS)
     if now is None:
         return None
-    if now != folders:  # folders listed again and found the same: remember their new stamps
-        save_walk_cache(cache, key, started, count, now)
+    settled = {path for path, (_, tick) in racy.items() if tick + RACY_WINDOW_NS < started}
+    for path, (version, _) in racy.items():
+        if _hash_differs(root, path, version, limit):
+            return None
+    if moved or settled or now != folders:  # remember what was found, as of now
+        save_walk_cache(memo.file, key, started, count, now,
+                        {path: value for path, value in racy.items() if path not in settled})
     return count
 
 
-def _hash_differs(root: Path, path: str, entry: Indexed, limit: int) -> bool:
+def _advance(root: Path, folders: list[FolderRecord], paths: set[str],
+             seen: Mapping[str, Indexed]) -> list[FolderRecord] | None:
+    """The records with the folders of ``paths`` (and their parents) listed again, if every file in
+    them is as ``seen`` holds it and no folder appeared that nobody listed; else ``None``."""
+    records = {record[0]: record for record in folders}
+    todo: set[str] = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        todo.update("".join(part + "/" for part in parts[:depth]) for depth in range(len(parts) + 1))
+    root_real = os.path.realpath(root)
+    for prefix in sorted(todo, key=len):
+        folder = f"{root}/{prefix}"
+        stamp = _folder_stamp(folder)
+        scanned = _scan(folder, root_real) if stamp is not None else None
+        if stamp is None or scanned is None:
+            records.pop(prefix, None)  # gone (its parent, listed again, no longer names it)
+            continue
+        files, subfolders = scanned
+        for name, (file_stamp, _) in files.items():
+            entry = seen.get(prefix + nfc(name))
+            if entry is None or tuple(entry[0]) != file_stamp:
+                return None  # a file the index does not hold as it is: only a full walk can say
+        records[prefix] = _record_folder(prefix, stamp, files, subfolders)
+    reachable: list[FolderRecord] = []
+    stack = [""]
+    while stack:
+        record = records.get(stack.pop())
+        if record is None:
+            return None  # a folder no walk listed
+        reachable.append(record)
+        stack.extend(record[0] + nfc(name) + "/" for name in record[5])
+    return reachable
+
+
+def _hash_differs(root: Path, path: str, version: str, limit: int) -> bool:
+    if stamp_of(root, path) is None:  # gone, or no longer a regular file: never opened
+        return True
     try:
         with open(on_disk(root, path), "rb") as handle:
             data = handle.read(limit)
     except OSError:
         return True
-    return version_of(data) != entry[1]
+    return version_of(data) != version
