@@ -242,7 +242,7 @@ def bench_size(count: int, reps: int, workdir: Path) -> dict:
     out["fts5"] = stats(fts5_samples)
     out["hand_edit"] = stats(hand_edit_latencies(memory, 5))
     memory.close()
-    unwatched = Index(memory.drive, memory.settings)
+    unwatched = Index(memory.drive)
     out["fsmem_compare"] = stats([timed(unwatched.search, q) for q in qs[:5]])  # a process that cannot watch
 
     out["write_to_other"] = stats(write_to_other_process(root, 20))

@@ -15,7 +15,7 @@ from fsmem.errors import BadPattern, Timeout
 from fsmem.walk import walk_files
 
 if TYPE_CHECKING:
-    import regex
+    import regex  # type: ignore[import-untyped]
 
 
 def compile_pattern(query: str) -> regex.Pattern[str]:

@@ -5,7 +5,7 @@
                                    heartbeat, the comparison the drive answers
     query       (``query``)        clauses, ranking, hits
 
-    index = memory.index                      # Index(drive, settings)
+    index = memory.index                      # Index(drive): the drive brings its settings
     index.search("deploy staging", limit=5)   # fresh first: pending changes, then a comparison unless watched
     index.refresh({"seo/titles.md"}); index.reconcile(); index.rebuild(progress); index.status()
 
@@ -21,7 +21,6 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from fsmem.config import Settings
 from fsmem.core.search import SCHEMA_VERSION, Plan, SearchHit
 from fsmem.drive import Drive
 from fsmem.errors import BadRequest
@@ -37,11 +36,10 @@ class Index:
     """The index of one root. Cheap to create; opens (or builds) the tantivy index on first use.
     Safe to share between threads."""
 
-    def __init__(self, drive: Drive, settings: Settings) -> None:
+    def __init__(self, drive: Drive) -> None:
         self.drive = drive
         self.root = drive.root
-        self.settings = settings
-        self.store = Store(drive, settings)
+        self.store = Store(drive)
         self.freshness = Freshness(self.store, drive)
         self.query = TextQuery(self.store.schema, self.store.analyzer)
 

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import tantivy
 
-from fsmem.config import Settings
 from fsmem.core.search import SCHEMA_VERSION, FileDoc, Indexed, file_doc
 from fsmem.core.versions import version_of
 from fsmem.drive import Drive
@@ -88,10 +87,10 @@ def analyzer() -> tantivy.TextAnalyzer:
 class Store:
     """The live generation of one root's index: open it, search it, write batches to it, rebuild it."""
 
-    def __init__(self, drive: Drive, settings: Settings) -> None:
+    def __init__(self, drive: Drive) -> None:
         self.drive = drive
         self.root = drive.root
-        self.settings = settings
+        self.settings = drive.settings  # the one Settings of the root
         self.schema = schema()
         self.analyzer = analyzer()
         self.manifest: Manifest | None = None

@@ -148,7 +148,7 @@ class Memory:
         if self._index is None:
             from fsmem.index import Index  # tantivy: a process that only writes never loads it
 
-            self._index = Index(self.drive, self.settings)
+            self._index = Index(self.drive)
         return self._index
 
     def search(self, query: str, *, regex: bool = False, include: str | Iterable[str] | None = None,

@@ -67,4 +67,4 @@ def index_of(root: Path):
 
     (root / ".fsmem").mkdir(exist_ok=True)
     settings = Settings(watch=False)
-    return Index(Drive(root, settings), settings)
+    return Index(Drive(root, settings))
