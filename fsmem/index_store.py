@@ -216,22 +216,30 @@ class Store:
             self.open()
 
     def _writer(self, generation: str, big: bool) -> tantivy.IndexWriter:
-        """A writer for one batch, on a freshly opened index.
+        """A writer for one batch, on an index opened after the previous batch ended.
 
         tantivy keeps the list of files it manages (``.managed.json``) in memory per opened index and
-        rewrites it whole; an index object kept open across other processes' commits would drop their
-        files from the list, and their orphans would never be collected. So each batch reopens.
+        rewrites it whole: a writer on an index opened before another batch committed would drop that
+        batch's files from the list, and their orphans would never be collected. So each batch
+        reopens, and reopens again when another batch wrote while it waited for the writer.
         """
-        try:
-            tv = tantivy.Index.open(str(index_dir(self.root) / generation))
-        except ValueError as error:
-            raise IndexError_(f"the index could not be opened for writing ({error}); "
-                              "`fsmem index rebuild` makes a new one from the files") from error
-        tv.register_tokenizer("fsmem", self.analyzer)
-        return self._new_writer(tv, big)
-
-    def _new_writer(self, tv: tantivy.Index, big: bool) -> tantivy.IndexWriter:
+        folder = index_dir(self.root) / generation
         deadline = time.monotonic() + self.settings.lock_timeout
+        while True:
+            before = _file_key(str(folder / ".managed.json"))
+            try:
+                tv = tantivy.Index.open(str(folder))
+            except ValueError as error:
+                raise IndexError_(f"the index could not be opened for writing ({error}); "
+                                  "`fsmem index rebuild` makes a new one from the files") from error
+            tv.register_tokenizer("fsmem", self.analyzer)
+            writer = self._new_writer(tv, big, deadline)
+            if _file_key(str(folder / ".managed.json")) == before:
+                return writer
+            writer.wait_merging_threads()  # another batch wrote in between: drop it, open again
+
+    def _new_writer(self, tv: tantivy.Index, big: bool, deadline: float | None = None) -> tantivy.IndexWriter:
+        deadline = deadline or time.monotonic() + self.settings.lock_timeout
         heap, threads = (BIG_HEAP, min(2, os.cpu_count() or 1)) if big else (WRITER_HEAP, 1)
         while True:
             try:

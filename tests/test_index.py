@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 import shutil
 import warnings
 from pathlib import Path
@@ -546,3 +548,42 @@ def test_a_large_difference_is_applied_in_chunks_and_a_recreated_file_is_kept(ro
     with index.store.batch() as batch:
         batch.apply([], ["many/n0.md"])
     assert paths(index.search("manyword0", fresh=False)) == ["many/n0.md"]
+
+
+def test_a_batch_that_waited_for_another_leaves_no_file_unmanaged(root: Path) -> None:
+    """A batch that opened the index while another was writing must not rewrite tantivy's list of
+    managed files without the other's: those files could then never be collected (the index grew
+    without end in a process whose watcher and searches both wrote batches)."""
+    import threading
+
+    index = index_of(root)
+    index.search("ana")
+    store = index.store
+    inside, second_started = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with store.batch() as batch:
+            write(root, "a.md", "# A\n\nfirst batch\n")
+            batch.apply(["a.md"], [])
+            inside.set()
+            second_started.wait(10)
+            time.sleep(0.2)  # the second batch is waiting for the writer meanwhile
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    inside.wait(10)
+    second_started.set()
+    with store.batch() as batch:  # opens the index while the first one still writes
+        write(root, "b.md", "# B\n\nsecond batch\n")
+        batch.apply(["b.md"], [])
+    thread.join(10)
+    for n in range(30):  # enough commits for tantivy to merge segments away
+        write(root, f"m{n % 3}.md", f"# M\n\nround {n}\n")
+        index.refresh([f"m{n % 3}.md"])
+    folder = store.folder
+    managed = set(json.loads((folder / ".managed.json").read_text()))
+    unmanaged = {name for name in os.listdir(folder) if "." in name and not name.startswith(".")
+                 and name.rsplit(".", 1)[1] in {"idx", "pos", "term", "store", "fast", "fieldnorm", "del"}}
+    assert unmanaged <= managed, sorted(unmanaged - managed)
+    assert paths(index.search("first batch", fresh=False)) == ["a.md"]
+    assert paths(index.search("second batch", fresh=False)) == ["b.md"]
