@@ -4,9 +4,11 @@
     python -m bench.search --quick                     # 1,000 and 10,000 files only
 
 For each size it generates a corpus of markdown files (Zipf-distributed words, headings, lists,
-front matter, facts), then reports medians and p95 of: in-process top-10 search with snippets
-(fsmem, FTS5, ripgrep), cold `fsmem search` against cold `rg`, write-to-searchable latency, full
-rebuild speed and index size. Ratios are against baselines measured in the same run.
+front matter, facts), then times what a user's call costs, freshness included, on the path a user
+takes: ``memory.search`` in a long-lived process with no explicit watch (after its first search),
+against SQLite FTS5 ``bm25()+snippet()`` on the same files; a write in process A until process B's
+next search finds it; a cold ``fsmem search`` right after a write, against a cold ``rg``; a hand edit
+until the same process finds it; and the RSS growth of a long-lived process over writes and searches.
 """
 
 from __future__ import annotations
@@ -180,18 +182,35 @@ def rg_search(root: Path, query: str) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
-def fsmem_cold(root: Path, query: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}  # the defaults a user has
     env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def fsmem_cold(root: Path, query: str) -> None:
     done = subprocess.run([sys.executable, "-m", "fsmem", "search", query, "--root", str(root)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=child_env())
     if done.returncode not in (0, 1):  # 1: nothing matched, as grep says it
         raise subprocess.CalledProcessError(done.returncode, done.args)
 
 
+# Process B of "a write in A, found by B's next search": a long-lived process (the harness, `fsmem mcp`)
+# that searches with the default calls. It reads a word a line, searches once, answers with the paths.
+SEARCHER = """
+import sys, fsmem
+memory = fsmem.open(sys.argv[1])
+memory.search("warm")
+print("ready", flush=True)
+for line in sys.stdin:
+    print(",".join(hit.path for hit in memory.search(line.strip())), flush=True)
+memory.close()
+"""
+
+
 def bench_size(count: int, reps: int, workdir: Path) -> dict:
+    import fsmem
     from fsmem.index import Index
-    from fsmem.watch import Watcher
 
     root = workdir / f"corpus-{count}"
     root.mkdir()
@@ -205,85 +224,113 @@ def bench_size(count: int, reps: int, workdir: Path) -> dict:
     qs = queries(words, rng)
     out: dict = {"files": count, "corpus_bytes": corpus_bytes, "generate_s": gen_s}
 
-    index = Index(root)
-    rebuild_ms = timed(index.rebuild)
+    memory = fsmem.open(root)  # as a program opens it: settings from the root, watching by default
+    rebuild_ms = timed(memory.index.rebuild)
     out["rebuild_files_per_s"] = count / (rebuild_ms / 1000)
-    gen = index_generation_bytes(root)
-    out["index_bytes"] = gen
-
+    out["index_bytes"] = index_generation_bytes(root)
     conn = fts5_build(root, workdir / f"fts-{count}.db")
 
+    out["first_search"] = timed(memory.search, qs[0])  # starts the watcher
     for q in qs:  # warm caches for every engine alike
-        index.search(q, fresh=False)
+        memory.search(q)
         fts5_search(conn, q)
     # fsmem and FTS5 alternate, query by query, so load from other jobs falls on both alike.
     fsmem_samples, fts5_samples = [], []
-    answered = {q for q in qs if fts5_all_words(conn, q)}  # some file holds every word
-    fsmem_answered, fts5_answered = [], []
     for _ in range(reps):
         for q in qs:
-            fsmem_samples.append(timed(index.search, q, fresh=False))
+            fsmem_samples.append(timed(memory.search, q))
             fts5_samples.append(timed(fts5_search, conn, q))
-            if q in answered:
-                fsmem_answered.append(fsmem_samples[-1])
-                fts5_answered.append(fts5_samples[-1])
     out["fsmem"] = stats(fsmem_samples)
-    out["answered"] = (len(answered), stats(fsmem_answered), stats(fts5_answered))
-    out["fsmem_checked"] = stats([timed(index.search, q) for q in qs[:max(3, reps)]])
-    out["compare_cached"] = stats([timed(index.compare) for _ in range(5)])
-    out["compare_full"] = stats([timed(full_compare, index) for _ in range(3)])
     out["fts5"] = stats(fts5_samples)
-    out["fts5_all_words"] = stats([timed(fts5_all_words, conn, q) for q in qs for _ in range(reps)])
-    out["queries"] = len(qs)
-    rg_qs = qs[: 6 if count >= 100_000 else 10]
-    out["rg"] = stats([timed(rg_search, root, q) for q in rg_qs])
+    out["hand_edit"] = stats(hand_edit_latencies(memory, 5))
+    memory.close()
+    unwatched = Index(memory.drive)
+    out["fsmem_compare"] = stats([timed(unwatched.search, q) for q in qs[:5]])  # a process that cannot watch
 
-    cold_qs = qs[:8]
+    out["write_to_other"] = stats(write_to_other_process(root, 20))
     cold, cold_rg = [], []
-    for q in cold_qs:  # alternating with rg, as above
+    run = fsmem.open(root).run(thread_id="bench")
+    for i, q in enumerate(qs[:8]):  # each right after a write; alternating with rg, as above
+        assert run.call({"command": "write", "path": f"bench/cold{i}.md", "content": f"# C\n\n{q}\n"})["ok"]
         cold.append(timed(fsmem_cold, root, q))
         cold_rg.append(timed(rg_search, root, q))
     out["fsmem_cold"] = stats(cold)
-    watched = []
-    with Watcher(Index(root), heartbeat=0.5):
-        time.sleep(1.0)
-        for q in cold_qs:
-            watched.append(timed(fsmem_cold, root, q))
-            cold_rg.append(timed(rg_search, root, q))
-    out["fsmem_cold_watched"] = stats(watched)
     out["rg_cold"] = stats(cold_rg)
-
-    out["write_to_searchable"] = stats(write_latencies(root, 20))
     conn.close()
     shutil.rmtree(root, ignore_errors=True)
     return out
 
 
-def full_compare(index) -> None:
-    """The comparison without its walk cache (the first search after any change pays this)."""
-    from fsmem.index_state import WALK_CACHE
-
-    assert index._manifest is not None
-    (index._manifest.file.parent / WALK_CACHE).unlink(missing_ok=True)
-    index.compare()
-
-
-def write_latencies(root: Path, n: int) -> list[float]:
-    """A write through the memory tool, then a search (no comparison) that finds its new word."""
-    import fsmem
-
-    memory = fsmem.open(root)
-    run = memory.run(thread_id="bench")
+def hand_edit_latencies(memory, n: int) -> list[float]:
+    """A person saves a file; the same process searches until it finds the new word."""
     samples = []
     for i in range(n):
-        word = f"zqxbench{i}word"
+        word = f"zqxhand{i}word"
         start = time.perf_counter()
-        result = run.call({"command": "write", "path": f"bench/w{i}.md", "content": f"# W {i}\n\n{word}\n"})
-        assert result["ok"], result
-        hits = memory.index.search(word, fresh=False)
+        (memory.root / "bench-hand.md").write_text(f"# Hand\n\n{word}\n", encoding="utf-8")
+        while not memory.search(word):
+            if time.perf_counter() - start > 10:
+                raise AssertionError("a hand edit was not found within 10 s")
+            time.sleep(0.005)
         samples.append((time.perf_counter() - start) * 1000)
-        assert hits and hits[0].path == f"bench/w{i}.md", hits
     return samples
+
+
+def write_to_other_process(root: Path, n: int) -> list[float]:
+    """A write through the memory tool here, then process B's next search, which must find it."""
+    import fsmem
+
+    run = fsmem.open(root).run(thread_id="bench")
+    searcher = subprocess.Popen([sys.executable, "-c", SEARCHER, str(root)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, env=child_env())
+    samples = []
+    try:
+        assert searcher.stdin is not None and searcher.stdout is not None
+        assert searcher.stdout.readline() == "ready\n"
+        for i in range(n):
+            word = f"zqxbench{i}word"
+            start = time.perf_counter()
+            result = run.call({"command": "write", "path": f"bench/w{i}.md", "content": f"# W {i}\n\n{word}\n"})
+            assert result["ok"], result
+            searcher.stdin.write(word + "\n")
+            searcher.stdin.flush()
+            found = searcher.stdout.readline().strip()
+            samples.append((time.perf_counter() - start) * 1000)
+            assert found == f"bench/w{i}.md", found
+    finally:
+        searcher.communicate("", timeout=60)
+    return samples
+
+
+RSS_PROBE = """
+import sys, fsmem
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+memory = fsmem.open(sys.argv[1])
+run = memory.run(thread_id="rss")
+memory.search("warm")
+for i in range(200):
+    run.call({"command": "write", "path": f"rss/f{i % 50}.md", "content": f"# R\\n\\nword{i}\\n"})
+    memory.search(f"word{i}")
+before = rss()
+for i in range(int(sys.argv[2])):
+    run.call({"command": "write", "path": f"rss/f{i % 50}.md", "content": f"# R\\n\\nword{i}\\n"})
+    memory.search(f"word{i}")
+print(before, rss())
+memory.close()
+"""
+
+
+def rss_growth(workdir: Path, n: int) -> tuple[float, float]:
+    """RSS (MB) of a long-lived process before and after ``n`` writes and ``n`` searches."""
+    root = workdir / "rss"
+    generate(root, 1000)
+    done = subprocess.run([sys.executable, "-c", RSS_PROBE, str(root), str(n)], capture_output=True,
+                          text=True, env=child_env(), check=True)
+    before, after = done.stdout.split()
+    shutil.rmtree(root, ignore_errors=True)
+    return float(before), float(after)
 
 
 def index_generation_bytes(root: Path) -> int:
@@ -291,37 +338,33 @@ def index_generation_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in base.rglob("*") if p.is_file())
 
 
-def render(results: list[dict]) -> str:
+def render(results: list[dict], rss: tuple[int, float, float] | None) -> str:
+    """Every row on the path a user takes, freshness included, beside baselines run in the same process."""
     rows = []
-    header = ("| files | fsmem search p50/p95 ms | FTS5 p50/p95 ms | FTS5 ÷ fsmem | rg p50 ms | rg ÷ fsmem "
-              "| cold fsmem p50 (no watcher / watcher) ms | cold rg p50 ms | cold fsmem ÷ cold rg, watcher (without) "
-              "| write→searchable p50/p95 ms | rebuild files/s | index / corpus |")
+    header = ("| files | `memory.search` p50/p95 ms | FTS5 bm25+snippet p50/p95 ms | FTS5 ÷ fsmem "
+              "| write in A → B's next search p50/p95 ms | cold `fsmem search` after a write p50 ms "
+              "| cold rg p50 ms | cold fsmem ÷ rg | hand edit found (same process) p50/p95 ms |")
     rows.append(header)
     rows.append("|" + "---|" * (header.count("|") - 1))
     for r in results:
         f50, f95 = r["fsmem"]
         s50, s95 = r["fts5"]
-        g50, _ = r["rg"]
+        w50, w95 = r["write_to_other"]
         c50, _ = r["fsmem_cold"]
-        w50, _ = r["fsmem_cold_watched"]
         rc50, _ = r["rg_cold"]
-        l50, l95 = r["write_to_searchable"]
+        h50, h95 = r["hand_edit"]
         rows.append(
-            f"| {r['files']:,} | {f50:.2f} / {f95:.2f} | {s50:.2f} / {s95:.2f} | {s50 / f50:.2f}× "
-            f"| {g50:.0f} | {g50 / f50:.0f}× | {c50:.0f} / {w50:.0f} | {rc50:.0f} "
-            f"| {w50 / rc50:.2f}× ({c50 / rc50:.2f}×) | {l50:.1f} / {l95:.1f} "
-            f"| {r['rebuild_files_per_s']:,.0f} | {r['index_bytes'] / r['corpus_bytes']:.2f} "
-            f"({r['index_bytes'] / 1e6:.1f} / {r['corpus_bytes'] / 1e6:.1f} MB) |"
-        )
-    extra = [f"- {r['files']:,} files: in-process search *with* the size/mtime comparison (no watcher): "
-             f"p50 {r['fsmem_checked'][0]:.1f} ms, p95 {r['fsmem_checked'][1]:.1f} ms; the comparison alone: "
-             f"p50 {r['compare_cached'][0]:.1f} ms with its walk cache, {r['compare_full'][0]:.1f} ms without. "
-             f"FTS5 asked for all words only (no file at all for {r['queries'] - r['answered'][0]} of "
-             f"{r['queries']} queries): p50 {r['fts5_all_words'][0]:.2f} ms. On the {r['answered'][0]} queries "
-             f"that some file answers with all words (the same work for both): fsmem p50 "
-             f"{r['answered'][1][0]:.2f} ms, FTS5 {r['answered'][2][0]:.2f} ms "
-             f"({r['answered'][2][0] / r['answered'][1][0]:.2f}×)"
-             for r in results]
+            f"| {r['files']:,} | {f50:.2f} / {f95:.2f} | {s50:.2f} / {s95:.2f} | {s50 / f50:.1f}× "
+            f"| {w50:.1f} / {w95:.1f} | {c50:.0f} | {rc50:.0f} | {c50 / rc50:.2f}× | {h50:.0f} / {h95:.0f} |")
+    extra = []
+    if rss is not None:
+        n, before, after = rss
+        extra.append(f"- RSS of a long-lived process over {n:,} writes + {n:,} searches: {before:.0f} → "
+                     f"{after:.0f} MB ({after - before:+.1f} MB)")
+    extra += [f"- {r['files']:,} files: first search (starts the watcher) {r['first_search']:.0f} ms; a process "
+              f"that cannot watch compares every search: p50 {r['fsmem_compare'][0]:.1f} ms; rebuild "
+              f"{r['rebuild_files_per_s']:,.0f} files/s; index {r['index_bytes'] / 1e6:.1f} MB for "
+              f"{r['corpus_bytes'] / 1e6:.1f} MB of files" for r in results]
     return "\n".join(rows + [""] + extra)
 
 
@@ -330,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=None, help="comma-separated corpus sizes (default 1000,10000,100000)")
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 files, fewer repetitions")
     parser.add_argument("--reps", type=int, default=None, help="repetitions of each query")
+    parser.add_argument("--rss", type=int, default=None,
+                        help="writes and searches of the RSS row (default 10000; 2000 with --quick; 0: none)")
     args = parser.parse_args(argv)
     if shutil.which("rg") is None:
         print("ripgrep (rg) is needed for the baseline: apt-get install -y ripgrep", file=sys.stderr)
@@ -345,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             print(f"[search] {size:,} files …", file=sys.stderr, flush=True)
             results.append(bench_size(size, reps, Path(temp)))
-    print(render(results))
+        n = args.rss if args.rss is not None else (2000 if args.quick else 10000)
+        rss = (n, *rss_growth(Path(temp), n)) if n else None
+    print(render(results, rss))
     return 0
 
 

@@ -29,6 +29,7 @@ class Settings:
     search_limit: int = 10
     max_search_limit: int = 100
     durable: bool = True  # fsync file and folder on every change; tests may turn it off
+    watch: bool = True  # a process's first search starts a watcher, so later ones need not compare
 
 
 def load_settings(root: Path | None, environ: Mapping[str, str] | None = None) -> Settings:

@@ -26,15 +26,17 @@ import re
 import shutil
 import stat as stat_module
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from fsmem.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
 from fsmem.config import Settings
+from fsmem import walk
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.paths import is_memory_file_name
+from fsmem.core.search import Indexed, Plan
 from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Exists, NotFound, Storage, TooLarge
 from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
@@ -317,6 +319,13 @@ class Drive:
                         stack.append(entry.path)
                 elif is_memory_file_name(entry.path.rsplit("/", 1)[-1]):
                     yield entry
+
+    def changes_since(self, seen: Mapping[str, Indexed], memo: walk.Memo | None, limit: int) -> tuple[Plan, int]:
+        """What differs between the memory files and ``seen`` (path → what an index last read), and
+        how many files there are: the question the index's freshness keeper asks. A folder answers
+        with a walk of stats (``fsmem.walk``), kept short by ``memo`` (the last clean walk: only the
+        folders that changed since are listed again)."""
+        return walk.changes_since(self.root, seen, memo, limit)
 
     # ---- changing ---------------------------------------------------------------------------
 
@@ -611,6 +620,15 @@ class Change:
         self._fsync(source_real.parent)
         self._fsync(destination_real.parent)
         self.changed.append(destination)
+
+    def keep_replaced(self, path: str, replaced: bytes, now: str) -> None:
+        """Keep ``replaced`` as a version of ``path``: what a person's edit outside fsmem (``now`` is
+        its version) overwrote, found by the index, which had read it. Named by its real hash."""
+        folder = self.drive.state / VERSIONS_DIR / path
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(folder / f"{_stamp()}-{version_of(replaced)}-{self.command}.md", replaced,
+                     durable=self.drive.settings.durable)
+        self._log(path, version_of(replaced), now)
 
     # ---- internals --------------------------------------------------------------------------
 

@@ -1,28 +1,27 @@
-"""Regex (and literal) search over the files themselves, with a time limit per file."""
+"""Regex search over the files themselves (not the index), with a time limit per file: the one
+implementation behind ``memory.search(regex=True)``, the tool's ``regex`` search and ``fsmem search --regex``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-import regex
-
+from fsmem.core.layout import role_of
+from fsmem.core.search import SearchHit
+from fsmem.core.when import check_moment, compile_globs, parse_since
 from fsmem.drive import Drive
 from fsmem.errors import BadPath, BadPattern, Timeout
+from fsmem.walk import walk_files
+
+if TYPE_CHECKING:
+    import regex
 
 
-@dataclass(frozen=True)
-class LineHit:
-    path: str
-    line: int
-    text: str
+def compile_pattern(query: str) -> regex.Pattern[str]:
+    import regex  # 30 ms to import: only regex mode pays it, not every cold `fsmem search`
 
-
-def compile_pattern(query: str, *, literal: bool) -> "regex.Pattern[str]":
     try:
-        if literal:
-            return regex.compile(regex.escape(query), regex.IGNORECASE | regex.V1)
         return regex.compile(query, regex.MULTILINE)
     except regex.error as error:
         raise BadPattern(
@@ -31,23 +30,24 @@ def compile_pattern(query: str, *, literal: bool) -> "regex.Pattern[str]":
         ) from error
 
 
-def grep(
-    drive: Drive,
-    pattern: "regex.Pattern[str]",
-    *,
-    accept: Callable[[str], bool],
-    since: datetime | None,
-    limit: int,
-    timeout: float,
-) -> list[LineHit]:
-    """Matching lines in every visible markdown file, in path order, at most ``limit``."""
-    hits: list[LineHit] = []
-    cutoff = since.timestamp() if since else None
-    for entry in sorted(drive.walk_files(""), key=lambda e: e.path):
-        if not accept(entry.path) or (cutoff is not None and entry.modified < cutoff):
+def grep(drive: Drive, query: str, *, include: str | Iterable[str] | None = None,
+         exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
+         limit: int, timeout: float) -> list[SearchHit]:
+    """Matching lines (one hit per line) in every memory file, in path order, at most ``limit``.
+
+    Files are those the index would hold (the same walk: regular files only, the same names), read
+    through the drive.
+    """
+    pattern = compile_pattern(query)
+    accept = compile_globs(_globs(include), _globs(exclude))
+    moment = parse_since(since, datetime.now(UTC)) if isinstance(since, str) else None if since is None else check_moment(since)
+    cutoff = moment.timestamp() * 1e9 if moment is not None else None
+    hits: list[SearchHit] = []
+    for path, stamp in sorted(walk_files(drive.root).items()):
+        if not accept(path) or (cutoff is not None and stamp[1] < cutoff):
             continue
         try:
-            data = drive.read(entry.path)
+            data = drive.read(path)
         except BadPath:  # became a FIFO or device since it was listed: not memory, skipped
             continue
         if data is None:
@@ -57,9 +57,11 @@ def grep(
             matches = list(pattern.finditer(text, timeout=timeout))
         except TimeoutError as error:
             raise Timeout(
-                f"the pattern ran for over {timeout:g}s on {entry.path} without finishing (it "
+                f"the pattern ran for over {timeout:g}s on {path} without finishing (it "
                 "backtracks too much); simplify it, e.g. avoid nested repeats like (a+)+"
             ) from error
+        role = role_of(path)
+        modified = datetime.fromtimestamp(stamp[1] / 1e9, UTC)
         seen_lines: set[int] = set()
         for match in matches:
             line = text.count("\n", 0, match.start()) + 1
@@ -68,11 +70,12 @@ def grep(
             seen_lines.add(line)
             start = text.rfind("\n", 0, match.start()) + 1
             end = text.find("\n", match.start())
-            hits.append(LineHit(entry.path, line, text[start: end if end != -1 else len(text)]))
+            shown = text[start: end if end != -1 else len(text)]
+            hits.append(SearchHit(path, "", role.kind, role.level, 0.0, shown, modified, line, shown))
             if len(hits) >= limit:
                 return hits
     return hits
 
 
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+def _globs(globs: str | Iterable[str] | None) -> str | list[str] | None:
+    return globs if globs is None or isinstance(globs, str) else list(globs) or None

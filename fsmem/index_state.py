@@ -1,5 +1,5 @@
-"""The disk side of the index that needs no tantivy: walking the files, the record of what was
-indexed (the manifest), the pointer to the live index generation, and the watcher's heartbeat.
+"""The disk side of the index that needs no tantivy: the record of what was indexed (the manifest),
+the pointer to the live index generation, the list of changes noted for it, and the watcher's heartbeat.
 
 Layout under ``<root>/.fsmem/index/``::
 
@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-import struct
+import secrets
+import threading
 import time
 from pathlib import Path
 
 from fsmem.atomic import pid_alive, write_atomic
-from fsmem.ondisk import nfc, on_disk
 from fsmem.core.layout import STATE_DIR
-from fsmem.core.search import SCHEMA_VERSION, Indexed, Stamp, is_indexable_name
+from fsmem.core.search import SCHEMA_VERSION, Indexed
 
 INDEX_DIR = "index"
 CURRENT = "CURRENT"
@@ -34,252 +34,6 @@ HEARTBEAT = "watch.json"
 
 def index_dir(root: Path) -> Path:
     return root / STATE_DIR / INDEX_DIR
-
-
-# --- the files -----------------------------------------------------------------------------------
-
-
-def walk_files(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """Every indexable markdown file under ``root`` with its stamp.
-
-    Skips dot-folders (``.fsmem``, ``.git``) and dot-files. A symlinked file is indexed only when it
-    leads to a file inside the root; symlinked folders are never entered (no cycles, nothing outside).
-    """
-    return walk_tree(root)[0]
-
-
-# One folder as a walk saw it: its root-relative prefix ("" or "seo/"), its stamp (mtime, ctime,
-# inode) taken before listing it, the names of its indexable files joined by NUL, their stamps packed
-# as four little-endian int64 each (size, mtime, ctime, inode) in the same order, which of them are
-# symlinks, and the names of its sub-folders. Packed, a cache of 100,000 files loads and compares fast.
-FolderRecord = tuple[str, tuple[int, int, int], str, bytes, tuple[str, ...], tuple[str, ...]]
-_PACK = struct.Struct("<4q").pack
-
-
-def walk_tree(root: Path, record: bool = False) -> tuple[dict[str, tuple[int, int, int, int]],
-                                                         list[FolderRecord] | None]:
-    """``walk_files``, and with ``record`` every folder's record too (``None`` if one could not be read)."""
-    found: dict[str, tuple[int, int, int, int]] = {}
-    folders: list[FolderRecord] | None = [] if record else None
-    root_real = os.path.realpath(root)
-    stack: list[tuple[str, str]] = [(str(root), "")]
-    while stack:
-        folder, prefix = stack.pop()
-        stamp = _folder_stamp(folder) if folders is not None else None
-        scanned = _scan(folder, root_real)
-        if scanned is None:  # vanished or unreadable between listing and opening: nothing to index there
-            folders = None
-            continue
-        files, subfolders = scanned
-        for name, (file_stamp, _) in files.items():
-            found[prefix + nfc(name)] = file_stamp  # paths are NFC; the name on disk may not be
-        for name in subfolders:
-            stack.append((os.path.join(folder, name), prefix + nfc(name) + "/"))
-        if folders is not None:
-            if stamp is None:
-                folders = None
-                continue
-            folders.append(_record_folder(prefix, stamp, files, subfolders))
-    return found, folders
-
-
-def _record_folder(prefix: str, stamp: tuple[int, int, int],
-                   files: dict[str, tuple[tuple[int, int, int, int], bool]], subfolders: list[str]) -> FolderRecord:
-    names = sorted(files)
-    return (prefix, stamp, "\0".join(names), b"".join(_PACK(*files[name][0]) for name in names),
-            tuple(name for name in names if files[name][1]), tuple(sorted(subfolders)))
-
-
-def _folder_stamp(folder: str) -> tuple[int, int, int] | None:
-    try:
-        info = os.stat(folder, follow_symlinks=False)
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_ctime_ns, info.st_ino
-
-
-def _scan(folder: str, root_real: str) -> tuple[dict[str, tuple[tuple[int, int, int, int], bool]],
-                                                 list[str]] | None:
-    """The indexable files of one folder (name: (stamp, is a symlink)) and its sub-folders."""
-    files: dict[str, tuple[tuple[int, int, int, int], bool]] = {}
-    subfolders: list[str] = []
-    try:
-        entries = os.scandir(folder)
-    except OSError:
-        return None
-    with entries:
-        for entry in entries:
-            name = entry.name
-            if name[0] == "." or not _is_utf8(name):  # no valid path to give the tool or tantivy
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    subfolders.append(name)
-                    continue
-                if not is_indexable_name(name) or "\n" in name or "\t" in name:
-                    continue
-                link = entry.is_symlink()
-                if link:
-                    if not _link_stays_inside(entry.path, root_real):
-                        continue
-                    info = os.stat(entry.path)
-                else:
-                    info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if (info.st_mode & 0o170000) != 0o100000:  # regular files only
-                continue
-            files[name] = ((info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino), link)
-    return files, subfolders
-
-
-# --- the walk cache: a comparison that lists only the folders that changed ------------------------
-#
-# After a comparison that found the files exactly as indexed, the walk is saved beside the manifest
-# (``walk.cache``, marshal, with a CRC), keyed by the manifest's inode and length. The next comparison,
-# while the manifest is unchanged, stats every folder and every file it lists, but lists (scandir) only
-# the folders whose stamp changed or is too recent to be trusted: a file created, removed or renamed in
-# a folder changes the folder's mtime and ctime (ctime cannot be set back by hand); an edit in place
-# changes the file's own stamp, which is compared for every file. Anything different sends the caller
-# to the full comparison, so the cache can make a comparison fast, never wrong.
-
-WALK_CACHE = "walk.cache"
-_CACHE_MAGIC = b"fsmem-walk-2\n"
-
-
-def save_walk_cache(file: Path, key: tuple[int, int], taken_ns: int, count: int,
-                    folders: list[FolderRecord]) -> None:
-    """Write the cache (temp file and rename, no fsync: it is derived, and checked when read)."""
-    import marshal
-    import zlib
-
-    payload = marshal.dumps((key, taken_ns, count, folders))
-    data = _CACHE_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload
-    temp = file.parent / f".{file.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    try:
-        with open(temp, "wb") as handle:
-            handle.write(data)
-        os.replace(temp, file)
-    except OSError:  # a cache that cannot be written only makes the next comparison slower
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-
-
-def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderRecord]] | None:
-    import marshal
-    import zlib
-
-    try:
-        with open(file, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    head = len(_CACHE_MAGIC)
-    if not data.startswith(_CACHE_MAGIC) or len(data) < head + 4:
-        return None
-    payload = data[head + 4:]
-    if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
-        return None
-    try:
-        key, taken_ns, count, folders = marshal.loads(payload)
-        return (int(key[0]), int(key[1])), int(taken_ns), int(count), list(folders)
-    except (ValueError, TypeError, EOFError, IndexError):
-        return None
-
-
-def unchanged_since(root: Path, taken_ns: int, folders: list[FolderRecord],
-                    window_ns: int) -> list[FolderRecord] | None:
-    """The folders as they are now if every file is exactly as recorded, else ``None``.
-
-    A folder is listed again unless its stamp is the recorded one and older than ``window_ns`` before
-    the record was taken (a change within the same timestamp tick would leave the stamp as it was).
-    """
-    base = str(root)
-    root_real = os.path.realpath(root)
-    stat = os.stat
-    pack = _PACK
-    regular = 0o100000
-    now: list[FolderRecord] = []
-    try:
-        for record in folders:
-            prefix, stamp, joined, packed, links, subfolders = record
-            folder = f"{base}/{prefix}"
-            info = stat(folder, follow_symlinks=False)
-            seen = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            names = joined.split("\0") if joined else []
-            if seen != stamp or max(seen[0], seen[1]) + window_ns >= taken_ns:
-                scanned = _scan(folder, root_real)
-                if scanned is None or _record_folder(prefix, seen, *scanned) != (prefix, seen, *record[2:]):
-                    return None
-                now.append((prefix, seen, *record[2:]))
-                continue
-            now.append(record)
-            for name in links:
-                if not _link_stays_inside(folder + name, root_real):
-                    return None
-            parts = []
-            for name in names:
-                info = stat(folder + name, follow_symlinks=bool(links) and name in links)
-                if info.st_mode & 0o170000 != regular:
-                    return None
-                parts.append(pack(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino))
-            if b"".join(parts) != packed:
-                return None
-    except (OSError, ValueError, TypeError, struct.error):
-        return None
-    return now
-
-
-def _is_utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes in the name (os.fsdecode's surrogates)
-        return False
-    return True
-
-
-def _link_stays_inside(link: str, root_real: str) -> bool:
-    target = os.path.realpath(link)
-    inside = target.startswith(root_real + os.sep)
-    return inside and not target[len(root_real) + 1:].split(os.sep, 1)[0].startswith(".")
-
-
-def stamp_of(root: Path, path: str) -> Stamp | None:
-    """The stamp of one file, or ``None`` when it is gone, not a regular file, or not indexable."""
-    full = on_disk(root, path)
-    try:
-        if any(part.startswith(".") for part in path.split("/")):
-            return None
-        if full.is_symlink() and not _link_stays_inside(str(full), os.path.realpath(root)):
-            return None
-        info = full.stat()
-    except OSError:
-        return None
-    if (info.st_mode & 0o170000) != 0o100000 or not is_indexable_name(full.name):
-        return None
-    return Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-
-
-def read_stable(root: Path, path: str, limit: int) -> tuple[Stamp, bytes] | None:
-    """Read a file with the stamp it had before the read, retrying while it changes underneath.
-
-    The stamp recorded is the one taken *before* reading, so a write racing the read leaves a stamp
-    that no longer matches the file and the next comparison reads it again.
-    """
-    for _ in range(5):
-        before = stamp_of(root, path)
-        if before is None:
-            return None
-        try:
-            with open(on_disk(root, path), "rb") as handle:
-                data = handle.read(limit)
-        except OSError:
-            return None
-        if stamp_of(root, path) == before:
-            return before, data
-    return (before, data) if before is not None else None
 
 
 # --- the manifest --------------------------------------------------------------------------------
@@ -294,9 +48,14 @@ class Manifest:
         self.lines = 0
         self._offset = 0
         self._inode: int | None = None
+        self._lock = threading.Lock()  # threads of one process share it: a search and the watcher
 
     def load(self) -> dict[str, Indexed]:
         """Bring ``entries`` up to date with the file (only the new tail when it only grew)."""
+        with self._lock:
+            return self._load()
+
+    def _load(self) -> dict[str, Indexed]:
         try:
             info = self.file.stat()
         except FileNotFoundError:
@@ -329,6 +88,24 @@ class Manifest:
             elif line[0] == "-":
                 entries.pop(line[2:], None)
         return entries
+
+    def paths_since(self, key: tuple[int, int]) -> set[str] | None:
+        """The paths recorded since the journal had ``key`` (as loaded), ``None`` if it was replaced."""
+        inode, offset = key
+        if inode != self._inode or offset > self._offset:
+            return None
+        with open(self.file, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(self._offset - offset)
+        paths = set()
+        for line in data.decode("utf-8", "surrogateescape").split("\n"):
+            if line.startswith("+\t"):
+                parts = line.split("\t", 7)
+                if len(parts) == 8:
+                    paths.add(parts[7])
+            elif line.startswith("-\t"):
+                paths.add(line[2:])
+        return paths
 
     def key(self) -> tuple[int, int] | None:
         """``(inode, length)`` of the journal as loaded: it only grows, or is replaced whole."""
@@ -387,8 +164,19 @@ def atomic_write(target: Path, data: bytes) -> None:
 
 
 # --- changes noted for the next search ------------------------------------------------------------
+#
+# ``.fsmem/index.pending`` lists, one JSON string a line, the paths changes through fsmem touched: the
+# writer appends them under the root lock (no tantivy on the write path) and whoever searches next, in
+# any process, indexes exactly those paths. Its first line is a token naming this list; each generation
+# records how far it applied it (``applied``: token and offset), so applying never needs the root lock
+# and never makes anyone walk the root. A writer starts a new list (a new token) once the old one is
+# long and fully applied.
 
-PENDING_FILE = "index.pending"  # beside index/: paths changed through fsmem, applied by the next search
+PENDING_FILE = "index.pending"
+APPLIED = "applied"
+PENDING_ROTATE_BYTES = 1 << 16
+
+Mark = tuple[str, int]  # (token of the pending list, offset in it)
 
 
 def pending_file(root: Path) -> Path:
@@ -396,12 +184,69 @@ def pending_file(root: Path) -> Path:
 
 
 def note_pending(root: Path, paths: set[str]) -> None:
-    """Append the paths a change touched (called under the root lock, by the drive's commit hook).
+    """Append the paths a change touched (called under the root lock, by the drive's commit hook)."""
+    file = pending_file(root)
+    try:
+        size = file.stat().st_size
+    except FileNotFoundError:
+        size = -1
+    if size < 0 or (size > PENDING_ROTATE_BYTES and _fully_applied(root, file)):
+        atomic_write(file, f"#{secrets.token_hex(8)}\n".encode())
+    lines = "".join(json.dumps(path) + "\n" for path in sorted(paths)).encode()
+    with open(file, "ab+") as journal:
+        if journal.seek(0, os.SEEK_END) and os.pread(journal.fileno(), 1, journal.tell() - 1) != b"\n":
+            lines = b"\n" + lines  # end a line torn by a crash, so the next path stands alone
+        journal.write(lines)
 
-    A line torn by a crash is skipped when read; the size/mtime comparison then finds that change.
-    """
-    with open(pending_file(root), "a", encoding="utf-8") as journal:
-        journal.write("".join(json.dumps(path) + "\n" for path in sorted(paths)))
+
+def read_pending(root: Path, applied: Mark | None) -> tuple[set[str], Mark] | None:
+    """The paths noted after ``applied`` and the mark after the last complete line; ``None`` when
+    there is no list. A torn or unreadable line is skipped (the next comparison finds that change)."""
+    try:
+        with open(pending_file(root), "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    first = data.find(b"\n") + 1
+    token = data[:first].decode("utf-8", "replace").strip()
+    start = applied[1] if applied is not None and applied[0] == token else first
+    end = max(start, data.rfind(b"\n") + 1)
+    paths = set()
+    for line in data[start:end].split(b"\n"):
+        try:
+            path = json.loads(line) if line else None
+        except ValueError:
+            continue
+        if isinstance(path, str):
+            paths.add(path)
+    return paths, (token, end)
+
+
+def pending_mark(root: Path) -> Mark | None:
+    """The mark at the end of the pending list as it is now."""
+    got = read_pending(root, None)
+    return None if got is None else got[1]
+
+
+def read_applied(folder: Path) -> Mark | None:
+    try:
+        token, offset = json.loads((folder / APPLIED).read_text("utf-8"))
+        return str(token), int(offset)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_applied(folder: Path, mark: Mark | None) -> None:
+    if mark is not None:
+        write_atomic(folder / APPLIED, json.dumps(list(mark)).encode(), durable=False, mode=0o644)
+
+
+def _fully_applied(root: Path, file: Path) -> bool:
+    current = read_current(root)
+    if current is None:
+        return True  # no index: nobody will apply it; the first build reads the files themselves
+    applied = read_applied(index_dir(root) / current["generation"])
+    return applied is not None and applied == pending_mark(root) and applied[1] == file.stat().st_size
 
 
 # --- the watcher's heartbeat ---------------------------------------------------------------------
@@ -414,7 +259,7 @@ def heartbeat_file(root: Path) -> Path:
 
 
 def write_heartbeat(root: Path, state: dict) -> None:
-    atomic_write(heartbeat_file(root), json.dumps(state).encode())
+    write_atomic(heartbeat_file(root), json.dumps(state).encode(), durable=False, mode=0o644)
 
 
 def read_heartbeat(root: Path) -> dict | None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import warnings
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,17 +21,21 @@ from typing import TYPE_CHECKING
 from fsmem import levels
 from fsmem.atomic import make_dirs, remove_dead_temps
 from fsmem.config import Settings, load_settings
-from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
 from fsmem.drive import Drive, LogEntry, VersionInfo
+from fsmem.core import layout
+from fsmem.core.requests import check_text
+from fsmem.core.search import SearchHit
 from fsmem.errors import Exists, FsmemError, NotFound, RootNotFound, Storage
+from fsmem.grep import grep
+from fsmem.index_state import note_pending
 from fsmem.levels import Scope
 from fsmem.rootlock import CRASH_MARK
 
 if TYPE_CHECKING:
     from fsmem.facts import Facts
-    from fsmem.index import Index, SearchHit
+    from fsmem.index import Index
     from fsmem.tool import Run
     from fsmem.watch import Watcher
 
@@ -78,7 +84,10 @@ class Memory:
     def __init__(self, root: Path, settings: Settings) -> None:
         self.settings = settings
         self.drive = Drive(root, settings)
-        self._index: Index | None = None
+        self._index: "Index | None" = None
+        self._watcher: "Watcher | None" = None
+        self._watch_refused = False
+        self._watch_mutex = threading.Lock()
         # Every change notes its paths, under its lock, for the next search (any process) to index first:
         # searchable when it returns, without a tantivy commit (or even a tantivy import) on the write path.
         self.drive.on_commit.append(self._note_for_index)
@@ -115,13 +124,9 @@ class Memory:
             pass  # read-only, or not ours: nothing to do that would not fail
 
     def _note_for_index(self, paths: set[str]) -> None:
-        from fsmem.index_state import note_pending
-
         try:
             note_pending(self.root, paths)
         except OSError as error:
-            import warnings
-
             warnings.warn(f"could not note a change for the search index ({error}); the next search's "
                           "comparison will find it", stacklevel=3)
 
@@ -205,54 +210,85 @@ class Memory:
     @property
     def index(self) -> Index:
         if self._index is None:
-            from fsmem.index import Index
+            from fsmem.index import Index  # tantivy: a process that only writes never loads it
 
-            self._index = Index(self.drive, self.settings)
+            self._index = Index(self.drive)
         return self._index
 
     def search(self, query: str, *, regex: bool = False, include: str | Iterable[str] | None = None,
                exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
-               limit: int = 10) -> list["SearchHit"]:
+               limit: int = 10) -> list[SearchHit]:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
-        from fsmem.core.requests import check_text
-        from fsmem.grep import compile_pattern
+        check_text("query", query)  # before anything is opened or started
+        if regex:
+            return grep(self.drive, query, include=include, exclude=exclude, since=since, limit=limit,
+                        timeout=self.settings.regex_timeout)
+        try:
+            return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit,
+                                     watched=self._watched())
+        except Storage as error:
+            if not error.read_only:
+                raise
+        # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan the
+        # files for lines holding any of the words, as a regex search would.
+        words = [re.escape(word) for word in query.split() if word]
+        return grep(self.drive, "(?i)" + "|".join(words or [re.escape(query)]), include=include,
+                    exclude=exclude, since=since, limit=limit, timeout=self.settings.regex_timeout)
 
-        check_text("query", query)
-        if not regex:
-            try:
-                return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
-            except Storage as error:
-                if not error.read_only:
-                    raise
-            # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan
-            # the files for lines holding any of the words, as a regex search would.
-            words = [re.escape(word) for word in query.split() if word]
-            pattern = compile_pattern("(?i)" + "|".join(words or [re.escape(query)]), literal=False)
-        else:
-            pattern = compile_pattern(query, literal=False)
-        from fsmem.core.when import check_moment, compile_globs, parse_since
-        from fsmem.grep import grep, utc_now
-        from fsmem.index import SearchHit
+    def _watched(self) -> set[str] | None:
+        """What this process's own watcher has seen change and not applied yet (``None``: no watcher
+        vouches). The first search starts one (``settings.watch``): a process that searches again
+        then refreshes only those paths instead of comparing every file."""
+        if self._watcher is None and self.settings.watch and not self._watch_refused:
+            with self._watch_mutex:
+                if self._watcher is None and not self._watch_refused:
+                    self._start_watcher()
+        watcher = self._watcher
+        return watcher.unapplied() if watcher is not None else None
 
-        moment = parse_since(since, utc_now()) if isinstance(since, str) else None if since is None \
-            else check_moment(since)
-        accept = compile_globs(include or None, exclude or None)
-        found = grep(self.drive, pattern, accept=accept, since=moment,
-                     limit=limit, timeout=self.settings.regex_timeout)
-        hits = []
-        for hit in found:
-            role = layout.role_of(hit.path)
-            stat = self.drive.stat(hit.path)
-            modified = datetime.fromtimestamp(stat.st_mtime, timezone.utc) if stat else None
-            hits.append(SearchHit(path=hit.path, title="", kind=role.kind, level=role.level, score=0.0,
-                                  snippet=hit.text, modified=modified, line=hit.line, text=hit.text))
-        return hits
+    def _start_watcher(self, **options: float) -> None:
+        try:
+            from fsmem.watch import Watcher  # watchdog: only for a process that searches
 
-    def watch(self, **options: float) -> Watcher:
-        """Keep the index current from this process (watchdog); ``stop()`` it, or use ``with``."""
+            watcher = Watcher(self.index, **options).start()
+        except (ImportError, OSError) as error:
+            self._refuse_watching(str(error))
+            return
+        if not watcher.watching:
+            watcher.stop()
+            self._refuse_watching("; ".join(watcher.errors) or "no watch could be placed")
+            return
+        self._watcher = watcher
+
+    def _refuse_watching(self, reason: str) -> None:
+        self._watch_refused = True
+        warnings.warn(f"cannot watch {self.root} for changes ({reason}); every search compares the "
+                      "files instead", stacklevel=4)
+
+    def watch(self, **options: float) -> "Watcher":
+        """Keep the index current from this process (watchdog), with ``options`` (``debounce``, …);
+        replaces the watcher the first search started. ``stop()`` it, or ``close()`` the memory."""
         from fsmem.watch import Watcher
 
-        return Watcher(self.index, **options).start()
+        with self._watch_mutex:
+            if self._watcher is not None:
+                self._watcher.stop()
+            self._watcher = Watcher(self.index, **options).start()
+            return self._watcher
+
+    def close(self) -> None:
+        """Stop what this memory started (its watcher). Searches after it compare again."""
+        with self._watch_mutex:
+            watcher, self._watcher = self._watcher, None
+            self._watch_refused = True
+        if watcher is not None:
+            watcher.stop()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ---- history ----------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from fsmem.core.search import SearchHit
 from fsmem.drive import Entry
 
 EXCERPT_CONTEXT = 3
@@ -89,3 +90,14 @@ def when_iso(text: str | None) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return when(moment.timestamp())
+
+
+def hits(found: list[SearchHit], query: str) -> str:
+    """Search results as a person or a model reads them: ranked files with their snippets, or
+    ``path:line: text`` for regex hits."""
+    if not found:
+        return f"No matches for {query!r}."
+    if found[0].text is not None:
+        return "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in found)
+    return "\n".join(f"{hit.path}:{hit.line}  {hit.title}  [{hit.kind}]\n    {hit.snippet}" if hit.line
+                     else f"{hit.path}  {hit.title}  [{hit.kind}]\n    {hit.snippet}" for hit in found)

@@ -19,8 +19,6 @@ from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, pa
 from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
 from fsmem.core.versions import version_of
-from fsmem.core.when import compile_globs, parse_since
-from fsmem.drive import now_iso
 from fsmem.errors import (
     BadPath,
     BadRequest,
@@ -35,7 +33,7 @@ from fsmem.errors import (
     Sensitive,
     TooLarge,
 )
-from fsmem.grep import compile_pattern, grep, utc_now
+from fsmem.drive import now_iso
 from fsmem.levels import Scope, scope_folders
 from fsmem.schema import check_request
 
@@ -469,23 +467,9 @@ class Run:
         for name, globs in (("include", request.include), ("exclude", request.exclude)):
             for glob in globs:
                 _check_glob(name, glob)
-        if not request.regex:  # ranked full-text search over the index
-            from fsmem.index import render_hits
-
-            found = self.memory.search(request.query, include=request.include or None,
-                                       exclude=request.exclude or None, since=request.since, limit=limit)
-            return {"ok": True, "text": render_hits(found, request.query),
-                    "hits": [hit.to_dict() for hit in found]}
-        accept = compile_globs(request.include or None, request.exclude or None)
-        since = parse_since(request.since, utc_now()) if request.since else None
-        pattern = compile_pattern(request.query, literal=False)
-        hits = grep(self.drive, pattern, accept=accept, since=since, limit=limit, timeout=settings.regex_timeout)
-        if not hits:
-            text = f"No match for {request.query!r}."
-        else:
-            text = "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in hits)
-        return {"ok": True, "text": text,
-                "hits": [{"path": h.path, "line": h.line, "text": h.text} for h in hits]}
+        found = self.memory.search(request.query, regex=request.regex, include=request.include or None,
+                                   exclude=request.exclude or None, since=request.since, limit=limit)
+        return {"ok": True, "text": render.hits(found, request.query), "hits": [hit.to_dict() for hit in found]}
 
 
 def _check_glob(name: str, glob: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -128,6 +129,19 @@ class Watcher(FileSystemEventHandler):
             except FileNotFoundError:
                 pass
 
+    def unapplied(self) -> set[str] | None:
+        """The paths events named that are not applied yet, while running with no event lost (then this
+        process's searches refresh those and compare nothing); ``None`` otherwise."""
+        running = (self._observer is not None and not self._stop.is_set()
+                   and self._thread is not None and self._thread.is_alive())
+        with self._condition:
+            return set(self._pending) if running and self._lost is None else None
+
+    @property
+    def watching(self) -> bool:
+        """Whether events arrive (``False`` when the root could not be watched: comparisons only)."""
+        return self._observer is not None
+
     def __enter__(self) -> Watcher:
         return self if self._thread is not None else self.start()
 
@@ -135,7 +149,9 @@ class Watcher(FileSystemEventHandler):
         self.stop()
 
     def run_forever(self) -> None:
-        """Block until interrupted (Ctrl-C) or stopped from another thread."""
+        """Block until interrupted (Ctrl-C, SIGTERM) or stopped from another thread."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
         self.start()
         try:
             while not self._stop.wait(0.5):
@@ -260,8 +276,7 @@ class Watcher(FileSystemEventHandler):
                     self.reconciles += 1
                     next_reconcile = time.monotonic() + self.reconcile_every
                 elif batch:
-                    with self.index.locked():
-                        self.index.refresh(sorted(batch))
+                    self.index.refresh(batch)
                     self.batches += 1
             except Exception as error:  # noqa: BLE001 - keep watching; the next reconcile repairs
                 self.errors.append(f"{type(error).__name__}: {error}")

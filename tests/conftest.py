@@ -16,6 +16,9 @@ def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("FSMEM_"):
             monkeypatch.delenv(name, raising=False)
+    # A search starts a watcher by default (settings.watch); in-process tests, which rarely close what
+    # they open, would pile up inotify instances. Tests of watching turn it on (tests/test_watch*.py).
+    monkeypatch.setenv("FSMEM_WATCH", "0")
 
 
 @pytest.fixture
@@ -133,3 +136,14 @@ def postgres(pg_server: PgServer):
     yield make_conninfo(pg_server.url, dbname=name)
     with psycopg.connect(pg_server.url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def index_of(root: Path):
+    """The index of ``root`` as ``Memory`` composes it (a bare folder gets its ``.fsmem/`` first)."""
+    from fsmem.config import Settings
+    from fsmem.drive import Drive
+    from fsmem.index import Index
+
+    (root / ".fsmem").mkdir(exist_ok=True)
+    settings = Settings(watch=False)
+    return Index(Drive(root, settings))

@@ -300,7 +300,7 @@ def test_deleting_an_agent_removes_its_whole_folder_and_keeps_every_file_in_vers
 
 _CRASHING_WRITER = r"""
 import os, sys
-import fsmem, fsmem.drive, fsmem.index, fsmem.index_state
+import fsmem, fsmem.drive, fsmem.index, fsmem.index_store, fsmem.memory
 root, where = sys.argv[1], sys.argv[2]
 if where == "after_replace":
     original = fsmem.drive.exchange  # a write swaps its temp file in
@@ -311,13 +311,13 @@ if where == "after_replace":
         return done
     fsmem.drive.exchange = swap_then_die
 elif where == "before_index_note":
-    fsmem.index_state.note_pending = lambda root, paths: os._exit(9)
+    fsmem.memory.note_pending = lambda root, paths: os._exit(9)
 memory = fsmem.open(root)
 run = memory.run(fsmem.Scope.chat(), thread_id="crasher")
 run.call({"command": "read", "path": "brand.md"})
 result = run.call({"command": "write", "path": "brand.md", "old_text": "okapi", "new_text": "quagga"})
 if where == "inside_index_apply":
-    fsmem.index.Index._apply = lambda self, *args, **kwargs: os._exit(9)
+    fsmem.index_store.Batch.apply = lambda self, *args, **kwargs: os._exit(9)
     memory.search("quagga")
 print(result)
 """

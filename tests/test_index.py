@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import shutil
 import warnings
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fsmem.core import snippets
-from fsmem.core.snippets import Term, cut_snippet, snippet_terms
 from fsmem.errors import BadRequest
-from fsmem.index import Index, IndexWarning, _analyzer, read_as
+from fsmem.index import IndexWarning
 from fsmem.index_state import MANIFEST, index_dir, read_current
 
 CURRENT_FACT = """---
@@ -58,7 +56,7 @@ def paths(hits) -> list[str]:
 
 
 def test_all_words_are_required_first(root: Path) -> None:
-    hits = Index(root).search("deploy staging")
+    hits = index_of(root).search("deploy staging")
     assert paths(hits) == ["MEMORY.md"]
     hit = hits[0]
     assert (hit.title, hit.kind, hit.level, hit.line) == ("Project", "memory", "project", 1)
@@ -66,28 +64,28 @@ def test_all_words_are_required_first(root: Path) -> None:
 
 
 def test_any_word_when_all_words_find_nothing(root: Path) -> None:
-    assert set(paths(Index(root).search("staging british "))) == {"MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"}
+    assert set(paths(index_of(root).search("staging british "))) == {"MEMORY.md", "agents/seo-3f9a1c2e/MEMORY.md"}
 
 
 def test_the_last_word_matches_as_a_prefix(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("brit")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
     assert paths(index.search("brit ")) == []  # a finished word is matched whole
 
 
 def test_phrases_in_quotes(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search('"under 60 characters"')) == ["seo/titles.md"]
     assert paths(index.search('"60 under characters"')) == []
 
 
 def test_a_title_match_ranks_above_a_body_match(root: Path) -> None:
     write(root, "body-only.md", "# Other\n\nsome words about titles here\n")
-    assert paths(Index(root).search("titles "))[0] == "seo/titles.md"
+    assert paths(index_of(root).search("titles "))[0] == "seo/titles.md"
 
 
 def test_facts_that_hold_rank_before_replaced_ones(root: Path) -> None:
-    hits = Index(root).search("ana research")
+    hits = index_of(root).search("ana research")
     assert paths(hits) == ["notes/memory/f2.md", "notes/memory/history/f1.md"]
     assert hits[0].snippet == "Ana works in research. (said 2026-10-12)"
     assert hits[1].snippet.endswith("(said 2026-09-01; held until 2026-10-12)")
@@ -95,11 +93,11 @@ def test_facts_that_hold_rank_before_replaced_ones(root: Path) -> None:
 
 
 def test_held_until_is_searchable(root: Path) -> None:
-    assert paths(Index(root).search('"held until"')) == ["notes/memory/history/f1.md"]
+    assert paths(index_of(root).search('"held until"')) == ["notes/memory/history/f1.md"]
 
 
 def test_include_exclude_and_since_are_applied_inside_the_query(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("ana", include=["notes/**"], exclude="history/")) == ["notes/memory/f2.md"]
     assert paths(index.search("deploy", include="seo")) == ["seo/titles.md"]
     assert set(paths(index.search("deploy", exclude=["seo/*.md"]))) == {"MEMORY.md"}
@@ -127,7 +125,7 @@ def path_index():
     """A bare in-memory tantivy index of paths, to run include/exclude regexes as search does."""
     import tantivy
 
-    from fsmem.index import _analyzer, _schema
+    from fsmem.index_store import analyzer as _analyzer, schema as _schema
 
     schema = _schema()
     index = tantivy.Index(schema)
@@ -157,7 +155,7 @@ def test_globs_inside_the_query_match_as_the_tool_s_globs_do(path_index, pattern
 
 
 def test_limit_counts_replaced_facts_last(root: Path) -> None:
-    assert paths(Index(root).search("ana", limit=1)) == ["notes/memory/f2.md"]
+    assert paths(index_of(root).search("ana", limit=1)) == ["notes/memory/f2.md"]
 
 
 def test_replaced_facts_come_last_even_when_they_score_higher(root: Path) -> None:
@@ -166,7 +164,7 @@ def test_replaced_facts_come_last_even_when_they_score_higher(root: Path) -> Non
     for n in range(3):  # replaced facts that say little else: they score higher
         write(root, f"notes/memory/history/r{n}.md", REPLACED_FACT.replace("id: f1", f"id: r{n}").replace(
             "Ana leads the data team and works in research planning.", "okapi okapi okapi"))
-    index = Index(root)
+    index = index_of(root)
     top = index.search("okapi", limit=10)
     assert [hit.kind for hit in top] == ["topic"] * 10
     more = index.search("okapi", limit=14)
@@ -178,16 +176,16 @@ def test_replaced_facts_come_last_even_when_they_score_higher(root: Path) -> Non
 
 @pytest.mark.parametrize(("filler", "line", "query", "shown"), [
     ("Step {n}: nothing of note happens here.", "Step 24: deploy the release to staging, then check it.",
-     "deploy staging", "deploy the release to staging"),  # ASCII: cut by core.snippets
+     "deploy staging", "deploy the release to staging"),
     ("Ligne {n} : rien à signaler, vraiment rien du tout.", "Le café ouvre à sept heures, le crème aussi.",
-     "cafe ouvre", "café ouvre"),  # accents: cut by tantivy's generator, which folds them
+     "cafe ouvre", "café ouvre"),  # accents folded, as the index folds them
 ])
 def test_a_snippet_is_the_part_of_a_long_file_that_holds_the_words(root: Path, filler: str, line: str,
                                                                    query: str, shown: str) -> None:
     lines = ["# Notes", ""] + [filler.format(n=n) for n in range(1, 40)]
     lines[25] = line
     write(root, "long.md", "\n".join(lines) + "\n")
-    [hit] = Index(root).search(query, include="long.md")
+    [hit] = index_of(root).search(query, include="long.md")
     assert shown in hit.snippet
     assert "\n" not in hit.snippet and len(hit.snippet) <= 180
     assert 23 <= hit.line <= 26  # the window starts on the line holding the words, or a little before
@@ -196,116 +194,20 @@ def test_a_snippet_is_the_part_of_a_long_file_that_holds_the_words(root: Path, f
 
 def test_a_file_matched_only_by_its_title_shows_its_beginning(root: Path) -> None:
     write(root, "walrus.md", "# Walrus\n\n" + "Nothing else about the animal here at all. " * 20)
-    [hit] = Index(root).search("walrus", include="walrus.md")
+    [hit] = index_of(root).search("walrus", include="walrus.md")
     assert hit.snippet.startswith("# Walrus Nothing else") and hit.line == 1
-
-
-def test_documents_are_stored_in_small_plain_blocks(root: Path) -> None:
-    index = Index(root)
-    index.search("ana")
-    meta = json.loads((index_dir(root) / read_current(root)["generation"] / "meta.json").read_text())
-    assert meta["index_settings"]["docstore_compression"] == "none"
-    assert meta["index_settings"]["docstore_blocksize"] == 4096
-
-
-def test_a_store_setting_tantivy_refuses_leaves_its_own(root: Path, monkeypatch) -> None:
-    import fsmem.index as index_module
-
-    monkeypatch.setattr(index_module, "DOC_STORE_COMPRESSION", "no-such-compressor")
-    index = Index(root)
-    assert paths(index.search("ana")) == ["notes/memory/f2.md", "notes/memory/history/f1.md"]
-    meta = json.loads((index_dir(root) / read_current(root)["generation"] / "meta.json").read_text())
-    assert meta["index_settings"]["docstore_compression"] == "lz4"
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("abcXYZ019 _-.\n\t'")), max_size=200),
-       st.sampled_from(["ab", "abc", "a", "x1", "zz"]), st.sets(st.sampled_from(["abc", "abca", "ab1", "zzz"])))
-def test_snippets_find_the_words_the_index_matches(text: str, token: str, longer: set[str]) -> None:
-    """The snippet's own word finding agrees with the index's analyzer on ASCII text."""
-    longer = {word for word in longer if word.startswith(token) and word != token}
-    tokens = _analyzer().analyze(text)
-    expected = [t for t in tokens if t == token or t in longer]
-    found = cut_snippet(text, snippet_terms([Term(token, frozenset(longer))]), 10_000, read_as)
-    if not expected:
-        assert found is None
-    else:
-        assert found is not None
-        assert [t for t in _analyzer().analyze(found.text) if t == token or t in longer] == expected
-
-
-read_as_one = st.characters(exclude_categories=("Cs",)).filter(lambda char: read_as(char) is not None)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(st.text(alphabet=read_as_one, max_size=60), st.data())
-def test_snippets_find_the_words_the_index_matches_in_any_script(text: str, data) -> None:
-    """Any script, marks, folds, full-width forms, Greek sigma: the words found are the analyzer's."""
-    tokens = _analyzer().analyze(text)
-    token = data.draw(st.sampled_from(tokens)) if tokens else "okapi"
-    expected = [t for t in tokens if t == token]
-    with mock.patch.object(snippets, "MOSTLY_ASCII", 0):  # however little of the text is ASCII
-        found = cut_snippet(text, snippet_terms([Term(token)]), 10_000, read_as)
-    if not expected:
-        assert found is None
-    else:
-        assert found is not None
-        assert text[found.start:found.start + len(found.text)] == found.text
-        assert [t for t in _analyzer().analyze(found.text) if t == token] == expected
-
-
-ascii_runs = st.text(alphabet=st.sampled_from("abcdeDEP xyz0 .-\n"), max_size=40)
-beyond_ascii = st.text(alphabet=st.characters(min_codepoint=0x80, exclude_categories=("Cs",)), max_size=4)
-tricky = st.sampled_from(["é" * 20, "dé" + "x" * 37, "\ue000", "æ", "ᴅe", "ǧ", "ΟΔΟΣ", "कमला"])
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.one_of(ascii_runs, beyond_ascii, tricky), max_size=12).map("".join), st.data())
-def test_in_mostly_ascii_text_each_word_found_is_a_word_the_index_has(body: str, data) -> None:
-    """Mixed text as it comes: every word found reads, alone, as the term; none is missed unless the
-    body holds a character the index reads as several, or as an uppercase letter."""
-    tokens = _analyzer().analyze(body)
-    token = data.draw(st.sampled_from(tokens)) if tokens else "deploy"
-    several = any(read_as(char) is None or read_as(char) != read_as(char).lower()  # "æ" → "ae", "ᴅ" → "D"
-                  for char in body if not char.isascii())
-    for term in [Term(token), Term(token[:2], frozenset(t for t in tokens if t.startswith(token[:2]))),
-                 Term("e" * 20), Term("de" + "x" * 37), Term("deploy"), Term("g")]:
-        longer = term.longer - {term.token}
-        searchable = snippets._searchable(body, read_as)
-        if searchable is None:
-            continue
-        found = snippets._words_found(body, *searchable, snippet_terms([Term(term.token, longer)]))
-        expected = [t for t in tokens if t == term.token or t in longer]
-        assert len(found) <= len(expected) if several else len(found) == len(expected), (body, term, found)
-        for start, end, _ in found:
-            assert _analyzer().analyze(body[start:end]) in ([term.token], *([t] for t in longer)), (body, term)
-
-
-@pytest.mark.parametrize(("body", "query", "shown"), [
-    ("कमला आई।", "कमल", "कमल खिला"),  # a vowel sign belongs to its word
-    ("محمدٌ هنا", "محمد", "محمد جاء"),  # so does a haraka
-    ("Nº 5 here", "no", "no entry"),  # º is not the letter o to the index
-    ("ΟΔΟΣ ΜΕΓΑΛΗ", "οδος", "οδος μικρή"),  # the index reads Σ as σ everywhere, not as a final ς
-])
-def test_a_word_is_found_only_where_the_index_found_it(body: str, query: str, shown: str) -> None:
-    text = body + " " + "x " * 60 + shown
-    terms = snippet_terms([Term(_analyzer().analyze(query)[0])])
-    with mock.patch.object(snippets, "MOSTLY_ASCII", 0):
-        found = cut_snippet(text, terms, 40, read_as)
-    assert found is not None and shown.split()[0] in found.text and found.start > len(body)
 
 
 def test_a_file_mostly_in_another_script_is_cut_by_the_index_s_generator(root: Path) -> None:
     write(root, "greek.md", "# Σημειώσεις\n\n" + "Καλημέρα κόσμε, τίποτα εδώ. " * 20 + "Ο δρόμος είναι μεγάλος.\n")
-    assert cut_snippet("Καλημέρα κόσμε. " * 20 + "δρόμος", snippet_terms([Term("δρομος")]), 180, read_as) is None
-    [hit] = Index(root).search("δρόμος", include="greek.md")
+    [hit] = index_of(root).search("δρόμος", include="greek.md")
     assert "δρόμος" in hit.snippet and hit.line == 3
 
 
 def test_a_word_the_index_folds_into_two_letters_is_still_shown(root: Path) -> None:
     write(root, "fable.md", "# Fables\n\n" + "Rien à dire ici. " * 20 + "Une fable d’Æsop, très ancienne.\n")
-    [hit] = Index(root).search("aesop", include="fable.md")
-    assert "Æsop" in hit.snippet  # tantivy's own generator, since core.snippets cannot see "ae" in "æ"
+    [hit] = index_of(root).search("aesop", include="fable.md")
+    assert "Æsop" in hit.snippet  # the generator folds as the index does
 
 
 def test_a_snippet_shows_the_words_the_index_found_for_a_prefix(tmp_path: Path) -> None:
@@ -313,7 +215,7 @@ def test_a_snippet_shows_the_words_the_index_found_for_a_prefix(tmp_path: Path) 
         write(tmp_path, f"o{n:02d}.md", f"# Other\n\nstb{n:02d}\n")
     write(tmp_path, "long.md", "# Long\n\nstzza stzzb stzzc stzzd. " + "filler words here. " * 30
           + "the staaa word.\n")
-    [hit] = Index(tmp_path).search("st", include="long.md")  # matched through "staaa" only
+    [hit] = index_of(tmp_path).search("st", include="long.md")  # matched through "staaa" only
     assert "staaa" in hit.snippet and "stzz" not in hit.snippet, hit.snippet
 
 
@@ -323,7 +225,7 @@ def test_the_line_of_a_snippet_is_the_line_of_its_first_word(tmp_path: Path) -> 
     write(tmp_path, "lf.md", "\n".join(lines) + "\n")
     (tmp_path / "crlf.md").write_bytes(("\r\n".join(lines[:21] + lines[22:]) + "\r\n").encode())
     for name in ("lf.md", "crlf.md"):
-        [hit] = Index(tmp_path).search("okapi", include=name)
+        [hit] = index_of(tmp_path).search("okapi", include=name)
         shown = (tmp_path / name).read_text(encoding="utf-8").splitlines()[hit.line - 1]
         assert hit.snippet.split()[0] in shown, (name, hit.line, shown)
 
@@ -334,13 +236,13 @@ def test_a_replaced_fact_has_one_score_whatever_the_limit(root: Path) -> None:
     for n in range(3):
         write(root, f"notes/memory/history/r{n}.md", REPLACED_FACT.replace("id: f1", f"id: r{n}").replace(
             "Ana leads the data team and works in research planning.", "okapi okapi okapi"))
-    index = Index(root)
+    index = index_of(root)
     scores = {limit: {hit.path: hit.score for hit in index.search("okapi", limit=limit)} for limit in (14, 20)}
     assert scores[14]["notes/memory/history/r0.md"] == scores[20]["notes/memory/history/r0.md"]
 
 
 def test_bad_requests_change_nothing(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     with pytest.raises(BadRequest, match="no words to search for"):
         index.search('  "" ,, ')
     with pytest.raises(BadRequest, match="limit must be"):
@@ -350,7 +252,7 @@ def test_bad_requests_change_nothing(root: Path) -> None:
 
 
 def test_hand_edits_are_seen_by_the_next_search(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("friday")) == ["MEMORY.md"]
     write(root, "MEMORY.md", "# Project\n\nWe ship on Mondays now.\n")
     assert paths(index.search("friday")) == []
@@ -358,7 +260,7 @@ def test_hand_edits_are_seen_by_the_next_search(root: Path) -> None:
 
 
 def test_an_edit_within_one_timestamp_tick_is_still_seen(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("friday")) == ["MEMORY.md"]
     target = root / "MEMORY.md"
     info = target.stat()
@@ -369,7 +271,7 @@ def test_an_edit_within_one_timestamp_tick_is_still_seen(root: Path) -> None:
 
 
 def test_files_and_folders_moved_in_and_out(root: Path, tmp_path_factory) -> None:
-    index = Index(root)
+    index = index_of(root)
     outside = tmp_path_factory.mktemp("outside")
     write(outside, "incoming/plan.md", "# Plan\n\nquarterly roadmap\n")
     shutil.move(str(root / "seo"), str(outside / "seo"))
@@ -381,7 +283,7 @@ def test_files_and_folders_moved_in_and_out(root: Path, tmp_path_factory) -> Non
 
 
 def test_refresh_of_a_folder_covers_everything_under_it(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("x")
     write(root, "seo/new.md", "# New\n\nmeta descriptions\n")
     shutil.rmtree(root / "agents")
@@ -401,28 +303,28 @@ def test_what_is_not_markdown_or_is_hidden_is_not_indexed(root: Path, tmp_path_f
     os.symlink(outside / "secret.md", root / "link-out.md")
     os.symlink(outside, root / "dir-out")
     os.symlink(root / "seo/titles.md", root / "link-in.md")
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("zebra")) == []
     assert paths(index.search('"under 60"')) == ["link-in.md", "seo/titles.md"] or \
         sorted(paths(index.search('"under 60"'))) == ["link-in.md", "seo/titles.md"]
 
 
 def test_a_deleted_index_is_rebuilt_with_a_warning(root: Path) -> None:
-    Index(root).search("ana")
+    index_of(root).search("ana")
     shutil.rmtree(index_dir(root))
     with pytest.warns(IndexWarning, match="was missing; rebuilt it from the 5 files"):
-        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+        assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
 
 
 def test_a_first_build_is_silent(root: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+        assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
 
 
 @pytest.mark.parametrize("damage", ["meta", "current", "schema", "segments", "generation"])
 def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> None:
-    Index(root).search("ana")
+    index_of(root).search("ana")
     generation = index_dir(root) / read_current(root)["generation"]
     if damage == "meta":
         (generation / "meta.json").write_text("{not json")
@@ -437,12 +339,12 @@ def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> N
             if segment_file.suffix in {".idx", ".store", ".term"}:
                 segment_file.write_bytes(b"\0" * 16)
     with pytest.warns(IndexWarning, match="rebuilt it"):
-        assert paths(Index(root).search("friday")) == ["MEMORY.md"]
-    assert paths(Index(root).search("british")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
+        assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
+    assert paths(index_of(root).search("british")) == ["agents/seo-3f9a1c2e/MEMORY.md"]
 
 
 def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     assert paths(index.search("friday")) == ["MEMORY.md"]
     shutil.rmtree(index_dir(root) / read_current(root)["generation"])
     write(root, "MEMORY.md", "# Project\n\nnow on Tuesdays\n")
@@ -451,19 +353,19 @@ def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) ->
 
 
 def test_a_torn_manifest_line_only_costs_a_reread(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     manifest = index_dir(root) / read_current(root)["generation"] / MANIFEST
     with open(manifest, "a") as handle:
         handle.write("+\tdeadbeef\t12")  # a crash mid-append
     write(root, "MEMORY.md", "# Project\n\nnew words: kiwi\n")
-    fresh = Index(root)
+    fresh = index_of(root)
     assert paths(fresh.search("kiwi")) == ["MEMORY.md"]
     assert fresh.status()["stale"] == 0
 
 
 def test_rebuild_swaps_in_a_new_generation_and_collects_the_old(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     first = read_current(root)["generation"]
     seen: list[tuple[int, int]] = []
@@ -476,15 +378,15 @@ def test_rebuild_swaps_in_a_new_generation_and_collects_the_old(root: Path) -> N
 
 
 def test_a_reader_opened_before_a_rebuild_follows_the_swap(root: Path) -> None:
-    reader = Index(root)
+    reader = index_of(root)
     assert paths(reader.search("friday")) == ["MEMORY.md"]
-    Index(root).rebuild()
+    index_of(root).rebuild()
     write(root, "MEMORY.md", "# Project\n\nplums\n")
     assert paths(reader.search("plums")) == ["MEMORY.md"]
 
 
 def test_status_counts_stale_files_without_fixing_them(root: Path) -> None:
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     write(root, "new.md", "fresh")
     (root / "seo/titles.md").unlink()
@@ -500,13 +402,13 @@ def test_segment_files_orphaned_by_a_crashed_writer_are_collected(root: Path) ->
     import subprocess
     import sys
 
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     generation = index_dir(root) / read_current(root)["generation"]
     before = {p.name for p in generation.iterdir()}
     crash = (
         "import os, sys; sys.path.insert(0, sys.argv[2]); import tantivy;"
-        "from fsmem.index import _analyzer;"
+        "from fsmem.index_store import analyzer as _analyzer;"
         "ix = tantivy.Index.open(sys.argv[1]); ix.register_tokenizer('fsmem', _analyzer());"
         "w = ix.writer(heap_size=15_000_000, num_threads=1)\n"
         "for i in range(40000): w.add_document(tantivy.Document(path=f'x{i}.md', body='word ' * 60 + str(i)))\n"
@@ -528,12 +430,12 @@ def shared_index(tmp_path_factory):
     (root / ".fsmem").mkdir()
     write(root, "MEMORY.md", "# Project\n\nWe deploy to staging every Friday. café crème, C++ & foo-bar.\n")
     write(root, "notes/memory/f2.md", CURRENT_FACT)
-    index = Index(root)
+    index = index_of(root)
     index.search("warm")
     return index
 
 
-from tests.conftest import write
+from tests.conftest import index_of, write
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -602,13 +504,13 @@ def test_searches_keep_working_while_a_rebuild_runs(root: Path) -> None:
 
     for i in range(300):
         write(root, f"bulk/{i // 50}/n{i}.md", f"# N{i}\n\nbulk words {i}\n")
-    index = Index(root)
+    index = index_of(root)
     assert len(index.search("bulk", limit=100)) == 100
     done = threading.Event()
     answers: list[int] = []
 
     def keep_searching() -> None:
-        reader = Index(root)
+        reader = index_of(root)
         while not done.is_set():
             answers.append(len(reader.search("bulk", limit=100, fresh=False)))
 
@@ -616,7 +518,7 @@ def test_searches_keep_working_while_a_rebuild_runs(root: Path) -> None:
     thread.start()
     try:
         for _ in range(3):
-            assert Index(root).rebuild() == 305
+            assert index_of(root).rebuild() == 305
     finally:
         done.set()
         thread.join(timeout=60)
@@ -627,13 +529,13 @@ def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(root: Path) -> None:
     import os as _os
 
     _os.close(_os.open(_os.fsencode(str(root)) + b"/bad-\xff.md", _os.O_CREAT | _os.O_WRONLY, 0o644))
-    assert paths(Index(root).search("friday")) == ["MEMORY.md"]
+    assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
 
 
 def test_a_large_difference_is_applied_in_chunks_and_a_recreated_file_is_kept(root: Path, monkeypatch) -> None:
-    import fsmem.index as index_module
+    import fsmem.freshness as index_module
 
-    index = Index(root)
+    index = index_of(root)
     index.search("ana")
     monkeypatch.setattr(index_module, "RECONCILE_CHUNK", 7)
     for i in range(30):
@@ -643,6 +545,45 @@ def test_a_large_difference_is_applied_in_chunks_and_a_recreated_file_is_kept(ro
     assert index.status()["stale"] == 0
     assert paths(index.search("manyword29", fresh=False)) == ["many/n29.md"]
     # A removal planned from an old comparison must not drop a file that exists again.
-    with index.locked():
-        index._apply([], ["many/n0.md"])
+    with index.store.batch() as batch:
+        batch.apply([], ["many/n0.md"])
     assert paths(index.search("manyword0", fresh=False)) == ["many/n0.md"]
+
+
+def test_a_batch_that_waited_for_another_leaves_no_file_unmanaged(root: Path) -> None:
+    """A batch that opened the index while another was writing must not rewrite tantivy's list of
+    managed files without the other's: those files could then never be collected (the index grew
+    without end in a process whose watcher and searches both wrote batches)."""
+    import threading
+
+    index = index_of(root)
+    index.search("ana")
+    store = index.store
+    inside, second_started = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with store.batch() as batch:
+            write(root, "a.md", "# A\n\nfirst batch\n")
+            batch.apply(["a.md"], [])
+            inside.set()
+            second_started.wait(10)
+            time.sleep(0.2)  # the second batch is waiting for the writer meanwhile
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    inside.wait(10)
+    second_started.set()
+    with store.batch() as batch:  # opens the index while the first one still writes
+        write(root, "b.md", "# B\n\nsecond batch\n")
+        batch.apply(["b.md"], [])
+    thread.join(10)
+    for n in range(30):  # enough commits for tantivy to merge segments away
+        write(root, f"m{n % 3}.md", f"# M\n\nround {n}\n")
+        index.refresh([f"m{n % 3}.md"])
+    folder = store.folder
+    managed = set(json.loads((folder / ".managed.json").read_text()))
+    unmanaged = {name for name in os.listdir(folder) if "." in name and not name.startswith(".")
+                 and name.rsplit(".", 1)[1] in {"idx", "pos", "term", "store", "fast", "fieldnorm", "del"}}
+    assert unmanaged <= managed, sorted(unmanaged - managed)
+    assert paths(index.search("first batch", fresh=False)) == ["a.md"]
+    assert paths(index.search("second batch", fresh=False)) == ["b.md"]

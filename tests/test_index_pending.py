@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import fsmem
+from fsmem.index_state import index_dir, pending_mark, read_applied, read_current
 from tests.conftest import run_fsmem
 
 
@@ -14,11 +15,13 @@ def test_a_write_is_noted_not_committed_and_found_by_a_search_in_another_process
     run = memory.run(thread_id="t-1")
     assert run.call({"command": "write", "path": "seo/plan.md", "content": "# Plan\nzephyrine launch\n"})["ok"]
     pending = tmp_path / ".fsmem" / "index.pending"
-    assert json.loads(pending.read_text().splitlines()[0]) == "seo/plan.md"
+    token, noted = pending.read_text().splitlines()
+    assert token.startswith("#") and json.loads(noted) == "seo/plan.md"
     found = run_fsmem("search", "zephyrine", "--root", str(tmp_path), "--json")
     assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)] == ["seo/plan.md"]
-    assert not pending.exists()
+    generation = index_dir(tmp_path) / read_current(tmp_path)["generation"]
+    assert read_applied(generation) == pending_mark(tmp_path)  # applied to its end, by the other process
 
 
 def test_a_delete_is_noted_too(tmp_path):

@@ -14,13 +14,13 @@ from tests.conftest import REPO
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is the baseline: apt-get install ripgrep")
 def test_search_bench_runs_and_reports() -> None:
-    done = subprocess.run([sys.executable, "-m", "bench.search", "--sizes", "80", "--reps", "1"], cwd=REPO,
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run([sys.executable, "-m", "bench.search", "--sizes", "80", "--reps", "1", "--rss", "20"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("| files | fsmem search p50/p95 ms | FTS5 p50/p95 ms | FTS5 ÷ fsmem |")
+    assert lines[0].startswith("| files | `memory.search` p50/p95 ms | FTS5 bm25+snippet p50/p95 ms |")
     assert lines[2].startswith("| 80 | ")
-    assert "in-process search *with* the size/mtime comparison" in done.stdout
+    assert "RSS of a long-lived process over 20 writes + 20 searches" in done.stdout
 
 
 def test_corpus_generator_writes_realistic_markdown(tmp_path) -> None:

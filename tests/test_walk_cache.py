@@ -10,10 +10,13 @@ from typing import Callable
 
 import pytest
 
-import fsmem.index as index_module
-from fsmem.index import Index
-from fsmem.index_state import WALK_CACHE, index_dir, load_walk_cache, read_current, unchanged_since, walk_tree
-from tests.conftest import run_fsmem, write
+import fsmem
+from fsmem.config import Settings
+
+import fsmem.walk as index_module
+from fsmem.index_state import index_dir, read_current
+from fsmem.walk import WALK_CACHE, load_walk_cache, unchanged_since, walk_tree
+from tests.conftest import index_of, run_fsmem, write
 
 FAR_FUTURE = 1 << 62  # "recorded long after every stamp": no folder is too recent to trust
 TICK = 0.03  # longer than one file-system timestamp tick, so a change gets a new stamp
@@ -94,7 +97,7 @@ def test_a_folder_whose_files_are_the_same_is_kept_with_its_new_stamp(tree: Path
 
 
 def test_a_vanished_folder_makes_the_walk_unrecordable_not_wrong(tree: Path, monkeypatch) -> None:
-    import fsmem.index_state as state
+    import fsmem.walk as state
 
     real = state._scan
 
@@ -114,18 +117,18 @@ def cache_file(root: Path) -> Path:
 
 @pytest.mark.slow
 def test_searches_use_the_cache_and_still_see_hand_edits(tree: Path, monkeypatch) -> None:
-    Index(tree).search("friday")  # builds the index
+    index_of(tree).search("friday")  # builds the index
     time.sleep(2.2)  # past the racy window: files and folders are now old enough to be trusted
-    assert Index(tree).search("friday")  # a full comparison: files hashed once and settled
-    assert not cache_file(tree).exists()  # not clean yet (entries were racy): nothing saved
-    assert Index(tree).search("friday")  # a full comparison, found clean: the walk is saved
-    key, _, count, folders = load_walk_cache(cache_file(tree))
+    assert index_of(tree).search("friday")  # a full comparison: files hashed once, settled; the walk saved
+    assert index_of(tree).search("friday")  # the settling re-recorded them: the cache follows it
+    key, _, count, folders, racy = load_walk_cache(cache_file(tree))
+    assert racy == {}
     assert count == 4 and {record[0] for record in folders} == {"", "seo/", "seo/deep/", "notes/"}
 
     walks = []
     real_walk = index_module.walk_tree
     monkeypatch.setattr(index_module, "walk_tree", lambda *a, **k: walks.append(1) or real_walk(*a, **k))
-    index = Index(tree)
+    index = index_of(tree)
     assert [hit.path for hit in index.search("alpha")] == ["seo/deep/a.md"]
     assert walks == [] and index.status()["files"] == 4 and index.status()["stale"] == 0
 
@@ -133,17 +136,45 @@ def test_searches_use_the_cache_and_still_see_hand_edits(tree: Path, monkeypatch
     result = run_fsmem("search", "omega", "--root", str(tree))
     assert (result.returncode, result.stdout) == (0, "seo/deep/a.md:1  A  [topic]\n    # A omega\n"), result
     assert run_fsmem("search", "alpha", "--root", str(tree)).stdout == "No matches for 'alpha'.\n"
-    # This process's index saw nothing of that: its cached walk no longer holds, so it compares.
+    # The other process re-read that file: its manifest says so, and this process's cached walk
+    # follows by listing that one folder again, not the whole root.
     assert [hit.path for hit in index.search("omega")] == ["seo/deep/a.md"]
-    assert walks  # the full comparison ran
+    assert walks == []
 
 
 def test_a_damaged_or_foreign_cache_is_ignored(tree: Path) -> None:
-    index = Index(tree)
+    index = index_of(tree)
     index.search("friday")
     target = cache_file(tree)
     for junk in (b"", b"fsmem-walk-2\n\x00\x00\x00\x00garbage", b"not a cache at all" * 100):
         target.write_bytes(junk)
         assert load_walk_cache(target) is None
         write(tree, "notes/b.md", f"# B\n\nbeta {len(junk)}\n")
-        assert [hit.path for hit in Index(tree).search(f"beta {len(junk)}")] == ["notes/b.md"]
+        assert [hit.path for hit in index_of(tree).search(f"beta {len(junk)}")] == ["notes/b.md"]
+
+
+def test_changes_through_fsmem_never_make_anyone_walk_the_whole_root(tree: Path, monkeypatch) -> None:
+    index = index_of(tree)
+    index.search("friday")
+    time.sleep(2.2)  # past the racy window
+    index.search("friday")
+    assert cache_file(tree).exists()
+    walks = []
+    real_walk = index_module.walk_tree
+    monkeypatch.setattr(index_module, "walk_tree", lambda *a, **k: walks.append(1) or real_walk(*a, **k))
+    memory = fsmem.open(tree, settings=Settings(watch=False, durable=False))  # another writer
+    run = memory.run()
+    for path, text in (("seo/deep/new.md", "# New\n\nquokka\n"), ("fresh/folder/x.md", "# X\n\nbilby\n")):
+        assert run.call({"command": "write", "path": path, "content": text})["ok"]
+    assert run.call({"command": "read", "path": "notes/b.md"})["ok"]
+    assert run.call({"command": "delete", "path": "notes/b.md"})["ok"]
+    assert [hit.path for hit in index.search("quokka")] == ["seo/deep/new.md"]  # applied, then compared
+    assert [hit.path for hit in index.search("bilby")] == ["fresh/folder/x.md"]
+    assert index.search("beta") == []
+    assert walks == []  # the folders those paths live in were listed again; the root was not walked
+    # A hand edit right after, keeping size and mtime, is still found (its folder is listed again).
+    target = tree / "seo/deep/new.md"
+    info = target.stat()
+    target.write_text("# New\n\nwombat\n")  # same size
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert [hit.path for hit in index.search("wombat")] == ["seo/deep/new.md"]

@@ -16,10 +16,10 @@ import pytest
 from watchdog.events import FileCreatedEvent, FileMovedEvent
 
 import fsmem
-from fsmem.index import Index
+from fsmem.freshness import Freshness
 from fsmem.index_state import heartbeat_file, watcher_health
 from fsmem.watch import Watcher
-from tests.conftest import REPO, run_fsmem, write
+from tests.conftest import REPO, index_of, run_fsmem, write
 
 
 def wait_until(condition, timeout: float = 15.0) -> None:
@@ -39,13 +39,13 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def found(index: Index, query: str) -> list[str]:
+def found(index, query: str) -> list[str]:
     return [hit.path for hit in index.search(query, fresh=False)]  # only what the watcher indexed
 
 
 @pytest.fixture
 def watched(root: Path):
-    index = Index(root)
+    index = index_of(root)
     with Watcher(index, debounce=0.05, heartbeat=0.2) as watcher:
         yield index, watcher
 
@@ -108,13 +108,13 @@ def test_lost_events_are_recovered_by_a_reconcile(root: Path, watched) -> None:
 def test_searches_skip_their_comparison_while_a_healthy_watcher_beats(root: Path, watched, monkeypatch) -> None:
     index, _ = watched
     wait_until(lambda: watcher_health(root)[0])
-    searcher = Index(root)
-    monkeypatch.setattr(Index, "reconcile", lambda self: pytest.fail("compared despite a healthy watcher"))
+    searcher = index_of(root)
+    monkeypatch.setattr(Freshness, "reconcile", lambda self: pytest.fail("compared despite a healthy watcher"))
     assert [hit.path for hit in searcher.search("fridays")] == ["MEMORY.md"]
 
 
 def test_temp_swap_and_hidden_files_are_ignored(root: Path) -> None:
-    watcher = Watcher(Index(root))
+    watcher = Watcher(index_of(root))
     for name in ("seo/.titles.md.swp", "seo/titles.md~", "seo/#titles.md#", ".fsmem/index/x.md",
                  "seo/4913", ".git/a.md", "photo.png"):
         watcher.on_any_event(FileCreatedEvent(str(root / name)))
@@ -124,7 +124,7 @@ def test_temp_swap_and_hidden_files_are_ignored(root: Path) -> None:
 
 
 def test_a_stopped_watcher_no_longer_vouches_for_the_index(root: Path) -> None:
-    watcher = Watcher(Index(root), heartbeat=0.1).start()
+    watcher = Watcher(index_of(root), heartbeat=0.1).start()
     wait_until(lambda: watcher_health(root)[0])
     watcher.stop()
     assert not heartbeat_file(root).exists()
@@ -152,7 +152,7 @@ def test_fsmem_watch_process(root: Path) -> None:
         status = json.loads(result.stdout)
         assert status["watcher"] is True and status["watcher_pid"] == proc.pid
         write(root, "brand.md", "# Brand\n\nteal and coral\n")
-        wait_until(lambda: found(Index(root), "coral") == ["brand.md"])
+        wait_until(lambda: found(index_of(root), "coral") == ["brand.md"])
         result = run_fsmem("search", "coral", "--json", "--root", str(root))
         assert [hit["path"] for hit in json.loads(result.stdout)] == ["brand.md"]
     finally:
@@ -174,7 +174,7 @@ def test_a_new_top_folder_is_watched_from_its_first_file(root: Path, watched) ->
 
 
 def test_the_watcher_ignores_its_own_state_folder(root: Path) -> None:
-    watcher = Watcher(Index(root))
+    watcher = Watcher(index_of(root))
     watcher.on_any_event(FileCreatedEvent(str(root / ".fsmem/index/g-1/abc.md")))
     assert watcher._pending == set()
 
@@ -188,10 +188,10 @@ def test_a_watch_limit_degrades_to_periodic_comparisons(root: Path, monkeypatch)
         raise OSError(errno.ENOSPC, "inotify watch limit reached")
 
     monkeypatch.setattr(Observer, "schedule", refuse)
-    index = Index(root)
+    index = index_of(root)
     with Watcher(index, heartbeat=0.1) as watcher:
         assert watcher.reconcile_every == 5.0
         wait_until(lambda: (watcher_health(root)[1] or {}).get("state") == "degraded")
         assert watcher_health(root)[0] is False  # searches keep comparing for themselves
         write(root, "MEMORY.md", "# Project\n\nplums\n")
-        assert [hit.path for hit in Index(root).search("plums")] == ["MEMORY.md"]
+        assert [hit.path for hit in index_of(root).search("plums")] == ["MEMORY.md"]

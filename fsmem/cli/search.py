@@ -1,20 +1,23 @@
-"""``fsmem search``, ``fsmem index status|rebuild`` and ``fsmem watch``.
-
-The search path imports click and the index (tantivy) only: no drive, tool, facts, jsonschema,
-frontmatter or watchdog, so a search from the shell starts fast.
-"""
+"""``fsmem search``, ``fsmem index status|rebuild`` and ``fsmem watch``: through ``Memory``, with the
+root's settings, like every other command."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
 
 import click
 
+import fsmem
+from fsmem import render
 from fsmem.cli import EXIT_NO_MATCH
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.config import load_settings
+from fsmem.core.search import SearchHit
+from fsmem.memory import Memory
 
 
 @contextmanager
@@ -29,10 +32,10 @@ def _warnings_to_stderr() -> Iterator[None]:
                 click.echo(f"Warning: {item.message}", err=True)
 
 
-def _open_index(root: str | None) -> Any:
-    from fsmem.index import Index
-
-    return Index(find_root(root))
+def _open(root: str | None, watch: bool = False) -> Memory:
+    """The root's memory; a one-shot command starts no watcher (it would only cost its start-up)."""
+    folder = find_root(root)
+    return fsmem.open(folder, settings=dataclasses.replace(load_settings(folder), watch=watch))
 
 
 @click.command()
@@ -54,36 +57,17 @@ def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], ex
     """
     text = " ".join(query)
     with _warnings_to_stderr():
-        if use_regex:  # not the fast path: the files themselves, through the drive
-            import fsmem
-
-            # A few more than shown, to say how many more there are (capped: a pattern may match everywhere).
-            hits = fsmem.open(find_root(root)).search(text, regex=True, include=include or None,
-                                                      exclude=exclude or None, since=since,
-                                                      limit=limit + MORE_COUNTED)
-        else:
-            from fsmem.errors import Storage
-
-            try:
-                hits = _open_index(root).search(text, include=include, exclude=exclude, since=since,
-                                                limit=limit)
-            except Storage as error:  # a read-only root: Memory.search scans the files instead
-                if not error.read_only:
-                    raise
-                import fsmem
-
-                hits = fsmem.open(find_root(root)).search(text, include=include or None,
-                                                          exclude=exclude or None, since=since, limit=limit)
-                use_regex = True  # lines, printed as a regex search prints them
+        # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
+        # match everywhere).
+        hits = _open(root).search(text, regex=use_regex, include=include, exclude=exclude, since=since,
+                                  limit=limit + MORE_COUNTED if use_regex else limit)
     hits, more = hits[:limit], len(hits) - limit
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
-    elif use_regex:
+    elif hits and hits[0].text is not None:  # lines: regex mode, or the scan of a read-only root
         _echo_lines(hits, text, more)
     else:
-        from fsmem.index import render_hits
-
-        _echo_ranked(render_hits(hits, text), text)
+        _echo_ranked(render.hits(hits, text), text)
     if not hits and not as_json:  # as grep; under --json, [] is the answer
         sys.exit(EXIT_NO_MATCH)
 
@@ -91,12 +75,12 @@ def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], ex
 MORE_COUNTED = 1000
 
 
-def _echo_lines(hits: list[Any], pattern: str, more: int) -> None:
+def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
     """``path:line: text``, the matches painted; then how many more matching lines were not shown."""
     from fsmem.cli.style import colour_on, paint
     from fsmem.grep import compile_pattern
 
-    compiled = compile_pattern(pattern, literal=False) if colour_on() and hits else None
+    compiled = compile_pattern(pattern) if colour_on() and hits else None
     for hit in hits:
         shown = hit.text
         if compiled is not None:
@@ -111,7 +95,7 @@ def _echo_lines(hits: list[Any], pattern: str, more: int) -> None:
 
 
 def _echo_ranked(rendered: str, query: str) -> None:
-    """Ranked hits as render_hits words them, with the path bold and the query's words painted."""
+    """Ranked hits as render.hits words them, with the path bold and the query's words painted."""
     from fsmem.cli.style import highlight, paint
 
     words = [w.strip('"').rstrip("*") for w in query.split() if len(w.strip('"')) > 1]
@@ -136,7 +120,7 @@ def index() -> None:
 def status(root: str | None, as_json: bool) -> None:
     """Documents, files, how many are stale, and whether a watcher keeps the index current."""
     with _warnings_to_stderr():
-        info = _open_index(root).status()
+        info = _open(root).index.status()
     if as_json:
         echo_json(info)
         return
@@ -157,7 +141,7 @@ def status(root: str | None, as_json: bool) -> None:
 @json_option
 def rebuild(root: str | None, as_json: bool) -> None:
     """Rebuild the index from the files, beside the live one; searches keep working meanwhile."""
-    target = _open_index(root)
+    target = _open(root).index
     with _warnings_to_stderr():
         if as_json:
             count = target.rebuild()
@@ -182,7 +166,7 @@ def watch(root: str | None, debounce: float) -> None:
     """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
     from fsmem.watch import Watcher
 
-    target = _open_index(root)
-    click.echo(f"Watching {target.root} (Ctrl-C to stop).", err=True)
+    memory = _open(root)
+    click.echo(f"Watching {memory.root} (Ctrl-C to stop).", err=True)
     with _warnings_to_stderr():
-        Watcher(target, debounce=debounce).run_forever()
+        Watcher(memory.index, debounce=debounce).run_forever()

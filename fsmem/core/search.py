@@ -12,19 +12,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from fsmem.core.layout import role_of, title_of
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.when import glob_regex, parse_since, spoken_date
 
-__all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "Stamp", "file_doc",
+__all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "SearchHit", "Stamp", "file_doc",
            "fact_note", "glob_to_regex", "is_indexable_name", "parse_since", "plan_reconcile",
            "split_front_matter", "split_query"]
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 4  # 4: month names in facts' dates; documents stored plainly, a hit's card
+SCHEMA_VERSION = 5  # 5: plain stored fields (no card), tantivy's own doc store settings and snippets
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
@@ -126,6 +126,28 @@ def fact_note(kind: str, said: datetime | None, until: datetime | None) -> str:
     if kind == "fact" and said:
         return f" (said {said.date().isoformat()})"
     return ""
+
+
+class SearchHit(NamedTuple):
+    """One search result. ``line``/``text`` are set in regex mode (and ``line`` for snippets).
+
+    A named tuple: immutable, and cheap to make ten of per search.
+    """
+
+    path: str
+    title: str
+    kind: str
+    level: str
+    score: float
+    snippet: str
+    modified: datetime | None
+    line: int | None = None
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        value = self._asdict()
+        value["modified"] = self.modified.isoformat() if self.modified else None
+        return value
 
 
 # --- what a query means --------------------------------------------------------------------------
