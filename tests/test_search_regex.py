@@ -16,7 +16,7 @@ def memory(tmp_path: Path) -> fsmem.Memory:
     memory = fsmem.open(tmp_path / "root", create=True)
     write(memory.root, "MEMORY.md", "# Project\n\nWe deploy to staging every Friday.\nDeploy notes below.\n")
     write(memory.root, "seo/titles.md", "# Titles\n\nDeploy titles under 60 characters.\n")
-    write(memory.root, "seo/notes.txt", "Deploy: not a memory file on this branch.\n")
+    write(memory.root, "seo/logo.svg.png", "Deploy: not a memory file (an image name).\n")
     return memory
 
 
