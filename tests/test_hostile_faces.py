@@ -63,6 +63,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             os.utime(Path(here, name), (old, old), follow_symlinks=False)
     os.utime(root, (old, old))
     memory.search("needle")  # the index is built before any snapshot
+    memory.close()  # and no watcher of this setup writes its heartbeat under a snapshot later
     return root, outside
 
 

@@ -199,6 +199,8 @@ def device_root(tmp_path: Path) -> Path:
     assert run.call({"command": "write", "path": "notes.md", "content": "# Notes\nneedle\n"})["ok"]
     memory.search("needle")  # the index is built before the device appears and the snapshot is taken
     os.mknod(root / "zero.md", stat.S_IFCHR | 0o644, os.makedev(1, 5))  # /dev/zero's numbers
+    memory.search("needle")  # the index's walk cache has seen the folder with the device in it
+    memory.close()
     return root
 
 
