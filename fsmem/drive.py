@@ -624,10 +624,7 @@ class Change:
     def keep_replaced(self, path: str, replaced: bytes, now: str) -> None:
         """Keep ``replaced`` as a version of ``path``: what a person's edit outside fsmem (``now`` is
         its version) overwrote, found by the index, which had read it. Named by its real hash."""
-        folder = self.drive.state / VERSIONS_DIR / path
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(folder / f"{_stamp()}-{version_of(replaced)}-{self.command}.md", replaced,
-                     durable=self.drive.settings.durable)
+        self._keep(path, replaced, self.command)
         self._log(path, version_of(replaced), now)
 
     # ---- internals --------------------------------------------------------------------------
