@@ -17,6 +17,7 @@ from fsmem.cli import EXIT_NO_MATCH
 from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.config import load_settings
 from fsmem.core.search import SearchHit
+from fsmem.errors import BadPattern
 from fsmem.memory import Memory
 
 
@@ -47,8 +48,16 @@ def _open(root: str | None, watch: bool = False) -> Memory:
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="At most this many results.")
 @root_option
 @json_option
-def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], exclude: tuple[str, ...],
-           since: str | None, limit: int, root: str | None, as_json: bool) -> None:
+def search(
+    query: tuple[str, ...],
+    use_regex: bool,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    since: str | None,
+    limit: int,
+    root: str | None,
+    as_json: bool,
+) -> None:
     """Search the memory: ranked files with snippets (or regex lines with --regex).
 
     All words must match first; if that finds nothing, any word does. The last word also matches as
@@ -59,8 +68,14 @@ def search(query: tuple[str, ...], use_regex: bool, include: tuple[str, ...], ex
     with _warnings_to_stderr():
         # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
         # match everywhere).
-        hits = _open(root).search(text, regex=use_regex, include=include, exclude=exclude, since=since,
-                                  limit=limit + MORE_COUNTED if use_regex else limit)
+        hits = _open(root).search(
+            text,
+            regex=use_regex,
+            include=include,
+            exclude=exclude,
+            since=since,
+            limit=limit + MORE_COUNTED if use_regex else limit,
+        )
     hits, more = hits[:limit], len(hits) - limit
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
@@ -80,18 +95,25 @@ def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
     from fsmem.cli.style import colour_on, paint
     from fsmem.grep import compile_pattern
 
-    compiled = compile_pattern(pattern) if colour_on() and hits else None
+    compiled = None
+    if colour_on() and hits:
+        try:
+            compiled = compile_pattern(pattern)
+        except BadPattern:  # the words of a read-only root's scan, not a pattern: shown unpainted
+            compiled = None
     for hit in hits:
-        shown = hit.text
+        shown = hit.text or ""
         if compiled is not None:
-            shown = compiled.sub(lambda m: click.style(m.group(0), fg="yellow", bold=True), shown, timeout=0.1)
+            try:
+                shown = compiled.sub(lambda m: click.style(m.group(0), fg="yellow", bold=True), shown, timeout=0.1)
+            except TimeoutError:  # painting is a nicety: a pattern too slow for it leaves the line plain
+                pass
         click.echo(f"{paint(f'{hit.path}:{hit.line}', fg='magenta')}: {shown}")
     if not hits:
         click.echo(f"No matches for {pattern!r}.")
     elif more > 0:
         count = f"{more}+" if more >= MORE_COUNTED else str(more)
-        click.echo(f"… and {count} more matching line{'s' if more != 1 else ''} not shown "
-                   "(raise --limit to see them).")
+        click.echo(f"… and {count} more matching line{'s' if more != 1 else ''} not shown (raise --limit to see them).")
 
 
 def _echo_ranked(rendered: str, query: str) -> None:
@@ -147,6 +169,7 @@ def rebuild(root: str | None, as_json: bool) -> None:
             count = target.rebuild()
         else:
             with click.progressbar(length=1, label="Indexing", file=sys.stderr) as bar:
+
                 def progress(done: int, total: int) -> None:
                     bar.length = max(total, 1)
                     bar.update(done - bar.pos)
@@ -160,8 +183,13 @@ def rebuild(root: str | None, as_json: bool) -> None:
 
 @click.command()
 @root_option
-@click.option("--debounce", type=click.FloatRange(min=0.01), default=0.15, show_default=True,
-              help="Seconds of quiet before a batch of changes is indexed.")
+@click.option(
+    "--debounce",
+    type=click.FloatRange(min=0.01),
+    default=0.15,
+    show_default=True,
+    help="Seconds of quiet before a batch of changes is indexed.",
+)
 def watch(root: str | None, debounce: float) -> None:
     """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
     from fsmem.watch import Watcher
