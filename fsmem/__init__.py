@@ -1,9 +1,9 @@
 """fsmem: memory for LLM agents, kept as markdown files in a plain folder.
 
-    import fsmem
-    memory = fsmem.open("memory", create=True)
-    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
-    run.call({"command": "read", "path": "/"})
+import fsmem
+memory = fsmem.open("memory", create=True)
+run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+run.call({"command": "read", "path": "/"})
 """
 
 from fsmem.errors import (

@@ -36,7 +36,7 @@ def write_temp(target: Path, data: bytes, *, durable: bool = True, mode: int = 0
         os.fchmod(fd, mode)  # the umask must not widen or narrow what the file had
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if durable:
             os.fsync(fd)
     except BaseException:
@@ -76,8 +76,7 @@ def _rename2(source: Path, target: Path, flags: int) -> bool:
 
             libc = ctypes.CDLL(None, use_errno=True)
             _renameat2 = libc.renameat2
-            _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                                   ctypes.c_uint]
+            _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
         except (OSError, AttributeError):
             _renameat2 = False
     if _renameat2 is False:

@@ -136,8 +136,9 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         lines = result["content"].split("\n")
         start, end = max(0, changed_line - 2), min(len(lines), changed_line + 3)
         snippet = "\n".join(_numbered(number, lines[number - 1]) for number in range(start + 1, end + 1))
-        return ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
-                + snippet)
+        return (
+            "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n" + snippet
+        )
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         shown = _field(command, "path", str)
@@ -174,8 +175,10 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
             raise ToolError(f"Cannot delete the {MEMORIES} directory itself")
         result = self._call(Delete(path=path), shown, "delete")
         if "version" in result:  # a level's top file: emptied, never removed
-            return (f"{shown} is a top memory file, loaded in every conversation of its level, so it was "
-                    f"emptied instead of deleted.")
+            return (
+                f"{shown} is a top memory file, loaded in every conversation of its level, so it was "
+                f"emptied instead of deleted."
+            )
         return f"Successfully deleted {shown}"
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
@@ -199,7 +202,7 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         if shown != MEMORIES and not shown.startswith(MEMORIES + "/"):
             raise ToolError(f"Path must start with {MEMORIES}, got: {shown}")
         kept: list[str] = []
-        for segment in shown[len(MEMORIES):].split("/"):
+        for segment in shown[len(MEMORIES) :].split("/"):
             if segment == "..":
                 if not kept:
                     raise ToolError(f"Path {shown} would escape {MEMORIES} directory")
@@ -254,8 +257,15 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
             return result
         raise ToolError(self._error_text(result["error"], request, shown, command, **details))
 
-    def _error_text(self, error: dict[str, Any], request: Request, shown: str, command: str,
-                    old_str: str | None = None, new_shown: str | None = None) -> str:
+    def _error_text(
+        self,
+        error: dict[str, Any],
+        request: Request,
+        shown: str,
+        command: str,
+        old_str: str | None = None,
+        new_shown: str | None = None,
+    ) -> str:
         """The SDK's text for a refusal it also makes; fsmem's own explanation, worded from the
         error's data, otherwise."""
         code, message = error["code"], error["message"]
@@ -280,18 +290,23 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
                 return f"No replacement was performed, {quoted} did not appear verbatim in {shown}."
             if code == "NOT_UNIQUE":
                 lines = _occurrence_lines(self.memory.drive.read(self._canonical(path, shown)) or b"", old_str)
-                return (f"No replacement was performed. Multiple occurrences of {quoted} in lines: "
-                        f"{', '.join(map(str, lines))}. Please ensure it is unique")
+                return (
+                    f"No replacement was performed. Multiple occurrences of {quoted} in lines: "
+                    f"{', '.join(map(str, lines))}. Please ensure it is unique"
+                )
         if code == "EXISTS" and command in ("str_replace", "insert"):
             return f"The path {shown} is not a file."
         if code == "NOT_READ":
-            return (f"The file {display} has content you have not viewed in this conversation. Nothing was "
-                    f"changed: view it first, then make your change with what it holds in mind.")
+            return (
+                f"The file {display} has content you have not viewed in this conversation. Nothing was "
+                f"changed: view it first, then make your change with what it holds in mind."
+            )
         if code == "CONFLICT" and "seen_version" in error:
             return _conflict_text(display, error)
         if code == "BAD_PATH":
-            return self._bad_path(BadPath(message, **{k: v for k, v in error.items()
-                                                      if k not in ("code", "message")}), paths, shown)
+            return self._bad_path(
+                BadPath(message, **{k: v for k, v in error.items() if k not in ("code", "message")}), paths, shown
+            )
         text = message.replace(_PATH_EXAMPLES, _EXAMPLE)
         for relative, display in paths.items():
             text = _with_display_path(text, relative, display)
@@ -307,7 +322,7 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
 
         def collect(path: str, depth: int) -> None:
             for entry in drive.entries(path):
-                relative = entry.path[len(folder):].lstrip("/")
+                relative = entry.path[len(folder) :].lstrip("/")
                 if entry.is_dir:
                     lines.append(f"{_format_file_size(_size(drive, entry.path))}\t{base}/{relative}/")
                     if depth < 2:
@@ -336,8 +351,9 @@ def _execute(run: Run, request: Request, shown: str) -> dict[str, Any]:
     except RequestError as error:
         return error_result(error)
     except OSError as error:  # the disk said no (a name too long for it, a full disk): still the model's to read
-        raise ToolError(f"The memory could not store {shown}: {error.strerror or error}. "
-                        "Use a shorter name, or try again later.") from None
+        raise ToolError(
+            f"The memory could not store {shown}: {error.strerror or error}. Use a shorter name, or try again later."
+        ) from None
 
 
 def _conflict_text(shown: str, error: dict[str, Any]) -> str:
@@ -349,8 +365,10 @@ def _conflict_text(shown: str, error: dict[str, Any]) -> str:
     else:
         who = " outside fsmem (edited by hand or by another program)"
     now = f"it is now version {current}" if current else "it no longer exists"
-    return (f"The file {shown} changed since you viewed it (you saw version {error['seen_version']}; {now}){who}. "
-            "Nothing was changed: view it again, then redo your change on what it holds now.")
+    return (
+        f"The file {shown} changed since you viewed it (you saw version {error['seen_version']}; {now}){who}. "
+        "Nothing was changed: view it again, then redo your change on what it holds now."
+    )
 
 
 def _field(command: object, name: str, kind: type) -> Any:
@@ -368,8 +386,7 @@ def _numbered(number: int, line: str) -> str:
 def _file_view(content: str, shown: str, view_range: Any) -> str:
     lines = content.split("\n")
     first = 1
-    if isinstance(view_range, (list, tuple)) and len(view_range) == 2 and all(
-            isinstance(n, int) for n in view_range):
+    if isinstance(view_range, (list, tuple)) and len(view_range) == 2 and all(isinstance(n, int) for n in view_range):
         start = max(1, view_range[0]) - 1
         end = len(lines) if view_range[1] == -1 else view_range[1]
         lines, first = lines[start:end], start + 1
@@ -398,7 +415,7 @@ def _format_file_size(size: int) -> str:
         return "0B"
     units = ["B", "K", "M", "G"]
     i = min((size.bit_length() - 1) // 10, len(units) - 1)
-    value = size / (1024 ** i)
+    value = size / (1024**i)
     return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
 
 
@@ -412,4 +429,3 @@ def _with_display_path(text: str, relative: str, display: str) -> str:
     if not any(char.isalnum() for char in relative):  # "" or a run of dots would match everywhere
         return text
     return re.sub(r"(?<![\w./-])'?" + re.escape(relative) + r"'?(?![\w/-])", lambda _: display, text)
-

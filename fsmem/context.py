@@ -34,13 +34,15 @@ _RECALL_HITS = 8
 _QUERY_WORDS = 32
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
 # Words that match everything and mean little: left out so an any-word search ranks what matters.
-_STOPWORDS = frozenset("""
+_STOPWORDS = frozenset(
+    """
 about after again all also and any are because been before being but can could did does doing done
 for from had has have having her here hers him his how into its just let like more most much must not
 now off once only other our ours out over own please same she should some such than that the their
 them then there these they this those through too under until very was were what when where which
 while who whom why will with would yes yet you your yours
-""".split())
+""".split()
+)
 
 
 def _file_document(run: Run, path: str) -> Document:
@@ -90,15 +92,27 @@ def documents(run: Run, routines: Mapping[str, str] | None = None) -> list[Docum
     assert scope.agent_id is not None  # only an agent's or a routine's scope has an agent folder
     agent_memory = layout.agent_top_file(run.agent_folder)
     agent_name = scope.agent_name or _name_from_folder(run.agent_folder)
-    docs.append(Document("agent", scope.agent_id, prompts.agent_block(
-        scope.agent_id, agent_name, agent_memory, _routine_entries(run, run.agent_folder, routines or {}))))
+    docs.append(
+        Document(
+            "agent",
+            scope.agent_id,
+            prompts.agent_block(
+                scope.agent_id, agent_name, agent_memory, _routine_entries(run, run.agent_folder, routines or {})
+            ),
+        )
+    )
     docs.append(_file_document(run, agent_memory))
     if run.routine_folder is not None:
         assert scope.routine_id is not None  # only a routine's scope has a routine folder
         notes = layout.routine_top_file(run.routine_folder)
         routine_name = scope.routine_name or _name_from_folder(run.routine_folder)
-        docs.append(Document("routine", scope.routine_id, prompts.routine_block(
-            scope.routine_id, routine_name, agent_name, notes, agent_memory)))
+        docs.append(
+            Document(
+                "routine",
+                scope.routine_id,
+                prompts.routine_block(scope.routine_id, routine_name, agent_name, notes, agent_memory),
+            )
+        )
         docs.append(_file_document(run, notes))
     return docs
 
@@ -135,11 +149,16 @@ def recall_candidates(run: Run, query: str, skip: Sequence[str] = ()) -> list[Re
         data = run.drive.read(hit.path)
         if data is None:
             continue
-        candidates.append(RecallCandidate(
-            path=hit.path, version=version_of(data), text=_recall_text(hit.path, data),
-            snippet=getattr(hit, "snippet", "") or "", title=getattr(hit, "title", "") or "",
-            kind=getattr(hit, "kind", "") or "",
-        ))
+        candidates.append(
+            RecallCandidate(
+                path=hit.path,
+                version=version_of(data),
+                text=_recall_text(hit.path, data),
+                snippet=getattr(hit, "snippet", "") or "",
+                title=getattr(hit, "title", "") or "",
+                kind=getattr(hit, "kind", "") or "",
+            )
+        )
     return candidates
 
 
@@ -163,8 +182,9 @@ def build_context(
     if recall is not None and recall.strip():
         loaded = [d.key for d in docs if d.tag == "memory"]
         candidates = recall_candidates(run, recall_query(recall), skip=loaded)
-        recalled = plan_recall(recall, candidates, messages=[*messages, *appended], loaded=loaded,
-                               max_tokens=recall_tokens)
+        recalled = plan_recall(
+            recall, candidates, messages=[*messages, *appended], loaded=loaded, max_tokens=recall_tokens
+        )
         for path, version in recalled.seen.items():
             if not layout.is_fact_path(path):  # a fact is shown as one line, and changes only via the facts API
                 run.mark_seen(path, version)

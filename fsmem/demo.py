@@ -43,7 +43,7 @@ def _say(text: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class DemoRun:
     title: str
-    scope: str                      # "chat", or the routine's name
+    scope: str  # "chat", or the routine's name
     thread: str
     message: str
     script: tuple[dict[str, Any], ...]
@@ -56,87 +56,113 @@ class DemoRun:
 RUNS: tuple[DemoRun, ...] = (
     DemoRun(
         title="Chat A: a rule, told once",
-        scope="chat", thread="chat-a",
-        message='From now on, every recipe page starts with a line listing its allergens, like '
-                '"Contains: wheat, rye, sesame."',
+        scope="chat",
+        thread="chat-a",
+        message="From now on, every recipe page starts with a line listing its allergens, like "
+        '"Contains: wheat, rye, sesame."',
         script=(
-            _tool(command="write", path="MEMORY.md",
-                  old_text="ask Mara before announcing a new date.\n",
-                  new_text="ask Mara before announcing a new date.\n- Every recipe page starts with a line "
-                           'listing its allergens: "Contains: wheat, rye, sesame."\n'),
+            _tool(
+                command="write",
+                path="MEMORY.md",
+                old_text="ask Mara before announcing a new date.\n",
+                new_text="ask Mara before announcing a new date.\n- Every recipe page starts with a line "
+                'listing its allergens: "Contains: wheat, rye, sesame."\n',
+            ),
             _say("Saved as a project rule: every chat will open recipe pages with their allergens."),
         ),
     ),
     DemoRun(
         title="Chat B, a new chat: the rule is followed",
-        scope="chat", thread="chat-b",
+        scope="chat",
+        thread="chat-b",
         message="Draft the first lines of the new seeded rye crackers recipe page.",
         script=(
-            _say("Contains: rye, wheat, sesame, sunflower seeds.\n\nSeeded Rye Crackers\n"
-                 "Thin, crisp crackers from the starter you would otherwise throw away. "
-                 "Ready in 2 hours, 20 minutes of work."),
+            _say(
+                "Contains: rye, wheat, sesame, sunflower seeds.\n\nSeeded Rye Crackers\n"
+                "Thin, crisp crackers from the starter you would otherwise throw away. "
+                "Ready in 2 hours, 20 minutes of work."
+            ),
         ),
         expect_in_input=(("chat B's input holds the rule saved in chat A", r"(?i)allergen"),),
     ),
     DemoRun(
         title="Title tuning (a routine run): changes a title, records a hold for its siblings",
-        scope=TITLE_TUNING.name, thread="title-tuning",
-        message='Today is 2026-11-30. Search data for 28 days: /recipes/country-sourdough has 5,400 '
-                'impressions and a 0.9% click rate with the title "Country Sourdough | Rye & Ember". '
-                "Choose a better title; the site applies the title on a line starting NEW TITLE:",
+        scope=TITLE_TUNING.name,
+        thread="title-tuning",
+        message="Today is 2026-11-30. Search data for 28 days: /recipes/country-sourdough has 5,400 "
+        'impressions and a 0.9% click rate with the title "Country Sourdough | Rye & Ember". '
+        "Choose a better title; the site applies the title on a line starting NEW TITLE:",
         script=(
-            _tool(command="write", path=AGENT_MEMORY,
-                  old_text="hold ended 2026-11-23.\n",
-                  new_text="hold ended 2026-11-23.\n- /recipes/country-sourdough: title changed 2026-11-30 by "
-                           "Title tuning; leave title, description and headings alone until 2027-01-25.\n"),
-            _tool(command="write", path=TITLE_NOTES,
-                  old_text="## Next\n",
-                  new_text='- 2026-11-30 /recipes/country-sourdough: "Country Sourdough | Rye & Ember" → '
-                           '"Country Sourdough Recipe, Step by Step | Rye & Ember". Click rate before: 0.9%. '
-                           "Check after 2027-01-25.\n\n## Next\n"),
-            _say("NEW TITLE: Country Sourdough Recipe, Step by Step | Rye & Ember\n"
-                 "Recorded the change and its 8-week hold in the agent's memory."),
+            _tool(
+                command="write",
+                path=AGENT_MEMORY,
+                old_text="hold ended 2026-11-23.\n",
+                new_text="hold ended 2026-11-23.\n- /recipes/country-sourdough: title changed 2026-11-30 by "
+                "Title tuning; leave title, description and headings alone until 2027-01-25.\n",
+            ),
+            _tool(
+                command="write",
+                path=TITLE_NOTES,
+                old_text="## Next\n",
+                new_text='- 2026-11-30 /recipes/country-sourdough: "Country Sourdough | Rye & Ember" → '
+                '"Country Sourdough Recipe, Step by Step | Rye & Ember". Click rate before: 0.9%. '
+                "Check after 2027-01-25.\n\n## Next\n",
+            ),
+            _say(
+                "NEW TITLE: Country Sourdough Recipe, Step by Step | Rye & Ember\n"
+                "Recorded the change and its 8-week hold in the agent's memory."
+            ),
         ),
-        expect_in_input=(("Title tuning's input holds the agent's memory and its own notes",
-                          r"Check again after 2026-11-23"),),
+        expect_in_input=(
+            ("Title tuning's input holds the agent's memory and its own notes", r"Check again after 2026-11-23"),
+        ),
     ),
     DemoRun(
         title="Rank check, a week later: compares with its notes, leaves the held page alone",
-        scope=RANK_CHECK.name, thread="rank-check",
+        scope=RANK_CHECK.name,
+        thread="rank-check",
         message='Today is 2026-12-07. Positions: "sourdough recipe" 15, "rye crackers" 9, '
-                '"baking classes frome" 2. You may rewrite the headings of pages that dropped; end with '
-                "one line starting REWRITE: listing them, or REWRITE: none.",
+        '"baking classes frome" 2. You may rewrite the headings of pages that dropped; end with '
+        "one line starting REWRITE: listing them, or REWRITE: none.",
         script=(
-            _tool(command="write", path=RANK_NOTES,
-                  old_text='## Last positions seen (2026-11-23)\n- "sourdough recipe" → '
-                           "/recipes/country-sourdough: 11\n",
-                  new_text='## Last positions seen (2026-12-07)\n- "sourdough recipe" → '
-                           "/recipes/country-sourdough: 15\n"),
-            _say('Alert: "sourdough recipe" dropped from 11 to 15. /recipes/country-sourdough is on hold '
-                 "until 2027-01-25 (Title tuning changed its title on 2026-11-30), so I leave it alone.\n"
-                 "REWRITE: none"),
+            _tool(
+                command="write",
+                path=RANK_NOTES,
+                old_text='## Last positions seen (2026-11-23)\n- "sourdough recipe" → /recipes/country-sourdough: 11\n',
+                new_text='## Last positions seen (2026-12-07)\n- "sourdough recipe" → /recipes/country-sourdough: 15\n',
+            ),
+            _say(
+                'Alert: "sourdough recipe" dropped from 11 to 15. /recipes/country-sourdough is on hold '
+                "until 2027-01-25 (Title tuning changed its title on 2026-11-30), so I leave it alone.\n"
+                "REWRITE: none"
+            ),
         ),
         expect_in_input=(
-            ("Rank check's input holds the hold Title tuning recorded",
-             r"(?i)country-sourdough[^\n]*(hold|until|leave|2027)"),
+            (
+                "Rank check's input holds the hold Title tuning recorded",
+                r"(?i)country-sourdough[^\n]*(hold|until|leave|2027)",
+            ),
             ("and the positions it kept last run", r"/recipes/country-sourdough: 11\b"),
         ),
     ),
     DemoRun(
         title="Rank check, next run, after its thread was compacted: compares with what it kept",
-        scope=RANK_CHECK.name, thread="rank-check", compact_before=True,
-        message='Today is 2026-12-14. Positions: "sourdough recipe" 13, "rye crackers" 9, '
-                '"baking classes frome" 2.',
+        scope=RANK_CHECK.name,
+        thread="rank-check",
+        compact_before=True,
+        message='Today is 2026-12-14. Positions: "sourdough recipe" 13, "rye crackers" 9, "baking classes frome" 2.',
         script=(
-            _tool(command="write", path=RANK_NOTES,
-                  old_text='## Last positions seen (2026-12-07)\n- "sourdough recipe" → '
-                           "/recipes/country-sourdough: 15\n",
-                  new_text='## Last positions seen (2026-12-14)\n- "sourdough recipe" → '
-                           "/recipes/country-sourdough: 13\n"),
+            _tool(
+                command="write",
+                path=RANK_NOTES,
+                old_text='## Last positions seen (2026-12-07)\n- "sourdough recipe" → /recipes/country-sourdough: 15\n',
+                new_text='## Last positions seen (2026-12-14)\n- "sourdough recipe" → /recipes/country-sourdough: 13\n',
+            ),
             _say('Quiet run: "sourdough recipe" is back up from 15 to 13; the others are unchanged.'),
         ),
-        expect_in_input=(("after compaction, its input holds the positions it kept in the last run",
-                          r"(?i)sourdough[^\n]*\b15\b"),),
+        expect_in_input=(
+            ("after compaction, its input holds the positions it kept in the last run", r"(?i)sourdough[^\n]*\b15\b"),
+        ),
     ),
 )
 
@@ -159,10 +185,19 @@ def script_messages(items: Sequence[dict[str, Any]], prefix: str) -> list[dict[s
         if "say" in item:
             messages.append({"role": "assistant", "content": item["say"]})
         else:
-            messages.append({"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"{prefix}-{number}", "type": "function",
-                "function": {"name": "memory", "arguments": json.dumps(item["tool"], ensure_ascii=False)},
-            }]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"{prefix}-{number}",
+                            "type": "function",
+                            "function": {"name": "memory", "arguments": json.dumps(item["tool"], ensure_ascii=False)},
+                        }
+                    ],
+                }
+            )
     return messages
 
 
@@ -252,8 +287,7 @@ def run_demo(
             recorder = RecordingModel(model)
         session = sessions.get(run.thread)
         if session is None:
-            session = Session(memory, _scope_for(run), recorder, project=PROJECT, thread_id=run.thread,
-                              routines=names)
+            session = Session(memory, _scope_for(run), recorder, project=PROJECT, thread_id=run.thread, routines=names)
             sessions[run.thread] = session
         session.model = recorder
         kind = "a plain chat" if run.scope == "chat" else f"a run of the {SEO.name} agent's routine {run.scope}"
@@ -268,8 +302,10 @@ def run_demo(
         if system_prompt is None:
             system_prompt = system
             lines = system.count("\n") + 1
-            echo(f"\nThe system prompt ({lines} lines, the same for every run)"
-                 + (":\n" + _indent(system) if show_system else "; show it with --show-system."))
+            echo(
+                f"\nThe system prompt ({lines} lines, the same for every run)"
+                + (":\n" + _indent(system) if show_system else "; show it with --show-system.")
+            )
         same = system == system_prompt and all(r[0]["content"] == system_prompt for r in recorder.requests)
         echo("\nWhat the model was given this run (appended to the thread):")
         for message in turn.given:
@@ -279,15 +315,23 @@ def run_demo(
             echo(_describe_step(step))
         echo("  answer:\n" + _indent(turn.answer))
         given_to_model = "\n".join(message_text(m) for m in first_input[1:])
-        checks = [(label, re.search(pattern, given_to_model) is not None)
-                  for label, pattern in run.expect_in_input]
+        checks = [(label, re.search(pattern, given_to_model) is not None) for label, pattern in run.expect_in_input]
         checks.append(("the system prompt is byte-identical to the first run's", same))
         echo("")
         for label, ok in checks:
             echo(f"  {'✓' if ok else '✗'} {label}")
-        records.append({"run": number, "title": run.title, "given": turn.given,
-                        "steps": [{"arguments": s.arguments, "result": s.result} for s in turn.steps],
-                        "answer": turn.answer, "checks": dict(checks)})
-    echo(f"\nMemory now: {AGENT_MEMORY} holds the hold Title tuning recorded, and\n"
-         f"{RANK_NOTES} the positions of the last run.")
+        records.append(
+            {
+                "run": number,
+                "title": run.title,
+                "given": turn.given,
+                "steps": [{"arguments": s.arguments, "result": s.result} for s in turn.steps],
+                "answer": turn.answer,
+                "checks": dict(checks),
+            }
+        )
+    echo(
+        f"\nMemory now: {AGENT_MEMORY} holds the hold Title tuning recorded, and\n"
+        f"{RANK_NOTES} the positions of the last run."
+    )
     return records

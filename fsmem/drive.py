@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from fsmem import walk
 from fsmem.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
 from fsmem.config import Settings
-from fsmem import walk
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.search import Indexed, Plan
@@ -106,8 +106,12 @@ class LogEntry:
         )
 
 
-_SPECIAL_KINDS = ((stat_module.S_ISFIFO, "a FIFO (named pipe)"), (stat_module.S_ISCHR, "a character device"),
-                  (stat_module.S_ISBLK, "a block device"), (stat_module.S_ISSOCK, "a socket"))
+_SPECIAL_KINDS = (
+    (stat_module.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat_module.S_ISCHR, "a character device"),
+    (stat_module.S_ISBLK, "a block device"),
+    (stat_module.S_ISSOCK, "a socket"),
+)
 
 
 def not_regular(path: str, mode: int) -> BadPath:
@@ -172,18 +176,18 @@ class Drive:
             except FileNotFoundError:
                 other = other_spelling(current, part)  # a name made by hand in another Unicode form
                 if other is None:
-                    return Path(step, *parts[index + 1:])  # nothing exists below here, so no link either
+                    return Path(step, *parts[index + 1 :])  # nothing exists below here, so no link either
                 step = f"{current}/{other}"
                 try:
                     mode = os.lstat(step).st_mode
                 except OSError:
                     return self._realpath(candidate)
             except NotADirectoryError:
-                return Path(step, *parts[index + 1:])
+                return Path(step, *parts[index + 1 :])
             except OSError:
                 return self._realpath(candidate)
             if stat_module.S_ISLNK(mode):
-                return self._realpath(Path(step, *parts[index + 1:]))
+                return self._realpath(Path(step, *parts[index + 1 :]))
             current = step
         return Path(current)
 
@@ -213,15 +217,17 @@ class Drive:
                 return folder
         return None
 
-
     def check_free(self, destination: str, label: str = "the new path") -> None:
         """Refuse a move or rename onto ``destination`` unless nothing is there and it can be made."""
         if os.path.lexists(self.resolve(destination)):
             raise Exists(f"{label} {destination} already exists; choose another name or delete it first")
         blocker = self.file_in_the_way(destination)
         if blocker is not None:
-            raise BadPath(f"{label} {destination} cannot be made: {blocker} is a file, not a folder; "
-                          "choose a path inside a folder")
+            raise BadPath(
+                f"{label} {destination} cannot be made: {blocker} is a file, not a folder; "
+                "choose a path inside a folder"
+            )
+
     def exists(self, path: str) -> bool:
         return os.path.lexists(self.resolve(path))
 
@@ -367,8 +373,7 @@ class Drive:
             stamp, _, rest = item.name.partition("-")
             version, _, command = rest.partition("-")
             kept.append(
-                VersionInfo(path, version, _stamp_to_iso(stamp), command.removesuffix(".md"),
-                            item.stat().st_size, item)
+                VersionInfo(path, version, _stamp_to_iso(stamp), command.removesuffix(".md"), item.stat().st_size, item)
             )
         return kept
 
@@ -554,8 +559,11 @@ class Change:
             return storage_error(doing, OSError(error.errno, "the memory folder is gone"), changed=False)
         if self.changed:
             done = ", ".join(sorted(set(self.changed)))
-            return storage_error(doing, error, changed=f"the steps before it were made ({done}); "
-                                                        "`fsmem check --repair` finishes what they began")
+            return storage_error(
+                doing,
+                error,
+                changed=f"the steps before it were made ({done}); `fsmem check --repair` finishes what they began",
+            )
         return storage_error(doing, error, changed=False)
 
     def delete(self, path: str) -> None:
@@ -564,8 +572,10 @@ class Change:
         if target.is_dir():
             # Read everything first: a file that cannot be kept (a link leading out) refuses the
             # delete before anything is kept, logged or removed.
-            held = [(entry.path, self.drive.read(entry.path))
-                    for entry in list(self.drive.walk_files(path)) + self._other_files(path)]
+            held = [
+                (entry.path, self.drive.read(entry.path))
+                for entry in list(self.drive.walk_files(path)) + self._other_files(path)
+            ]
             for entry_path, data in held:
                 if data is not None:
                     self._keep(entry_path, data, self.command)
@@ -605,7 +615,7 @@ class Change:
             except OSError as error:
                 raise self._fault(f"renaming {source}", error) from error
             for old_path, data in moved:
-                new_path = destination + old_path[len(source):]
+                new_path = destination + old_path[len(source) :]
                 self._log(old_path, _version(data), _version(data), new_path=new_path)
         else:
             data = self.drive.read(source)
@@ -659,11 +669,17 @@ class Change:
             os.unlink(folder / extra)
         return kept
 
-    def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None,
-             command: str | None = None) -> None:
+    def _log(
+        self, path: str, before: str | None, after: str | None, new_path: str | None = None, command: str | None = None
+    ) -> None:
         entry: dict[str, str | bool | None] = {
-            "time": now_iso(), "command": command or self.command, "path": path,
-            "before": before, "after": after, "thread": None if command == "hand" else self.thread}
+            "time": now_iso(),
+            "command": command or self.command,
+            "path": path,
+            "before": before,
+            "after": after,
+            "thread": None if command == "hand" else self.thread,
+        }
         if command == "hand":
             entry["hand"] = True  # a person's save found under a change; kept in versions/
         if new_path is not None:

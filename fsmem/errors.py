@@ -184,8 +184,6 @@ class Unsupported(SetupError):
     code = "UNSUPPORTED"
 
 
-
-
 def _all_subclasses(cls: type[FsmemError]) -> list[type[FsmemError]]:
     found: list[type[FsmemError]] = []
     for sub in cls.__subclasses__():

@@ -84,8 +84,9 @@ class _FactDumper(_SafeDumper):
 
 
 _FactDumper.add_representer(type(None), lambda dumper, _: dumper.represent_scalar("tag:yaml.org,2002:null", ""))
-_FactDumper.add_representer(datetime, lambda dumper, moment: dumper.represent_scalar(
-    "tag:yaml.org,2002:timestamp", rules.format_when(moment)))
+_FactDumper.add_representer(
+    datetime, lambda dumper, moment: dumper.represent_scalar("tag:yaml.org,2002:timestamp", rules.format_when(moment))
+)
 
 
 class _FactYAML(frontmatter.YAMLHandler):
@@ -104,8 +105,9 @@ def render(fact: Fact) -> bytes:
     fields.update({name: getattr(fact, name) for name in _TIME_FIELDS})  # datetimes: written unquoted
     post = frontmatter.Post(fact.text)
     post.metadata.update(fields)
-    text = frontmatter.dumps(post, handler=_YAML, Dumper=_FactDumper, sort_keys=False, default_flow_style=None,
-                             width=1_000_000)
+    text = frontmatter.dumps(
+        post, handler=_YAML, Dumper=_FactDumper, sort_keys=False, default_flow_style=None, width=1_000_000
+    )
     return (text + "\n").encode("utf-8")
 
 
@@ -116,15 +118,17 @@ def parse(data: bytes, file_id: str) -> Fact:
     except UnicodeDecodeError:
         raise BadFact("the file is not UTF-8 text; save it as UTF-8") from None
     if not text.lstrip("\ufeff").startswith("---"):
-        raise BadFact("the file has no front matter: it should start with a `---` line, the fields, "
-                      "and another `---` line")
+        raise BadFact(
+            "the file has no front matter: it should start with a `---` line, the fields, and another `---` line"
+        )
     try:
         post = frontmatter.loads(text.lstrip("\ufeff"), handler=_YAML)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise BadFact(f"the front matter is not valid YAML{where}; mend it or restore a version "
-                      "with `fsmem versions`") from None
+        raise BadFact(
+            f"the front matter is not valid YAML{where}; mend it or restore a version with `fsmem versions`"
+        ) from None
     except Exception as error:  # noqa: BLE001 - whatever a broken file makes the parser raise
         raise BadFact(f"the front matter cannot be read ({type(error).__name__}); mend it") from None
     return rules.fact_from_fields(post.metadata, post.content, file_id)
@@ -142,8 +146,11 @@ class Kept:
     replaced: Fact | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "fact": self.fact.to_dict(),
-                "replaced": self.replaced.to_dict() if self.replaced else None}
+        return {
+            "outcome": self.outcome,
+            "fact": self.fact.to_dict(),
+            "replaced": self.replaced.to_dict() if self.replaced else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -244,9 +251,14 @@ class Facts:
                 elif folder_mode(mode):
                     problems.append(Problem(path, "a folder inside the facts folder; facts are files, one a fact"))
                 elif rules.fact_id_of_path(path) is None:
-                    problems.append(Problem(path, "not a fact file: facts are named <id>.md (letters, digits, "
-                                                  "- and _); keep notes elsewhere, or keep the fact with "
-                                                  "`fsmem facts keep`"))
+                    problems.append(
+                        Problem(
+                            path,
+                            "not a fact file: facts are named <id>.md (letters, digits, "
+                            "- and _); keep notes elsewhere, or keep the fact with "
+                            "`fsmem facts keep`",
+                        )
+                    )
                 else:
                     stamps[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
         return stamps, problems
@@ -371,8 +383,9 @@ class Facts:
                     return resolution
             return self._full_look()
 
-    def _cheap_look(self, resolution: Resolution,
-                    scope: Callable[[Resolution], Iterable[str] | None]) -> Resolution | None:
+    def _cheap_look(
+        self, resolution: Resolution, scope: Callable[[Resolution], Iterable[str] | None]
+    ) -> Resolution | None:
         journal, folders = self._journal_end(), self._folder_stamps()
         followed = self._journal_since(journal)
         if followed is None or followed[1] != folders:
@@ -469,8 +482,11 @@ class Facts:
 
     def _problems(self) -> list[Problem]:
         """Files that are no fact, and facts that cannot be read, as of the last load."""
-        unreadable = [Problem(path, read.problem or "cannot be read")
-                      for path, read in sorted(self._files.items()) if read.fact is None]
+        unreadable = [
+            Problem(path, read.problem or "cannot be read")
+            for path, read in sorted(self._files.items())
+            if read.fact is None
+        ]
         return [*self._scan_problems, *unreadable]
 
     def get(self, fact_id: str) -> Fact:
@@ -490,9 +506,11 @@ class Facts:
         with self._guard:
             if subject is None:
                 return self._load().current()
-            return self._load(lambda resolution: [
-                path for fact in resolution.current(subject)
-                for path in self._chain_paths(resolution, fact.id)]).current(subject)
+            return self._load(
+                lambda resolution: [
+                    path for fact in resolution.current(subject) for path in self._chain_paths(resolution, fact.id)
+                ]
+            ).current(subject)
 
     def history(self, fact_id: str) -> list[Fact]:
         """The chain ``fact_id`` belongs to, newest first: what holds now, then what it replaced."""
@@ -507,8 +525,10 @@ class Facts:
             seen: dict[tuple[str, str], Fact] = {}
             for fact in self._load().current():
                 seen[fact.key] = fact
-            return sorted(((f.subject, f.attribute) for f in seen.values()),
-                          key=lambda pair: (pair[0].casefold(), pair[1].casefold()))
+            return sorted(
+                ((f.subject, f.attribute) for f in seen.values()),
+                key=lambda pair: (pair[0].casefold(), pair[1].casefold()),
+            )
 
     def all(self) -> list[Fact]:
         """Every readable fact, holding or replaced, oldest said first."""
@@ -522,26 +542,45 @@ class Facts:
             problems = self._problems()
             for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
                 try:
-                    rules.check_draft(fact.subject, fact.attribute, fact.text, fact.source, fact.said,
-                                      now=max(self._now(), fact.said))
+                    rules.check_draft(
+                        fact.subject, fact.attribute, fact.text, fact.source, fact.said, now=max(self._now(), fact.said)
+                    )
                 except FsmemError as error:  # limits, secrets (the message never repeats one)
                     problems.append(Problem(fact.path, error.message))
             for ids in resolution.duplicates():
                 fact = resolution.facts[ids[0]]
-                problems.append(Problem(FACTS_DIR, f"{len(ids)} facts hold for {fact.subject} / "
-                                        f"{fact.attribute} ({', '.join(ids)}); forget or edit all but one"))
+                problems.append(
+                    Problem(
+                        FACTS_DIR,
+                        f"{len(ids)} facts hold for {fact.subject} / "
+                        f"{fact.attribute} ({', '.join(ids)}); forget or edit all but one",
+                    )
+                )
             for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
-                if fact.replaced_by is not None and fact.replaced_by not in resolution.facts \
-                        and fact.replaced_by not in resolution.broken:
-                    problems.append(Problem(fact.path, f"replaced by {fact.replaced_by}, which is gone; "
-                                            "its history ends here. Forget this fact if it no longer "
-                                            "matters"))
+                if (
+                    fact.replaced_by is not None
+                    and fact.replaced_by not in resolution.facts
+                    and fact.replaced_by not in resolution.broken
+                ):
+                    problems.append(
+                        Problem(
+                            fact.path,
+                            f"replaced by {fact.replaced_by}, which is gone; "
+                            "its history ends here. Forget this fact if it no longer "
+                            "matters",
+                        )
+                    )
             if resolution.fixes:
                 paths = sorted({op.path for op in resolution.fixes})
-                problems.append(Problem(FACTS_DIR, f"{len(paths)} fact file(s) left half-changed "
-                                        f"({', '.join(paths[:5])}{', …' if len(paths) > 5 else ''}); "
-                                        "reads already see the change finished; `fsmem check --repair` "
-                                        "or the next change writes it"))
+                problems.append(
+                    Problem(
+                        FACTS_DIR,
+                        f"{len(paths)} fact file(s) left half-changed "
+                        f"({', '.join(paths[:5])}{', …' if len(paths) > 5 else ''}); "
+                        "reads already see the change finished; `fsmem check --repair` "
+                        "or the next change writes it",
+                    )
+                )
             return sorted(problems, key=lambda p: (p.path, p.message))
 
     # ---- changing ---------------------------------------------------------------------------
@@ -555,8 +594,9 @@ class Facts:
                 tx.write(op.path, render(op.fact))
             else:
                 tx.delete(op.path)
-        snapshot = self._snapshot if self._snapshot is not None else {
-            path: read.stamp for path, read in self._files.items()}
+        snapshot = (
+            self._snapshot if self._snapshot is not None else {path: read.stamp for path, read in self._files.items()}
+        )
         final = {op.path: op for op in ops}  # a batch may write a file and delete it later
         for path, op in final.items():
             if op.kind == "delete":
@@ -575,8 +615,14 @@ class Facts:
         if final:
             self._note_change(before, final)
 
-    def _change(self, command: str, thread: str | None, plan: Callable[[Resolution], list[Op]],
-                applies: bool = False, scope: Callable[[Resolution], Iterable[str] | None] | None = None) -> None:
+    def _change(
+        self,
+        command: str,
+        thread: str | None,
+        plan: Callable[[Resolution], list[Op]],
+        applies: bool = False,
+        scope: Callable[[Resolution], Iterable[str] | None] | None = None,
+    ) -> None:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
         writes nothing. ``applies``: the plan advanced the resolution itself."""
         with self._guard, self.drive.change(command=command, thread=thread) as tx:
@@ -624,14 +670,25 @@ class Facts:
             if last is not None and candidate <= last and last[16:] < "ffffffff":
                 # the clock stood still or went back: follow the last id rather than wait for it
                 candidate = last[:16] + f"{int(last[16:], 16) + 1:08x}"
-            if (candidate not in resolution.stored and candidate not in resolution.broken
-                    and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "current"))
-                    and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "history"))):
+            if (
+                candidate not in resolution.stored
+                and candidate not in resolution.broken
+                and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "current"))
+                and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "history"))
+            ):
                 self._last_id = candidate
                 return candidate
 
-    def keep(self, subject: str, attribute: str, fact: str, source: str = rules.DEFAULT_SOURCE,
-             said: object = None, *, thread: str | None = None) -> Kept:
+    def keep(
+        self,
+        subject: str,
+        attribute: str,
+        fact: str,
+        source: str = rules.DEFAULT_SOURCE,
+        said: object = None,
+        *,
+        thread: str | None = None,
+    ) -> Kept:
         """Keep a fact by the rules; returns what became of it and what it replaced."""
         draft = rules.check_draft(subject, attribute, fact, source, said, now=self._now())
         return self.keep_drafts([draft], thread=thread)[0]
@@ -644,9 +701,16 @@ class Facts:
         drafts = []
         for number, item in enumerate(items, start=1):
             try:
-                drafts.append(rules.check_draft(item.get("subject"), item.get("attribute"), item.get("fact"),
-                                                item.get("source", rules.DEFAULT_SOURCE), item.get("said"),
-                                                now=now))
+                drafts.append(
+                    rules.check_draft(
+                        item.get("subject"),
+                        item.get("attribute"),
+                        item.get("fact"),
+                        item.get("source", rules.DEFAULT_SOURCE),
+                        item.get("said"),
+                        now=now,
+                    )
+                )
             except (BadFact, FactSensitive) as error:
                 message = error.message.replace(". Nothing was kept;", ";").rstrip(".")
                 raise type(error)(f"fact {number}: {message}; nothing was kept") from None
@@ -666,27 +730,46 @@ class Facts:
                 step = chains.plan_keep(resolution, draft, new_id=self._new_id(resolution, now), now=now)
                 resolution.apply(step.ops)
                 ops.extend(step.ops)
-                results.append(Kept(step.outcome, resolution.facts.get(step.fact.id, step.fact),
-                                    step.replaced))
+                results.append(Kept(step.outcome, resolution.facts.get(step.fact.id, step.fact), step.replaced))
             return ops
 
         with self._guard:
-            self._change("facts.keep", thread, plan, applies=True, scope=lambda resolution: [
-                path for draft in drafts for path in self._thing_paths(resolution, draft.key)])
+            self._change(
+                "facts.keep",
+                thread,
+                plan,
+                applies=True,
+                scope=lambda resolution: [
+                    path for draft in drafts for path in self._thing_paths(resolution, draft.key)
+                ],
+            )
             # later keeps of the same batch may have moved an earlier one: report each as it stands now
             final = self._resolution or self._load()
-            return [Kept(k.outcome, final.facts.get(k.fact.id, k.fact),
-                         final.facts.get(k.replaced.id, k.replaced) if k.replaced else None)
-                    for k in results]
+            return [
+                Kept(
+                    k.outcome,
+                    final.facts.get(k.fact.id, k.fact),
+                    final.facts.get(k.replaced.id, k.replaced) if k.replaced else None,
+                )
+                for k in results
+            ]
 
-    def edit(self, fact_id: str, *, fact: str | None = None, subject: str | None = None,
-             attribute: str | None = None, thread: str | None = None) -> Fact:
+    def edit(
+        self,
+        fact_id: str,
+        *,
+        fact: str | None = None,
+        subject: str | None = None,
+        attribute: str | None = None,
+        thread: str | None = None,
+    ) -> Fact:
         """Correct a fact's words, subject or attribute; it keeps its id and history, replaces nothing."""
         edited: list[Fact] = []
 
         def plan(resolution: Resolution) -> list[Op]:
-            step = chains.plan_edit(resolution, fact_id, now=self._now(), fact=fact, subject=subject,
-                                   attribute=attribute)
+            step = chains.plan_edit(
+                resolution, fact_id, now=self._now(), fact=fact, subject=subject, attribute=attribute
+            )
             edited.append(step.fact)
             return list(step.ops)
 
@@ -694,8 +777,9 @@ class Facts:
             old = resolution.facts.get(fact_id)
             if old is None:
                 return None
-            key = rules.thing_key(old.subject if subject is None else subject,
-                                  old.attribute if attribute is None else attribute)
+            key = rules.thing_key(
+                old.subject if subject is None else subject, old.attribute if attribute is None else attribute
+            )
             return [*self._chain_paths(resolution, fact_id), *self._thing_paths(resolution, key)]
 
         self._change("facts.edit", thread, plan, scope=scope)
@@ -715,8 +799,9 @@ class Facts:
 
     # ---- the extractor ----------------------------------------------------------------------
 
-    def propose(self, conversation: Any, llm: Any, *, source: str | None = None, said: object = None,
-                prompt: str | None = None) -> Extraction:
+    def propose(
+        self, conversation: Any, llm: Any, *, source: str | None = None, said: object = None, prompt: str | None = None
+    ) -> Extraction:
         """Ask ``llm`` (a :class:`fsmem.llm.ChatModel`) for the durable facts of ``conversation`` (a
         list of messages, or an object with ``messages`` and optionally ``title`` and ``date``).
         Each proposal says what keeping it would do; nothing is kept. Keep the chosen ones with
@@ -724,8 +809,9 @@ class Facts:
         now = self._now()
         text = conversation_text(conversation)
         if not text:
-            return Extraction([], ["the conversation has no turns by the person or the model; "
-                                   "nothing was sent to the model"])
+            return Extraction(
+                [], ["the conversation has no turns by the person or the model; nothing was sent to the model"]
+            )
         meta = conversation_meta(conversation)
         if source is None:
             source = f"chat: {meta['title']}" if "title" in meta else "a conversation"
@@ -733,8 +819,7 @@ class Facts:
         template = prompt if prompt is not None else load_prompt()
         with self._guard:
             resolution = self._load()
-            messages = extraction_messages(template, text, today=now, current=resolution.current(),
-                                           known=self.known())
+            messages = extraction_messages(template, text, today=now, current=resolution.current(), known=self.known())
         from fsmem.llm import JSON_OBJECT
 
         # JSON mode where the server has it: small models answer prose without it (fsmem.llm falls back)
@@ -758,12 +843,19 @@ def _read_cache(cache_file: Path) -> dict[str, _Read]:
                 return {}
             fields = entry["fact"]
             when = datetime.fromisoformat
-            fact = Fact(id=fields["id"], subject=fields["subject"], attribute=fields["attribute"],
-                        text=fields["text"], source=fields["source"], said=when(fields["said"]),
-                        kept=when(fields["kept"]),
-                        edited=when(fields["edited"]) if fields["edited"] else None,
-                        replaces=tuple(fields["replaces"]), replaced_by=fields["replaced_by"],
-                        until=when(fields["until"]) if fields["until"] else None)
+            fact = Fact(
+                id=fields["id"],
+                subject=fields["subject"],
+                attribute=fields["attribute"],
+                text=fields["text"],
+                source=fields["source"],
+                said=when(fields["said"]),
+                kept=when(fields["kept"]),
+                edited=when(fields["edited"]) if fields["edited"] else None,
+                replaces=tuple(fields["replaces"]),
+                replaced_by=fields["replaced_by"],
+                until=when(fields["until"]) if fields["until"] else None,
+            )
             if fact.id != place[0]:
                 return {}
             stamp = tuple(entry["stamp"])
@@ -781,11 +873,22 @@ def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
         fact = read.fact
         if fact is None:
             continue
-        entries[path] = {"stamp": list(read.stamp), "fact": {
-            "id": fact.id, "subject": fact.subject, "attribute": fact.attribute, "text": fact.text,
-            "source": fact.source, "said": fact.said.isoformat(), "kept": fact.kept.isoformat(),
-            "edited": fact.edited.isoformat() if fact.edited else None, "replaces": list(fact.replaces),
-            "replaced_by": fact.replaced_by, "until": fact.until.isoformat() if fact.until else None}}
+        entries[path] = {
+            "stamp": list(read.stamp),
+            "fact": {
+                "id": fact.id,
+                "subject": fact.subject,
+                "attribute": fact.attribute,
+                "text": fact.text,
+                "source": fact.source,
+                "said": fact.said.isoformat(),
+                "kept": fact.kept.isoformat(),
+                "edited": fact.edited.isoformat() if fact.edited else None,
+                "replaces": list(fact.replaces),
+                "replaced_by": fact.replaced_by,
+                "until": fact.until.isoformat() if fact.until else None,
+            },
+        }
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         # pid in the name: the debris of a dead writer can be told from a live one's file
@@ -802,5 +905,6 @@ def load_prompt() -> str:
     try:
         return PROMPT_FILE.read_text(encoding="utf-8")
     except OSError as error:
-        raise SetupError(f"the extractor's prompt {PROMPT_FILE} cannot be read ({error.strerror}); "
-                         "reinstall fsmem") from None
+        raise SetupError(
+            f"the extractor's prompt {PROMPT_FILE} cannot be read ({error.strerror}); reinstall fsmem"
+        ) from None

@@ -81,8 +81,9 @@ class Freshness:
         manifest = self.store.manifest
         assert manifest is not None
         with self._mutex:
-            plan, self.files_seen = self.drive.changes_since(manifest.load(), _Memo(manifest, self.store.walk_cache),
-                                                             MAX_INDEXED_BYTES)
+            plan, self.files_seen = self.drive.changes_since(
+                manifest.load(), _Memo(manifest, self.store.walk_cache), MAX_INDEXED_BYTES
+            )
         return plan
 
     def reconcile(self) -> Plan:

@@ -30,9 +30,16 @@ def compile_pattern(query: str) -> regex.Pattern[str]:
         ) from error
 
 
-def grep(drive: Drive, query: str, *, include: str | Iterable[str] | None = None,
-         exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
-         limit: int, timeout: float) -> list[SearchHit]:
+def grep(
+    drive: Drive,
+    query: str,
+    *,
+    include: str | Iterable[str] | None = None,
+    exclude: str | Iterable[str] | None = None,
+    since: str | datetime | None = None,
+    limit: int,
+    timeout: float,
+) -> list[SearchHit]:
     """Matching lines (one hit per line) in every memory file, in path order, at most ``limit``.
 
     Files are those the index would hold (the same walk: regular files only, the same names), read
@@ -40,7 +47,13 @@ def grep(drive: Drive, query: str, *, include: str | Iterable[str] | None = None
     """
     pattern = compile_pattern(query)
     accept = compile_globs(_globs(include), _globs(exclude))
-    moment = parse_since(since, datetime.now(UTC)) if isinstance(since, str) else None if since is None else check_moment(since)
+    moment = (
+        parse_since(since, datetime.now(UTC))
+        if isinstance(since, str)
+        else None
+        if since is None
+        else check_moment(since)
+    )
     cutoff = moment.timestamp() * 1e9 if moment is not None else None
     hits: list[SearchHit] = []
     for path, stamp in sorted(walk_files(drive.root).items()):
@@ -70,7 +83,7 @@ def grep(drive: Drive, query: str, *, include: str | Iterable[str] | None = None
             seen_lines.add(line)
             start = text.rfind("\n", 0, match.start()) + 1
             end = text.find("\n", match.start())
-            shown = text[start: end if end != -1 else len(text)]
+            shown = text[start : end if end != -1 else len(text)]
             hits.append(SearchHit(path, "", role.kind, role.level, 0.0, shown, modified, line, shown))
             if len(hits) >= limit:
                 return hits

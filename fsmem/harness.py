@@ -22,8 +22,17 @@ from typing import Any
 from fsmem import prompts
 from fsmem.errors import ModelError
 
-__all__ = ["TOOL_NAME", "SUMMARY_PREFIX", "BAD_ARGUMENTS_NOTE", "ToolStep", "Turn", "Session", "memory_tool_spec",
-           "execute_call", "assistant_message"]
+__all__ = [
+    "TOOL_NAME",
+    "SUMMARY_PREFIX",
+    "BAD_ARGUMENTS_NOTE",
+    "ToolStep",
+    "Turn",
+    "Session",
+    "memory_tool_spec",
+    "execute_call",
+    "assistant_message",
+]
 
 TOOL_NAME = "memory"
 SUMMARY_PREFIX = "Summary of the conversation so far (older messages were compacted):\n"
@@ -158,9 +167,7 @@ class Session:
                 step = self._execute(call)
                 turn.steps.append(step)
                 malformed = malformed or step.malformed
-                self.messages.append(
-                    {"role": "tool", "tool_call_id": str(call.get("id", "")), "content": step.text}
-                )
+                self.messages.append({"role": "tool", "tool_call_id": str(call.get("id", "")), "content": step.text})
             if malformed:
                 # the refusal above is the one corrective reply; a model that cannot send JSON
                 # arguments rarely learns in the next ten calls, so the turn ends instead
@@ -180,11 +187,9 @@ class Session:
         Memory copies go with them; the next turn puts the latest of each back, once.
         """
         if summary is None:
-            reply = self.model.complete(
-                [*self.model_input(), {"role": "user", "content": _SUMMARIZE}], tools=None
-            )
+            reply = self.model.complete([*self.model_input(), {"role": "user", "content": _SUMMARIZE}], tools=None)
             summary = str(assistant_message(reply).get("content") or "").strip()
-        kept = self.messages[len(self.messages) - keep_last:] if keep_last > 0 else []
+        kept = self.messages[len(self.messages) - keep_last :] if keep_last > 0 else []
         while kept and kept[0].get("role") == "tool":  # a tool result never opens a thread
             kept.pop(0)
         self.messages = [{"role": "user", "content": SUMMARY_PREFIX + summary}, *kept]
@@ -202,16 +207,23 @@ def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
     name = str(function.get("name", ""))
     raw = function.get("arguments") or "{}"
     if name != TOOL_NAME:
-        return ToolStep(name, None, _refusal(
-            "BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}"))
+        return ToolStep(
+            name, None, _refusal("BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}")
+        )
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError as error:
-        return ToolStep(name, None, _refusal(
-            "BAD_REQUEST", f"the arguments are not valid JSON ({error.msg}: line {error.lineno}, column "
-                           f"{error.colno}); send them again as one complete JSON object such as "
-                           "{\"command\": \"read\", \"path\": \"MEMORY.md\"}"), malformed=True)
+        return ToolStep(
+            name,
+            None,
+            _refusal(
+                "BAD_REQUEST",
+                f"the arguments are not valid JSON ({error.msg}: line {error.lineno}, column "
+                f"{error.colno}); send them again as one complete JSON object such as "
+                '{"command": "read", "path": "MEMORY.md"}',
+            ),
+            malformed=True,
+        )
     if not isinstance(arguments, dict):
-        return ToolStep(name, None, _refusal(
-            "BAD_REQUEST", "the arguments must be one JSON object with a \"command\""))
+        return ToolStep(name, None, _refusal("BAD_REQUEST", 'the arguments must be one JSON object with a "command"'))
     return ToolStep(name, arguments, run.call(arguments))

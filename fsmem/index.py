@@ -46,9 +46,17 @@ class Index:
         self.freshness = Freshness(self.store, drive)
         self.query = TextQuery(self.store.schema, self.store.analyzer)
 
-    def search(self, query: str, *, include: Iterable[str] | str | None = None,
-               exclude: Iterable[str] | str | None = None, since: datetime | str | None = None,
-               limit: int = 10, fresh: bool = True, watched: set[str] | None = None) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        *,
+        include: Iterable[str] | str | None = None,
+        exclude: Iterable[str] | str | None = None,
+        since: datetime | str | None = None,
+        limit: int = 10,
+        fresh: bool = True,
+        watched: set[str] | None = None,
+    ) -> list[SearchHit]:
         """Ranked files for ``query``. ``fresh``: compare with the files first, unless ``watched`` (the
         paths the caller's own watcher saw change and has not applied yet) or another process's
         watcher vouches; changes through fsmem are applied either way."""
@@ -67,8 +75,9 @@ class Index:
         except ValueError as error:  # a segment file gone or damaged under a live index
             with self.drive.locked():
                 self.store.build_locked(self._catch_up)
-            warnings.warn(IndexWarning(
-                f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=2)
+            warnings.warn(
+                IndexWarning(f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=2
+            )
             return self.query.search(self.store.searcher(), query, filters, limit)
 
     # --- freshness -------------------------------------------------------------------------------

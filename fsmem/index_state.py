@@ -151,8 +151,7 @@ def read_current(root: Path) -> dict | None:
 
 
 def write_current(root: Path, generation: str) -> None:
-    atomic_write(index_dir(root) / CURRENT,
-                 json.dumps({"schema": SCHEMA_VERSION, "generation": generation}).encode())
+    atomic_write(index_dir(root) / CURRENT, json.dumps({"schema": SCHEMA_VERSION, "generation": generation}).encode())
 
 
 def new_generation_name() -> str:

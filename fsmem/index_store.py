@@ -135,8 +135,10 @@ class Store:
                 if problem is not None:
                     count = self.build_locked()
                     if problem != "first":
-                        warnings.warn(IndexWarning(f"the search index {problem}; rebuilt it from the "
-                                                   f"{count} files of the root"), stacklevel=4)
+                        warnings.warn(
+                            IndexWarning(f"the search index {problem}; rebuilt it from the {count} files of the root"),
+                            stacklevel=4,
+                        )
         assert self._tv is not None
         self._tv.reload()
         self._meta_key = _file_key(self._meta_file)
@@ -232,8 +234,10 @@ class Store:
             try:
                 tv = tantivy.Index.open(str(folder))
             except ValueError as error:
-                raise IndexError_(f"the index could not be opened for writing ({error}); "
-                                  "`fsmem index rebuild` makes a new one from the files") from error
+                raise IndexError_(
+                    f"the index could not be opened for writing ({error}); "
+                    "`fsmem index rebuild` makes a new one from the files"
+                ) from error
             tv.register_tokenizer("fsmem", self.analyzer)
             writer = self._new_writer(tv, big, deadline)
             if _file_key(str(folder / ".managed.json")) == before:
@@ -254,8 +258,9 @@ class Store:
 
     # --- rebuilding ------------------------------------------------------------------------------
 
-    def rebuild(self, progress: Callable[[int, int], None] | None = None,
-                catch_up: Callable[[], None] | None = None) -> int:
+    def rebuild(
+        self, progress: Callable[[int, int], None] | None = None, catch_up: Callable[[], None] | None = None
+    ) -> int:
         """Rebuild from the files beside the live index, then swap it in (under the root lock, after
         ``catch_up`` brought it level with changes made meanwhile). Returns the file count."""
         generation, count = self._build_generation(progress)
@@ -340,8 +345,10 @@ class Store:
         stamp, data = got
         text = data.decode("utf-8", "replace")
         doc = file_doc(path, text)
-        return (self._document(doc, text[: len(text) - len(doc.body)], stamp.mtime_ns),
-                Indexed(stamp, version_of(data), time.time_ns()))
+        return (
+            self._document(doc, text[: len(text) - len(doc.body)], stamp.mtime_ns),
+            Indexed(stamp, version_of(data), time.time_ns()),
+        )
 
     def _document(self, doc: FileDoc, head: str, modified_ns: int) -> tantivy.Document:
         out = tantivy.Document()

@@ -67,8 +67,9 @@ class Scope:
         return AgentScope(agent_id, name)
 
     @staticmethod
-    def routine(agent_id: str, routine_id: str, agent_name: str | None = None,
-                routine_name: str | None = None) -> RoutineScope:
+    def routine(
+        agent_id: str, routine_id: str, agent_name: str | None = None, routine_name: str | None = None
+    ) -> RoutineScope:
         _check_id(agent_id, "agent")
         _check_id(routine_id, "routine")
         return RoutineScope(agent_id, routine_id, agent_name, routine_name)
@@ -104,8 +105,10 @@ class Scope:
             agent_id, routine_id = map(unquote, ids.split("/"))
             agent_name, _, routine_name = names.partition("/")
             return cls.routine(agent_id, routine_id, unquote(agent_name) or None, unquote(routine_name) or None)
-        raise ScopeError(f"scope {text!r} is not one of: chat, agent:ID, routine:AGENT_ID/ROUTINE_ID "
-                         "(add :NAME, or :AGENT_NAME/ROUTINE_NAME, so a missing folder is made)")
+        raise ScopeError(
+            f"scope {text!r} is not one of: chat, agent:ID, routine:AGENT_ID/ROUTINE_ID "
+            "(add :NAME, or :AGENT_NAME/ROUTINE_NAME, so a missing folder is made)"
+        )
 
 
 def _escape(part: str | None) -> str:
@@ -174,8 +177,9 @@ def read_identity(memory: Memory, folder: str) -> dict[str, str] | None:
 
 def _write_identity(memory: Memory, folder: str, kind: str, entity_id: str, name: str) -> None:
     data = json.dumps({"kind": kind, "id": entity_id, "name": name}, ensure_ascii=False) + "\n"
-    write_atomic(memory.drive.root / folder / IDENTITY_FILE, data.encode("utf-8"),
-                 durable=memory.drive.settings.durable)
+    write_atomic(
+        memory.drive.root / folder / IDENTITY_FILE, data.encode("utf-8"), durable=memory.drive.settings.durable
+    )
 
 
 def _children(memory: Memory, parent: str) -> list[str]:
@@ -245,11 +249,11 @@ def find_routine(memory: Memory, routine_id: str, agent_id: str | None = None) -
     """A routine's folder; without the agent id, searched under every agent."""
     if agent_id is not None:
         agent_folder = find_agent(memory, agent_id)
-        return None if agent_folder is None else _find_one(
-            memory, f"{agent_folder}/{ROUTINES_DIR}", routine_id, "routine")
+        return (
+            None if agent_folder is None else _find_one(memory, f"{agent_folder}/{ROUTINES_DIR}", routine_id, "routine")
+        )
     found = [
-        f for agent in list_agents(memory)
-        if (f := _find_one(memory, f"{agent}/{ROUTINES_DIR}", routine_id, "routine"))
+        f for agent in list_agents(memory) if (f := _find_one(memory, f"{agent}/{ROUTINES_DIR}", routine_id, "routine"))
     ]
     if len(found) > 1:
         raise ScopeError(f"routine id {routine_id!r} matches {len(found)} folders ({', '.join(found)})")
@@ -294,8 +298,10 @@ def match_id(memory: Memory, typed: str, kind: Literal["agent", "routine"]) -> s
     ids = {level.id for level in known if level.id is not None}
     if typed in ids:
         return typed
-    starting = sorted((level for level in known if level.id is not None and level.id.startswith(typed)),
-                      key=lambda level: level.folder)
+    starting = sorted(
+        (level for level in known if level.id is not None and level.id.startswith(typed)),
+        key=lambda level: level.folder,
+    )
     if len(starting) > 1:
         shown = ", ".join(f"{level.id} ({level.name}, {level.folder})" for level in starting)
         raise ScopeError(f"{kind} id {typed!r} is the start of {len(starting)} ids: {shown}; type more of it")
@@ -317,8 +323,7 @@ def create_agent(memory: Memory, agent_id: str, name: str) -> str:
     return folder
 
 
-def create_routine(memory: Memory, agent_id: str, routine_id: str, name: str,
-                   agent_name: str | None = None) -> str:
+def create_routine(memory: Memory, agent_id: str, routine_id: str, name: str, agent_name: str | None = None) -> str:
     _check_id(routine_id, "routine")
     agent_folder = find_agent(memory, agent_id)
     if agent_folder is None:
@@ -397,7 +402,7 @@ def restore_parked(memory: Memory) -> list[str]:
     """Put back folders parked by a ``deleting_*`` block whose process died before the block ended."""
     restored = []
     for aside in memory.drive.state.glob(f"{PARKED_PREFIX}*"):
-        pid = aside.name[len(PARKED_PREFIX):].split("-", 1)[0]
+        pid = aside.name[len(PARKED_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and pid_alive(int(pid)):
             continue
         parked, origin = aside / "folder", aside / "from"
@@ -426,7 +431,8 @@ def scope_folders(memory: Memory, scope: Scope) -> tuple[str | None, str | None]
         if scope.agent_name is None:
             raise ScopeError(
                 f"agent {scope.agent_id!r} has no folder; create it with create_agent, or pass its name "
-                "in the scope so the folder is made on first use")
+                "in the scope so the folder is made on first use"
+            )
         agent_folder = create_agent(memory, scope.agent_id, scope.agent_name)
     if isinstance(scope, AgentScope):
         return agent_folder, None
@@ -438,7 +444,8 @@ def scope_folders(memory: Memory, scope: Scope) -> tuple[str | None, str | None]
         if scope.routine_name is None:
             raise ScopeError(
                 f"routine {scope.routine_id!r} has no folder; create it with create_routine, or pass its "
-                "name in the scope so the folder is made on first use")
+                "name in the scope so the folder is made on first use"
+            )
         routine_folder = create_routine(memory, scope.agent_id, scope.routine_id, scope.routine_name)
     return agent_folder, routine_folder
 

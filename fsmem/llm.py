@@ -59,8 +59,14 @@ _CALL_IDS = itertools.count(1)
 
 @runtime_checkable
 class ChatModel(Protocol):
-    def complete(self, messages: list[dict], *, tools: list[dict] | None = None,
-                 temperature: float | None = None, response_format: dict | None = None) -> dict:
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None = None,
+        temperature: float | None = None,
+        response_format: dict | None = None,
+    ) -> dict:
         """One assistant message for ``messages``:
 
         ``{"role": "assistant", "content": str | None, "tool_calls": [{"id", "type": "function",
@@ -76,16 +82,16 @@ def tool_call(name: str, arguments: dict | str, call_id: str | None = None) -> d
     return {
         "id": call_id or f"call_{next(_CALL_IDS)}",
         "type": "function",
-        "function": {"name": name,
-                     "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
+        "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
     }
 
 
 def _assistant_message(raw: Any, where: str) -> dict:
     """Check and normalize one assistant message from a model."""
     if not isinstance(raw, dict):
-        raise ModelError(f"{where} did not answer with a message object; check that the URL is a "
-                         "chat-completions endpoint")
+        raise ModelError(
+            f"{where} did not answer with a message object; check that the URL is a chat-completions endpoint"
+        )
     content = raw.get("content")
     if content is not None and not isinstance(content, str):
         if isinstance(content, list):  # some servers answer with content parts
@@ -104,8 +110,13 @@ def _assistant_message(raw: Any, where: str) -> dict:
         arguments = function.get("arguments", "{}")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments)
-        normalized.append({"id": str(call.get("id") or f"call_{index}"), "type": "function",
-                           "function": {"name": function["name"], "arguments": arguments}})
+        normalized.append(
+            {
+                "id": str(call.get("id") or f"call_{index}"),
+                "type": "function",
+                "function": {"name": function["name"], "arguments": arguments},
+            }
+        )
     if normalized:
         message["tool_calls"] = normalized
     return message
@@ -115,8 +126,7 @@ def chat_url(url: str) -> str:
     """The chat-completions endpoint for a base URL: ``…/v1`` → ``…/v1/chat/completions``."""
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise ModelError(f"the model URL {url!r} must start with http:// or https://, "
-                         "e.g. http://localhost:11434/v1")
+        raise ModelError(f"the model URL {url!r} must start with http:// or https://, e.g. http://localhost:11434/v1")
     return url if url.endswith("/chat/completions") else url + "/chat/completions"
 
 
@@ -150,8 +160,9 @@ class ModelSettings:
             try:
                 found["timeout"] = float(env["FSMEM_TIMEOUT"])
             except ValueError:
-                raise ModelError(f"$FSMEM_TIMEOUT is {env['FSMEM_TIMEOUT']!r}; set it to a number of "
-                                 "seconds, e.g. 120") from None
+                raise ModelError(
+                    f"$FSMEM_TIMEOUT is {env['FSMEM_TIMEOUT']!r}; set it to a number of seconds, e.g. 120"
+                ) from None
         found.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**found)
 
@@ -159,12 +170,21 @@ class ModelSettings:
 def build_model(settings: ModelSettings, *, sleep: Callable[[float], None] = time.sleep) -> OpenAICompatibleModel:
     """The one way fsmem makes a model from settings; a :class:`ModelError` says what is missing."""
     if not settings.url or not settings.model:
-        raise ModelError("no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
-                         "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server")
+        raise ModelError(
+            "no model: pass --model-url URL and --model NAME (or set $FSMEM_MODEL_URL and "
+            "$FSMEM_MODEL) for an OpenAI-compatible chat-completions server"
+        )
     extra = {"chat_template_kwargs": {"enable_thinking": False}} if settings.no_thinking else None
-    return OpenAICompatibleModel(settings.url, settings.model, api_key_env=settings.api_key_env,
-                                 timeout=settings.timeout, max_tokens=settings.max_tokens,
-                                 temperature=settings.temperature, extra_body=extra, sleep=sleep)
+    return OpenAICompatibleModel(
+        settings.url,
+        settings.model,
+        api_key_env=settings.api_key_env,
+        timeout=settings.timeout,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        extra_body=extra,
+        sleep=sleep,
+    )
 
 
 class OpenAICompatibleModel:
@@ -180,10 +200,19 @@ class OpenAICompatibleModel:
     ``MAX_RETRY_WAIT`` seconds) or 1, 2, 4… seconds.
     """
 
-    def __init__(self, url: str, model: str, api_key_env: str = DEFAULT_API_KEY_ENV,
-                 timeout: float = DEFAULT_TIMEOUT, extra_body: dict | None = None, *,
-                 max_tokens: int | None = DEFAULT_MAX_TOKENS, temperature: float = 0.0,
-                 retries: int = DEFAULT_RETRIES, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        timeout: float = DEFAULT_TIMEOUT,
+        extra_body: dict | None = None,
+        *,
+        max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.0,
+        retries: int = DEFAULT_RETRIES,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if not model:
             raise ModelError("no model name: pass --model NAME (the name the server knows it by)")
         if timeout <= 0:
@@ -204,10 +233,19 @@ class OpenAICompatibleModel:
     def __repr__(self) -> str:
         return f"OpenAICompatibleModel({self.url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
 
-    def complete(self, messages: list[dict], *, tools: list[dict] | None = None,
-                 temperature: float | None = None, response_format: dict | None = None) -> dict:
-        body: dict[str, Any] = {"model": self.model, "messages": [_sendable(m) for m in messages],
-                                "temperature": self.temperature if temperature is None else temperature}
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None = None,
+        temperature: float | None = None,
+        response_format: dict | None = None,
+    ) -> dict:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_sendable(m) for m in messages],
+            "temperature": self.temperature if temperature is None else temperature,
+        }
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         if tools:
@@ -244,31 +282,38 @@ class OpenAICompatibleModel:
                 if error.code in (429, 503) and attempt < self.retries:
                     self.sleep(_retry_wait(error.headers.get("Retry-After"), attempt))
                     continue
-                hint = (f" Check the key in ${self.api_key_env}." if error.code in (401, 403) else
-                        " Check the model name." if error.code == 404 else
-                        f" Tried {attempt + 1} times; try again later." if error.code in (429, 503) else "")
-                raise _Refused(ModelError(f"{where} answered HTTP {error.code}: {detail}.{hint}"),
-                               detail) from None
+                hint = (
+                    f" Check the key in ${self.api_key_env}."
+                    if error.code in (401, 403)
+                    else " Check the model name."
+                    if error.code == 404
+                    else f" Tried {attempt + 1} times; try again later."
+                    if error.code in (429, 503)
+                    else ""
+                )
+                raise _Refused(ModelError(f"{where} answered HTTP {error.code}: {detail}.{hint}"), detail) from None
         try:
             decoded = json.loads(payload)
         except (ValueError, UnicodeDecodeError):
-            raise ModelError(f"{where} answered with something that is not JSON: "
-                             f"{_excerpt(payload, key)}") from None
+            raise ModelError(f"{where} answered with something that is not JSON: {_excerpt(payload, key)}") from None
         if isinstance(decoded, dict) and isinstance(decoded.get("error"), (dict, str)):
             detail = _server_message(payload, key)
             raise _Refused(ModelError(f"{where} answered with an error: {detail}"), detail)
         try:
             raw_message = decoded["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
-            raise ModelError(f"{where} answered without choices[0].message; is it an OpenAI-compatible "
-                             "chat-completions endpoint?") from None
+            raise ModelError(
+                f"{where} answered without choices[0].message; is it an OpenAI-compatible chat-completions endpoint?"
+            ) from None
         return _assistant_message(raw_message, where)
 
     def _send(self, request: urllib.request.Request, where: str) -> bytes:
         """The response body, read within ``timeout`` seconds in all (a server that trickles bytes
         does not keep the call open past it)."""
-        late = (f"{where} did not answer within {self.timeout:g} seconds; raise --timeout, lower "
-                "--max-tokens, or try a smaller conversation or a faster model")
+        late = (
+            f"{where} did not answer within {self.timeout:g} seconds; raise --timeout, lower "
+            "--max-tokens, or try a smaller conversation or a faster model"
+        )
         deadline = time.monotonic() + self.timeout
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -301,8 +346,10 @@ class _Refused(Exception):
 
 def _names_response_format(detail: str) -> bool:
     text = detail.lower()
-    return any(word in text for word in ("response_format", "response format", "json_schema", "json_object",
-                                         "json mode", "grammar"))
+    return any(
+        word in text
+        for word in ("response_format", "response format", "json_schema", "json_object", "json mode", "grammar")
+    )
 
 
 def _sendable(message: dict) -> dict:
@@ -316,7 +363,7 @@ def _sendable(message: dict) -> dict:
 def _retry_wait(retry_after: str | None, attempt: int) -> float:
     """Seconds to wait before the next try: ``Retry-After`` (seconds or an HTTP date) when the
     server sends it, else 1, 2, 4…; never more than ``MAX_RETRY_WAIT``."""
-    wait = float(2 ** attempt)
+    wait = float(2**attempt)
     if retry_after:
         text = retry_after.strip()
         try:
@@ -382,11 +429,23 @@ class ScriptedModel:
     def pending(self) -> int:
         return len(self._queue)
 
-    def complete(self, messages: list[dict], *, tools: list[dict] | None = None,
-                 temperature: float | None = None, response_format: dict | None = None) -> dict:
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None = None,
+        temperature: float | None = None,
+        response_format: dict | None = None,
+    ) -> dict:
         self.requests.append(copy.deepcopy(messages))
-        self.calls.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools),
-                           "temperature": temperature, "response_format": copy.deepcopy(response_format)})
+        self.calls.append(
+            {
+                "messages": copy.deepcopy(messages),
+                "tools": copy.deepcopy(tools),
+                "temperature": temperature,
+                "response_format": copy.deepcopy(response_format),
+            }
+        )
         if not self._queue:
             raise ModelError("the scripted model has no reply left: enqueue one per expected call")
         reply = self._queue.popleft()

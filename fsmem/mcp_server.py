@@ -61,8 +61,10 @@ URI_PREFIX = "fsmem:///"
 MARKDOWN = "text/markdown"
 LOADED_CAP = 8 * 1024  # bytes of top files put in front of the model per session; the rest is a read away
 _READ_ATTEMPTS = 3
-INSTRUCTIONS = ("Memory for this project: plain-text files (markdown first) shared by every chat, agent and "
-                "routine. Use the memory tool to read, write, rename, delete and search them.")
+INSTRUCTIONS = (
+    "Memory for this project: plain-text files (markdown first) shared by every chat, agent and "
+    "routine. Use the memory tool to read, write, rename, delete and search them."
+)
 
 
 @dataclass
@@ -83,7 +85,7 @@ def resource_uri(path: str) -> str:
 def path_of_uri(uri: str) -> str:
     if not uri.startswith(URI_PREFIX):
         raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; fsmem resources start with {URI_PREFIX}")
-    return unquote(uri[len(URI_PREFIX):])
+    return unquote(uri[len(URI_PREFIX) :])
 
 
 def _describe(path: str) -> str:
@@ -104,9 +106,11 @@ def _tool_error(code: str, message: str) -> types.CallToolResult:
 
 
 def _cannot_serve(problem: FsmemError) -> str:
-    return (f"The memory server cannot serve: [{problem.code}] {problem.message}. Nothing can be read or "
-            "written until its configuration is fixed (the args of `fsmem mcp` in the MCP host's config); "
-            "tell the user, then restart the server.")
+    return (
+        f"The memory server cannot serve: [{problem.code}] {problem.message}. Nothing can be read or "
+        "written until its configuration is fixed (the args of `fsmem mcp` in the MCP host's config); "
+        "tell the user, then restart the server."
+    )
 
 
 def loaded_memory(documents: Sequence[Document], cap: int = LOADED_CAP) -> tuple[str, dict[str, str]]:
@@ -134,19 +138,32 @@ def loaded_memory(documents: Sequence[Document], cap: int = LOADED_CAP) -> tuple
             continue
         where = document.key if document.tag == "memory" else "the top files above"
         pointer = f"[Cut here: read {where} with the memory tool (command read) for the rest.]"
-        body = document.body.encode("utf-8")[:max(0, room - len(pointer) - 200)].decode("utf-8", "ignore")
-        body = body[:body.rfind("\n") + 1] if "\n" in body else ""
+        body = document.body.encode("utf-8")[: max(0, room - len(pointer) - 200)].decode("utf-8", "ignore")
+        body = body[: body.rfind("\n") + 1] if "\n" in body else ""
         if body.strip():
-            parts.append(render_copy(Document(document.tag, document.key, body + pointer + "\n",
-                                              version=document.version, attributes=(("cut", "true"),))))
+            parts.append(
+                render_copy(
+                    Document(
+                        document.tag,
+                        document.key,
+                        body + pointer + "\n",
+                        version=document.version,
+                        attributes=(("cut", "true"),),
+                    )
+                )
+            )
         else:
             parts.append(pointer)
         room = 0
     if not parts:
-        return ("Nothing is remembered yet: the top files of this scope are empty. Write what should be "
-                "kept with the memory tool (a short index in MEMORY.md, details in topic files)."), seen
-    return ("Memory loaded for this session: the scope's top files as they were when it started (read "
-            "them with the memory tool to see later changes).\n\n" + "\n\n".join(parts)), seen
+        return (
+            "Nothing is remembered yet: the top files of this scope are empty. Write what should be "
+            "kept with the memory tool (a short index in MEMORY.md, details in topic files)."
+        ), seen
+    return (
+        "Memory loaded for this session: the scope's top files as they were when it started (read "
+        "them with the memory tool to see later changes).\n\n" + "\n\n".join(parts)
+    ), seen
 
 
 class _Server(Server[Connection]):
@@ -203,8 +220,9 @@ def _loaded(run: Run) -> tuple[str, dict[str, str]]:
     return loaded_memory(documents(run))
 
 
-def _serve(open_session: Callable[[], Connection], instructions: Callable[[], str],
-           memory: Memory | None) -> Server[Connection]:
+def _serve(
+    open_session: Callable[[], Connection], instructions: Callable[[], str], memory: Memory | None
+) -> Server[Connection]:
     source = load_source()
     tool = mcp_tool(source, tool_description(source))
 
@@ -214,12 +232,22 @@ def _serve(open_session: Callable[[], Connection], instructions: Callable[[], st
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         state: Connection = ctx.lifespan_context
-        return types.ListToolsResult(tools=[types.Tool(
-            name=tool["name"], description=f"{tool['description']}\n\n{state.loaded}",
-            input_schema=tool["inputSchema"],
-            annotations=types.ToolAnnotations(title="Memory", read_only_hint=False, destructive_hint=True,
-                                              idempotent_hint=False, open_world_hint=False),
-        )])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=tool["name"],
+                    description=f"{tool['description']}\n\n{state.loaded}",
+                    input_schema=tool["inputSchema"],
+                    annotations=types.ToolAnnotations(
+                        title="Memory",
+                        read_only_hint=False,
+                        destructive_hint=True,
+                        idempotent_hint=False,
+                        open_world_hint=False,
+                    ),
+                )
+            ]
+        )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         state: Connection = ctx.lifespan_context
@@ -227,7 +255,7 @@ def _serve(open_session: Callable[[], Connection], instructions: Callable[[], st
             problem = state.problem or FsmemError("no session")
             return _tool_error(problem.code, _cannot_serve(problem))
         if params.name != tool["name"]:
-            return _tool_error("BAD_REQUEST", f"there is no tool {params.name!r}; the one tool is \"memory\"")
+            return _tool_error("BAD_REQUEST", f'there is no tool {params.name!r}; the one tool is "memory"')
         run = state.run
         async with state.lock:
             try:
@@ -237,8 +265,11 @@ def _serve(open_session: Callable[[], Connection], instructions: Callable[[], st
         # The file's text is already the content the model reads: hosts that forward structured
         # content too would show it twice.
         structured = {key: value for key, value in result.items() if key not in ("text", "content")}
-        return types.CallToolResult(content=[types.TextContent(type="text", text=result["text"])],
-                                    structured_content=structured, is_error=not result["ok"])
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result["text"])],
+            structured_content=structured,
+            is_error=not result["ok"],
+        )
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         state: Connection = ctx.lifespan_context
@@ -248,8 +279,15 @@ def _serve(open_session: Callable[[], Connection], instructions: Callable[[], st
         resources = []
         for path in files:
             info = await anyio.to_thread.run_sync(memory.drive.stat, path)
-            resources.append(types.Resource(name=path, uri=resource_uri(path), description=_describe(path),
-                                            mime_type=MARKDOWN, size=info.st_size if info else 0))
+            resources.append(
+                types.Resource(
+                    name=path,
+                    uri=resource_uri(path),
+                    description=_describe(path),
+                    mime_type=MARKDOWN,
+                    size=info.st_size if info else 0,
+                )
+            )
         return types.ListResourcesResult(resources=resources)
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
@@ -261,8 +299,13 @@ def _serve(open_session: Callable[[], Connection], instructions: Callable[[], st
         path = path_of_uri(params.uri)
         async with state.lock:
             text, version = await anyio.to_thread.run_sync(_read_file, run, path)
-        return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=params.uri, mime_type=MARKDOWN, text=text, meta={"fsmem/version": version})])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=params.uri, mime_type=MARKDOWN, text=text, meta={"fsmem/version": version}
+                )
+            ]
+        )
 
     return _Server(
         SERVER_NAME,
@@ -282,8 +325,9 @@ def _read_file(run: Run, path: str) -> tuple[str, str]:
     if not result["ok"]:
         raise MCPError(types.INVALID_PARAMS, result["text"], data=result["error"])
     if "content" not in result:
-        raise MCPError(types.INVALID_PARAMS, f"{path or '/'} is a folder, not a memory file",
-                       data={"code": "BAD_REQUEST"})
+        raise MCPError(
+            types.INVALID_PARAMS, f"{path or '/'} is a folder, not a memory file", data={"code": "BAD_REQUEST"}
+        )
     return result["content"], result["version"]
 
 
@@ -296,8 +340,9 @@ def _version() -> str:
         return "0"
 
 
-async def serve_stdio(memory: Memory | None, scope: Scope | None, thread_prefix: str = "mcp",
-                      problem: FsmemError | None = None) -> None:
+async def serve_stdio(
+    memory: Memory | None, scope: Scope | None, thread_prefix: str = "mcp", problem: FsmemError | None = None
+) -> None:
     if memory is None or scope is None:
         server = unavailable_server(problem or FsmemError("no memory root or scope was given"))
     else:
@@ -306,8 +351,9 @@ async def serve_stdio(memory: Memory | None, scope: Scope | None, thread_prefix:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def serve(memory: Memory | None, scope: Scope | None, thread_prefix: str = "mcp",
-          problem: FsmemError | None = None) -> None:
+def serve(
+    memory: Memory | None, scope: Scope | None, thread_prefix: str = "mcp", problem: FsmemError | None = None
+) -> None:
     """Serve on stdin/stdout until the client closes the connection. Without a memory and scope, serve
     ``problem`` to every call (the host shows the model what to fix)."""
     if problem is not None:

@@ -1,9 +1,9 @@
 """A project's memory root, composed: settings, the drive, levels, runs, versions.
 
-    memory = fsmem.open("path/to/root", create=True)
-    memory.create_agent("3f9a1c2e-77", "SEO")
-    run = memory.run(Scope.agent("3f9a1c2e-77"), thread_id="t-1")
-    run.call({"command": "read", "path": "MEMORY.md"})
+memory = fsmem.open("path/to/root", create=True)
+memory.create_agent("3f9a1c2e-77", "SEO")
+run = memory.run(Scope.agent("3f9a1c2e-77"), thread_id="t-1")
+run.call({"command": "read", "path": "MEMORY.md"})
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 from fsmem import levels
 from fsmem.atomic import make_dirs, remove_dead_temps
 from fsmem.config import Settings, load_settings
+from fsmem.core import layout
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import normalize_path
-from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.core import layout
 from fsmem.core.requests import check_text
 from fsmem.core.search import SearchHit
+from fsmem.drive import Drive, LogEntry, VersionInfo
 from fsmem.errors import Exists, FsmemError, NotFound, RootNotFound, Storage
 from fsmem.grep import grep
 from fsmem.index_state import note_pending
@@ -84,8 +84,8 @@ class Memory:
     def __init__(self, root: Path, settings: Settings) -> None:
         self.settings = settings
         self.drive = Drive(root, settings)
-        self._index: "Index | None" = None
-        self._watcher: "Watcher | None" = None
+        self._index: Index | None = None
+        self._watcher: Watcher | None = None
         self._watch_refused = False
         self._watch_mutex = threading.Lock()
         # Every change notes its paths, under its lock, for the next search (any process) to index first:
@@ -127,8 +127,10 @@ class Memory:
         try:
             note_pending(self.root, paths)
         except OSError as error:
-            warnings.warn(f"could not note a change for the search index ({error}); the next search's "
-                          "comparison will find it", stacklevel=3)
+            warnings.warn(
+                f"could not note a change for the search index ({error}); the next search's comparison will find it",
+                stacklevel=3,
+            )
 
     @property
     def root(self) -> Path:
@@ -215,25 +217,47 @@ class Memory:
             self._index = Index(self.drive)
         return self._index
 
-    def search(self, query: str, *, regex: bool = False, include: str | Iterable[str] | None = None,
-               exclude: str | Iterable[str] | None = None, since: str | datetime | None = None,
-               limit: int = 10) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        *,
+        regex: bool = False,
+        include: str | Iterable[str] | None = None,
+        exclude: str | Iterable[str] | None = None,
+        since: str | datetime | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
         check_text("query", query)  # before anything is opened or started
         if regex:
-            return grep(self.drive, query, include=include, exclude=exclude, since=since, limit=limit,
-                        timeout=self.settings.regex_timeout)
+            return grep(
+                self.drive,
+                query,
+                include=include,
+                exclude=exclude,
+                since=since,
+                limit=limit,
+                timeout=self.settings.regex_timeout,
+            )
         try:
-            return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit,
-                                     watched=self._watched())
+            return self.index.search(
+                query, include=include, exclude=exclude, since=since, limit=limit, watched=self._watched()
+            )
         except Storage as error:
             if not error.read_only:
                 raise
         # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan the
         # files for lines holding any of the words, as a regex search would.
         words = [re.escape(word) for word in query.split() if word]
-        return grep(self.drive, "(?i)" + "|".join(words or [re.escape(query)]), include=include,
-                    exclude=exclude, since=since, limit=limit, timeout=self.settings.regex_timeout)
+        return grep(
+            self.drive,
+            "(?i)" + "|".join(words or [re.escape(query)]),
+            include=include,
+            exclude=exclude,
+            since=since,
+            limit=limit,
+            timeout=self.settings.regex_timeout,
+        )
 
     def _watched(self) -> set[str] | None:
         """What this process's own watcher has seen change and not applied yet (``None``: no watcher
@@ -262,10 +286,11 @@ class Memory:
 
     def _refuse_watching(self, reason: str) -> None:
         self._watch_refused = True
-        warnings.warn(f"cannot watch {self.root} for changes ({reason}); every search compares the "
-                      "files instead", stacklevel=4)
+        warnings.warn(
+            f"cannot watch {self.root} for changes ({reason}); every search compares the files instead", stacklevel=4
+        )
 
-    def watch(self, **options: float) -> "Watcher":
+    def watch(self, **options: float) -> Watcher:
         """Keep the index current from this process (watchdog), with ``options`` (``debounce``, …);
         replaces the watcher the first search started. ``stop()`` it, or ``close()`` the memory."""
         from fsmem.watch import Watcher
@@ -284,7 +309,7 @@ class Memory:
         if watcher is not None:
             watcher.stop()
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -102,7 +102,7 @@ def on_disk(root: Path, path: str) -> Path:
         if not os.path.lexists(step):
             other = other_spelling(current, part)
             if other is None:
-                return Path(step, *parts[index + 1:])
+                return Path(step, *parts[index + 1 :])
             step = f"{current}/{other}"
         current = step
     return Path(current)

@@ -84,15 +84,29 @@ class PgStore:
         self.on_commit: list[Callable[[set[str]], None]] = []
 
     @classmethod
-    def open(cls, url: str, project: str, *, create: bool = True, pool_size: int = 4,
-             lock_timeout: float = 10.0, connect_timeout: float = 5.0, versions_kept: int = 20) -> PgStore:
+    def open(
+        cls,
+        url: str,
+        project: str,
+        *,
+        create: bool = True,
+        pool_size: int = 4,
+        lock_timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+        versions_kept: int = 20,
+    ) -> PgStore:
         """Connect, migrate the schema if it is older than this fsmem, and find (or make) the project."""
         if not isinstance(project, str) or not project.strip() or len(project) > 200:
             raise SetupError("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
         options = f"-c lock_timeout={int(lock_timeout * 1000)}"
-        pool = ConnectionPool(url, min_size=1, max_size=pool_size, timeout=connect_timeout, open=False,
-                              kwargs={"autocommit": True, "options": options,
-                                      "connect_timeout": max(1, round(connect_timeout))})
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            timeout=connect_timeout,
+            open=False,
+            kwargs={"autocommit": True, "options": options, "connect_timeout": max(1, round(connect_timeout))},
+        )
         try:
             pool.open(wait=True, timeout=connect_timeout)
             with pool.connection() as conn:
@@ -100,12 +114,16 @@ class PgStore:
                 project_id = _project_id(conn, project, create)
         except psycopg.errors.InsufficientPrivilege as error:  # a tenant's role, asked for another project
             pool.close()
-            raise RootNotFound(f"there is no project {project!r} this database role may open "
-                               f"({_first_line(error)}); connect with the project's own role") from error
+            raise RootNotFound(
+                f"there is no project {project!r} this database role may open "
+                f"({_first_line(error)}); connect with the project's own role"
+            ) from error
         except (psycopg.OperationalError, PoolTimeout) as error:
             pool.close()
-            raise StoreUnavailable(f"cannot reach PostgreSQL to open project {project!r}: "
-                                   f"{_first_line(error)}; check the URL and that the server runs") from error
+            raise StoreUnavailable(
+                f"cannot reach PostgreSQL to open project {project!r}: "
+                f"{_first_line(error)}; check the URL and that the server runs"
+            ) from error
         except BaseException:
             pool.close()
             raise
@@ -133,14 +151,18 @@ class PgStore:
 
     def exists(self, path: str) -> bool:
         low, high = _range(_folder(path))
-        row = self._one("SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %s AND (path = %s "
-                        "OR (path >= %s AND path < %s)))", (path, low, high))
+        row = self._one(
+            "SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %s AND (path = %s "
+            "OR (path >= %s AND path < %s)))",
+            (path, low, high),
+        )
         return bool(row and row[0])
 
     def is_dir(self, path: str) -> bool:
         low, high = _range(_folder(path))
-        row = self._one("SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %s "
-                        "AND path >= %s AND path < %s)", (low, high))
+        row = self._one(
+            "SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s)", (low, high)
+        )
         return bool(row and row[0])
 
     def entries(self, path: str) -> list[Entry]:
@@ -148,9 +170,11 @@ class PgStore:
         prefix = _folder(path)
         children: dict[str, Entry] = {}
         for child, size, modified in self._rows(
-                "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
-                "AND path >= %s AND path < %s ORDER BY path", _range(prefix)):
-            name, slash, _ = child[len(prefix):].partition("/")
+            "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
+            "AND path >= %s AND path < %s ORDER BY path",
+            _range(prefix),
+        ):
+            name, slash, _ = child[len(prefix) :].partition("/")
             if slash:
                 children.setdefault(name, Entry(prefix + name, True, 0, modified.timestamp()))
             else:
@@ -162,28 +186,39 @@ class PgStore:
     def walk_files(self, path: str = "") -> Iterator[Entry]:
         """Every ``.md`` file under a folder, in path order."""
         for child, size, modified in self._rows(
-                "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
-                "AND path >= %s AND path < %s AND path LIKE '%%.md' ORDER BY path", _range(_folder(path))):
+            "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
+            "AND path >= %s AND path < %s AND path LIKE '%%.md' ORDER BY path",
+            _range(_folder(path)),
+        ):
             yield Entry(child, False, size, modified.timestamp())
 
     # ---- history --------------------------------------------------------------------------------
 
     def versions(self, path: str) -> list[KeptVersion]:
         """Earlier contents of a file, newest first."""
-        return [KeptVersion(path, version, _iso(kept_at), command, size) for version, kept_at, command, size
-                in self._rows("SELECT version, kept_at, command, octet_length(content) FROM fsmem.kept_versions "
-                              "WHERE project = %s AND path = %s ORDER BY id DESC", (_file(path),))]
+        return [
+            KeptVersion(path, version, _iso(kept_at), command, size)
+            for version, kept_at, command, size in self._rows(
+                "SELECT version, kept_at, command, octet_length(content) FROM fsmem.kept_versions "
+                "WHERE project = %s AND path = %s ORDER BY id DESC",
+                (_file(path),),
+            )
+        ]
 
     def read_kept(self, path: str, version: str) -> bytes | None:
         """The newest kept content of ``path`` with ``version``, or None."""
-        row = self._one("SELECT content FROM fsmem.kept_versions WHERE project = %s AND path = %s "
-                        "AND version = %s ORDER BY id DESC LIMIT 1", (_file(path), version))
+        row = self._one(
+            "SELECT content FROM fsmem.kept_versions WHERE project = %s AND path = %s "
+            "AND version = %s ORDER BY id DESC LIMIT 1",
+            (_file(path), version),
+        )
         return None if row is None else bytes(row[0])
 
     def log(self, since: int = 0) -> Iterator[LogEntry]:
         """The log after sequence number ``since``, in sequence (= commit) order."""
-        for row in self._rows(f"SELECT {_LOG_COLUMNS} FROM fsmem.log WHERE project = %s AND seq > %s "
-                              "ORDER BY seq", (since,)):
+        for row in self._rows(
+            f"SELECT {_LOG_COLUMNS} FROM fsmem.log WHERE project = %s AND seq > %s ORDER BY seq", (since,)
+        ):
             yield _log_entry(row)
 
     def last_change(self, path: str) -> LogEntry | None:
@@ -192,7 +227,8 @@ class PgStore:
             f"(SELECT seq, {_LOG_COLUMNS} FROM fsmem.log WHERE project = %s AND path = %s ORDER BY seq DESC LIMIT 1) "
             f"UNION ALL (SELECT seq, {_LOG_COLUMNS} FROM fsmem.log WHERE project = %s AND new_path = %s "
             "ORDER BY seq DESC LIMIT 1) ORDER BY seq DESC LIMIT 1",
-            (_file(path), self.project_id, path))
+            (_file(path), self.project_id, path),
+        )
         return None if row is None else _log_entry(row[1:])
 
     def newest_seq(self) -> int:
@@ -204,7 +240,8 @@ class PgStore:
         """(the newest sequence number, the paths changed after ``seq``, moves' both ends, in order)."""
         newest, paths = seq, dict[str, None]()
         for number, path, new_path in self._rows(
-                "SELECT seq, path, new_path FROM fsmem.log WHERE project = %s AND seq > %s ORDER BY seq", (seq,)):
+            "SELECT seq, path, new_path FROM fsmem.log WHERE project = %s AND seq > %s ORDER BY seq", (seq,)
+        ):
             newest = number
             paths[path] = None
             if new_path is not None:
@@ -215,29 +252,47 @@ class PgStore:
 
     def save_proposal(self, proposal: ChangeProposal) -> None:
         try:
-            self._run(lambda conn: conn.execute(
-                "INSERT INTO fsmem.proposals (project, id, made_at, thread, scope, request, base, summary, "
-                "diff, extra) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (self.project_id, proposal.id, proposal.made_at, proposal.thread, proposal.scope,
-                 Jsonb(proposal.request), Jsonb(proposal.base), proposal.summary, proposal.diff,
-                 Jsonb(proposal.extra))))
+            self._run(
+                lambda conn: conn.execute(
+                    "INSERT INTO fsmem.proposals (project, id, made_at, thread, scope, request, base, summary, "
+                    "diff, extra) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (
+                        self.project_id,
+                        proposal.id,
+                        proposal.made_at,
+                        proposal.thread,
+                        proposal.scope,
+                        Jsonb(proposal.request),
+                        Jsonb(proposal.base),
+                        proposal.summary,
+                        proposal.diff,
+                        Jsonb(proposal.extra),
+                    ),
+                )
+            )
         except psycopg.errors.UniqueViolation as error:
             raise Exists(f"there is already a proposal {proposal.id}; make a new id") from error
 
     def load_proposal(self, proposal_id: str) -> ChangeProposal:
-        row = self._one(f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s AND id = %s",
-                        (proposal_id,))
+        row = self._one(
+            f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s AND id = %s", (proposal_id,)
+        )
         if row is None:
             raise NotFound(f"there is no proposal {proposal_id!r}; list them with `fsmem proposals`")
         return ChangeProposal(*row)
 
     def proposals(self) -> list[ChangeProposal]:
-        return [ChangeProposal(*row) for row in self._rows(
-            f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s ORDER BY id", ())]
+        return [
+            ChangeProposal(*row)
+            for row in self._rows(f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s ORDER BY id", ())
+        ]
 
     def delete_proposal(self, proposal_id: str) -> None:
-        cursor = self._run(lambda conn: conn.execute(
-            "DELETE FROM fsmem.proposals WHERE project = %s AND id = %s", (self.project_id, proposal_id)))
+        cursor = self._run(
+            lambda conn: conn.execute(
+                "DELETE FROM fsmem.proposals WHERE project = %s AND id = %s", (self.project_id, proposal_id)
+            )
+        )
         if cursor.rowcount == 0:
             raise NotFound(f"there is no proposal {proposal_id!r}; list them with `fsmem proposals`")
 
@@ -260,8 +315,9 @@ class PgStore:
             try:
                 conn.execute("COMMIT")
             except psycopg.Error as error:
-                raise _translated(error, "the change may or may not have been applied; read the files to "
-                                         "see before trying again") from error
+                raise _translated(
+                    error, "the change may or may not have been applied; read the files to see before trying again"
+                ) from error
         if tx.changed:
             for hook in self.on_commit:
                 hook(set(tx.changed))
@@ -288,8 +344,9 @@ class PgStore:
                     yield conn
                     return
             except PoolTimeout as error:
-                raise StoreUnavailable(f"PostgreSQL does not answer ({_first_line(error)}); nothing was "
-                                       "changed; try again in a moment") from error
+                raise StoreUnavailable(
+                    f"PostgreSQL does not answer ({_first_line(error)}); nothing was changed; try again in a moment"
+                ) from error
             except psycopg.OperationalError as error:
                 raise _translated(error, "nothing was changed") from error
 
@@ -301,8 +358,9 @@ class PgStore:
                 with self._pool.connection() as conn:
                     return work(conn)
             except PoolTimeout as error:
-                raise StoreUnavailable(f"PostgreSQL does not answer ({_first_line(error)}); "
-                                       "try again in a moment") from error
+                raise StoreUnavailable(
+                    f"PostgreSQL does not answer ({_first_line(error)}); try again in a moment"
+                ) from error
             except psycopg.OperationalError as error:
                 if attempt == 1 and not isinstance(error, psycopg.errors.TransactionRollback):
                     continue
@@ -330,8 +388,9 @@ class PgTransaction:
     def read(self, path: str) -> bytes | None:
         """The file's bytes, its row locked until the change ends (None: no file; nothing locked)."""
         self._lock("shared")
-        row = self._execute("SELECT content FROM fsmem.files WHERE project = %s AND path = %s FOR UPDATE",
-                            (_file(path),)).fetchone()
+        row = self._execute(
+            "SELECT content FROM fsmem.files WHERE project = %s AND path = %s FOR UPDATE", (_file(path),)
+        ).fetchone()
         data = None if row is None else bytes(row[0])
         self._seen[path] = None if data is None else version_of(data)
         return data
@@ -346,14 +405,18 @@ class PgTransaction:
             self._check_free(path, "the file", itself=False)  # itself: ON CONFLICT below
             inserted = self._execute(
                 "INSERT INTO fsmem.files (project, path, content, version) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT DO NOTHING RETURNING 1", (path, data, after)).fetchone()
+                "ON CONFLICT DO NOTHING RETURNING 1",
+                (path, data, after),
+            ).fetchone()
             if inserted is None:  # made by a change that committed after this one looked
                 raise Conflict(f"{path} was created by another change meanwhile; read it and write again")
         else:
             self._keep(path)
-            self._execute("UPDATE fsmem.files SET content = %s, version = %s, modified = now() "
-                          "WHERE project = %s AND path = %s", (data, after, self.store.project_id, path),
-                          project_first=False)
+            self._execute(
+                "UPDATE fsmem.files SET content = %s, version = %s, modified = now() WHERE project = %s AND path = %s",
+                (data, after, self.store.project_id, path),
+                project_first=False,
+            )
         self._log(path, before, after)
         return after
 
@@ -375,8 +438,7 @@ class PgTransaction:
         for name, version in files:
             self._keep(name)
             self._log(name, version, None)
-        self._execute("DELETE FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s",
-                      _range(_folder(path)))
+        self._execute("DELETE FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s", _range(_folder(path)))
 
     def move(self, source: str, destination: str) -> None:
         """Rename a file or a folder (all its files at once); never over an existing path."""
@@ -390,8 +452,10 @@ class PgTransaction:
                 inserted = self._execute(
                     "INSERT INTO fsmem.files (project, path, content, version, modified) SELECT project, %s, "
                     "content, version, modified FROM fsmem.files WHERE project = %s AND path = %s "
-                    "ON CONFLICT DO NOTHING RETURNING 1", (destination, self.store.project_id, source),
-                    project_first=False).fetchone()
+                    "ON CONFLICT DO NOTHING RETURNING 1",
+                    (destination, self.store.project_id, source),
+                    project_first=False,
+                ).fetchone()
                 if inserted is None:
                     raise Exists(f"the new path {destination} already exists; choose another name or delete it first")
                 self._execute("DELETE FROM fsmem.files WHERE project = %s AND path = %s", (source,))
@@ -403,11 +467,13 @@ class PgTransaction:
             raise NotFound(f"there is no file or folder {source!r}")
         self._check_free(destination, "the new path")
         low, high = _range(_folder(source))
-        self._execute("UPDATE fsmem.files SET path = %s || substr(path, %s) WHERE project = %s "
-                      "AND path >= %s AND path < %s",
-                      (destination, len(source) + 1, self.store.project_id, low, high), project_first=False)
+        self._execute(
+            "UPDATE fsmem.files SET path = %s || substr(path, %s) WHERE project = %s AND path >= %s AND path < %s",
+            (destination, len(source) + 1, self.store.project_id, low, high),
+            project_first=False,
+        )
         for name, version in files:
-            self._log(name, version, version, destination + name[len(source):])
+            self._log(name, version, version, destination + name[len(source) :])
 
     # ---- internals --------------------------------------------------------------------------------
 
@@ -423,13 +489,16 @@ class PgTransaction:
         self._lock_held = mode
 
     def _is_file(self, path: str) -> bool:
-        return self._execute("SELECT 1 FROM fsmem.files WHERE project = %s AND path = %s",
-                             (_file(path),)).fetchone() is not None
+        return (
+            self._execute("SELECT 1 FROM fsmem.files WHERE project = %s AND path = %s", (_file(path),)).fetchone()
+            is not None
+        )
 
     def _locked_version(self, path: str, expect: str | None) -> str | None:
         """Lock the file's row and return its version, refusing it when it is not ``expect``."""
-        row = self._execute("SELECT version FROM fsmem.files WHERE project = %s AND path = %s FOR UPDATE",
-                            (path,)).fetchone()
+        row = self._execute(
+            "SELECT version FROM fsmem.files WHERE project = %s AND path = %s FOR UPDATE", (path,)
+        ).fetchone()
         current = None if row is None else str(row[0])
         read_here = expect is ANY and path in self._seen
         if read_here:  # a path read in this change must still hold what was read (no row: no lock)
@@ -440,16 +509,25 @@ class PgTransaction:
             if expect is None:
                 raise Exists(f"{path} already exists (version {current}); read it first to change it")
             if current is None:
-                raise NotFound(f"there is no file {path!r} any more (it was at version {expect}); list the "
-                               "folder to see what is there")
-            raise Conflict(f"{path} changed since version {expect}: it is now at version {current}; read it "
-                           "again and redo the change on what it holds now")
+                raise NotFound(
+                    f"there is no file {path!r} any more (it was at version {expect}); list the "
+                    "folder to see what is there"
+                )
+            raise Conflict(
+                f"{path} changed since version {expect}: it is now at version {current}; read it "
+                "again and redo the change on what it holds now"
+            )
         return current
 
     def _folder_files(self, folder: str) -> list[tuple[str, str]]:
-        return [(str(name), str(version)) for name, version in self._execute(
-            "SELECT path, version FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s "
-            "ORDER BY path FOR UPDATE", _range(_folder(folder))).fetchall()]
+        return [
+            (str(name), str(version))
+            for name, version in self._execute(
+                "SELECT path, version FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s "
+                "ORDER BY path FOR UPDATE",
+                _range(_folder(folder)),
+            ).fetchall()
+        ]
 
     def _check_free(self, path: str, label: str, itself: bool = True) -> None:
         """Refuse ``path`` when a file or folder is there, or a file stands where a folder of it must be."""
@@ -458,23 +536,31 @@ class PgTransaction:
         low, high = _range(path + "/")
         row = self._execute(
             "SELECT path FROM fsmem.files WHERE project = %s AND (path = ANY(%s::text[]) OR path = %s "
-            "OR (path >= %s AND path < %s)) LIMIT 1", (ancestors, path if itself else None, low, high)).fetchone()
+            "OR (path >= %s AND path < %s)) LIMIT 1",
+            (ancestors, path if itself else None, low, high),
+        ).fetchone()
         if row is None:
             return
         if row[0] in ancestors:
-            raise BadPath(f"{label} {path} cannot be made: {row[0]} is a file, not a folder; choose a path "
-                          "inside a folder")
+            raise BadPath(
+                f"{label} {path} cannot be made: {row[0]} is a file, not a folder; choose a path inside a folder"
+            )
         raise Exists(f"{label} {path} already exists; choose another name or delete it first")
 
     def _keep(self, path: str) -> None:
         """Copy the file's current row into kept_versions and trim them to the newest N."""
-        self._execute("INSERT INTO fsmem.kept_versions (project, path, version, command, content) "
-                      "SELECT project, path, version, %s, content FROM fsmem.files WHERE project = %s AND path = %s",
-                      (self.command, self.store.project_id, path), project_first=False)
-        self._execute("DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
-                      "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s "
-                      "ORDER BY id DESC OFFSET %s LIMIT 1)",
-                      (path, self.store.project_id, path, self.store.versions_kept))
+        self._execute(
+            "INSERT INTO fsmem.kept_versions (project, path, version, command, content) "
+            "SELECT project, path, version, %s, content FROM fsmem.files WHERE project = %s AND path = %s",
+            (self.command, self.store.project_id, path),
+            project_first=False,
+        )
+        self._execute(
+            "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
+            "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s "
+            "ORDER BY id DESC OFFSET %s LIMIT 1)",
+            (path, self.store.project_id, path, self.store.versions_kept),
+        )
 
     def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None) -> None:
         self._entries.append((path, new_path, before, after))
@@ -499,7 +585,8 @@ class PgTransaction:
             "%s::text[], %s::text[]) WITH ORDINALITY AS e(path, new_path, before, after, n) ORDER BY e.n "
             "RETURNING seq) "
             "SELECT pg_notify(%s, max(seq)::text) FROM added",
-            (project, self.command, self.thread, paths, new_paths, befores, afters, self.store.channel))
+            (project, self.command, self.thread, paths, new_paths, befores, afters, self.store.channel),
+        )
 
 
 class Listener:
@@ -542,6 +629,7 @@ _PROPOSAL_COLUMNS = "id, made_at, thread, scope, request, base, summary, diff, e
 
 def _migrate(conn: psycopg.Connection[Any]) -> None:
     """Bring the schema to ``pg_schema.CURRENT``: nothing to do (one query) in the usual case."""
+
     def applied() -> int:
         exists = conn.execute("SELECT to_regclass('fsmem.schema_version') IS NOT NULL").fetchone()
         if not (exists and exists[0]):
@@ -557,8 +645,10 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS fsmem.schema_version (version integer NOT NULL)")
         version = applied()
         if version > pg_schema.CURRENT:
-            raise SetupError(f"the database's fsmem schema is version {version}, newer than this fsmem "
-                             f"knows ({pg_schema.CURRENT}); upgrade fsmem")
+            raise SetupError(
+                f"the database's fsmem schema is version {version}, newer than this fsmem "
+                f"knows ({pg_schema.CURRENT}); upgrade fsmem"
+            )
         for migration in pg_schema.MIGRATIONS[version:]:
             conn.execute(migration)  # several statements: allowed without parameters
         conn.execute("DELETE FROM fsmem.schema_version")
@@ -571,8 +661,10 @@ def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> int:
         conn.execute("INSERT INTO fsmem.projects (name) VALUES (%s) ON CONFLICT DO NOTHING", (name,))
         row = conn.execute("SELECT id FROM fsmem.projects WHERE name = %s", (name,)).fetchone()
     if row is None:
-        raise RootNotFound(f"there is no project {name!r} in this database (or this role may not see it); "
-                           "open it with create=True to make it")
+        raise RootNotFound(
+            f"there is no project {name!r} in this database (or this role may not see it); "
+            "open it with create=True to make it"
+        )
     return int(row[0])
 
 
@@ -611,8 +703,9 @@ def _first_line(error: BaseException) -> str:
 def _translated(error: psycopg.Error, outcome: str) -> RequestError:
     """A psycopg error as fsmem's: a lock wait too long or a deadlock is BUSY, a lost server STORAGE."""
     if isinstance(error, (psycopg.errors.LockNotAvailable, psycopg.errors.TransactionRollback)):
-        return Busy(f"the memory is busy: another change held what this one needed too long; {outcome}; "
-                    "try again in a moment")
+        return Busy(
+            f"the memory is busy: another change held what this one needed too long; {outcome}; try again in a moment"
+        )
     if isinstance(error, psycopg.OperationalError):
         return StoreUnavailable(f"PostgreSQL could not be reached ({_first_line(error)}); {outcome}")
     raise error

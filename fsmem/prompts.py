@@ -52,9 +52,7 @@ def render(name: str, **values: str) -> str:
     missing = wanted - values.keys()
     extra = values.keys() - wanted
     if missing or extra:
-        raise ValueError(
-            f"prompt {name!r}: missing values {sorted(missing)}, unexpected values {sorted(extra)}"
-        )
+        raise ValueError(f"prompt {name!r}: missing values {sorted(missing)}, unexpected values {sorted(extra)}")
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
@@ -87,16 +85,21 @@ def agent_block(
     else:
         listing = "It has no routines yet."
     return render(
-        "agent_block", agent_id=agent_id, agent_name=agent_name, agent_memory=agent_memory,
+        "agent_block",
+        agent_id=agent_id,
+        agent_name=agent_name,
+        agent_memory=agent_memory,
         routines=listing,
     )
 
 
-def routine_block(
-    routine_id: str, routine_name: str, agent_name: str, routine_notes: str, agent_memory: str
-) -> str:
+def routine_block(routine_id: str, routine_name: str, agent_name: str, routine_notes: str, agent_memory: str) -> str:
     """What a routine's run must keep between runs, and where."""
     return render(
-        "routine_block", routine_id=routine_id, routine_name=routine_name, agent_name=agent_name,
-        routine_notes=routine_notes, agent_memory=agent_memory,
+        "routine_block",
+        routine_id=routine_id,
+        routine_name=routine_name,
+        agent_name=agent_name,
+        routine_notes=routine_notes,
+        agent_memory=agent_memory,
     )

@@ -37,8 +37,9 @@ class TextQuery:
         self.analyzer = analyzer
         self._replaced = Query.term_query(schema, "kind", "replaced_fact")
 
-    def search(self, searcher: tantivy.Searcher, query: str, filters: list[tuple[Occur, Query]],
-               limit: int = 10) -> list[SearchHit]:
+    def search(
+        self, searcher: tantivy.Searcher, query: str, filters: list[tuple[Occur, Query]], limit: int = 10
+    ) -> list[SearchHit]:
         """All words first, any word if that finds nothing; replaced facts only after the rest.
         ``filters`` come from :meth:`filters` (made first, so a bad glob or date changes nothing)."""
         clauses = self.clauses(query, searcher)
@@ -54,8 +55,9 @@ class TextQuery:
         snippets.set_max_num_chars(SNIPPET_CHARS)
         return [_hit(doc, score, snippets) for score, doc in found]
 
-    def _ranked(self, searcher: tantivy.Searcher, base: list[tuple[Occur, Query]],
-                limit: int) -> list[tuple[float, tantivy.Document]]:
+    def _ranked(
+        self, searcher: tantivy.Searcher, base: list[tuple[Occur, Query]], limit: int
+    ) -> list[tuple[float, tantivy.Document]]:
         """The best ``limit`` documents, those that hold first, then replaced facts.
 
         One search usually settles it: when its best ``limit`` hold no replaced fact, or are every
@@ -71,13 +73,13 @@ class TextQuery:
         holding = [hit for hit in found if not _is_replaced(hit[1])]
         if len(found) < limit:
             return holding + replaced
-        hits = searcher.search(Query.boolean_query([*base, (Occur.MustNot, self._replaced)]), limit,
-                               count=False).hits
+        hits = searcher.search(Query.boolean_query([*base, (Occur.MustNot, self._replaced)]), limit, count=False).hits
         found = [(score, doc(address)) for score, address in hits]
         if len(found) < limit:
             only_replaced = Query.boost_query(self._replaced, 0.0)  # a filter: it adds nothing to scores
-            hits = searcher.search(Query.boolean_query([*base, (Occur.Must, only_replaced)]),
-                                   limit - len(found), count=False).hits
+            hits = searcher.search(
+                Query.boolean_query([*base, (Occur.Must, only_replaced)]), limit - len(found), count=False
+            ).hits
             found += [(score, doc(address)) for score, address in hits]
         return found
 
@@ -88,19 +90,24 @@ class TextQuery:
         parts = split_query(query)
         clauses: list[Query] = []
         last = len(parts.words) - 1
-        for text, is_prefix in [*((word, parts.last_is_prefix and position == last)
-                                  for position, word in enumerate(parts.words)),
-                                *((phrase, False) for phrase in parts.phrases)]:
+        for text, is_prefix in [
+            *((word, parts.last_is_prefix and position == last) for position, word in enumerate(parts.words)),
+            *((phrase, False) for phrase in parts.phrases),
+        ]:
             tokens: list[str | tuple[int, str]] = list(self.analyzer.analyze(text))
             if len(tokens) == 1:
                 clauses.append(self._term_clause(str(tokens[0]), searcher if is_prefix else None))
             elif tokens:
-                clauses.append(Query.boolean_query([
-                    (Occur.Should, Query.boost_query(Query.phrase_query(self.schema, field, tokens), boost))
-                    for field, boost in _TEXT_FIELDS]))
+                clauses.append(
+                    Query.boolean_query(
+                        [
+                            (Occur.Should, Query.boost_query(Query.phrase_query(self.schema, field, tokens), boost))
+                            for field, boost in _TEXT_FIELDS
+                        ]
+                    )
+                )
         if not clauses:
-            raise BadRequest(
-                f"the query {query!r} has no words to search for: give at least one word or \"a phrase\"")
+            raise BadRequest(f'the query {query!r} has no words to search for: give at least one word or "a phrase"')
         return clauses
 
     def _term_clause(self, token: str, prefix_from: tantivy.Searcher | None) -> Query:
@@ -110,10 +117,14 @@ class TextQuery:
         for field, boost in _TEXT_FIELDS:
             subs.append(Query.boost_query(Query.term_query(self.schema, field, token), boost))
             if prefix_from is not None and field != "meta":
-                longer = [term for term, _ in prefix_from.terms_with_prefix(field, token, limit=PREFIX_EXPANSIONS)
-                          if term != token]
-                subs.extend(Query.boost_query(Query.term_query(self.schema, field, term), boost * 0.7)
-                            for term in longer)
+                longer = [
+                    term
+                    for term, _ in prefix_from.terms_with_prefix(field, token, limit=PREFIX_EXPANSIONS)
+                    if term != token
+                ]
+                subs.extend(
+                    Query.boost_query(Query.term_query(self.schema, field, term), boost * 0.7) for term in longer
+                )
         return Query.boolean_query([(Occur.Should, sub) for sub in subs])
 
     def filters(self, include: Globs, exclude: Globs, since: datetime | str | None) -> list[tuple[Occur, Query]]:
@@ -121,21 +132,24 @@ class TextQuery:
         includes = [include] if isinstance(include, str) else list(include or [])
         excludes = [exclude] if isinstance(exclude, str) else list(exclude or [])
         if includes:
-            filters.append((Occur.Must, Query.boolean_query([
-                (Occur.Should, self._glob(pattern)) for pattern in includes])))
+            filters.append(
+                (Occur.Must, Query.boolean_query([(Occur.Should, self._glob(pattern)) for pattern in includes]))
+            )
         filters.extend((Occur.MustNot, self._glob(pattern)) for pattern in excludes)
         if since is not None:
             moment = parse_since(since, datetime.now(UTC)) if isinstance(since, str) else check_moment(since)
-            filters.append((Occur.Must, Query.range_query(
-                self.schema, "modified", tantivy.FieldType.Date, lower_bound=moment)))
+            filters.append(
+                (Occur.Must, Query.range_query(self.schema, "modified", tantivy.FieldType.Date, lower_bound=moment))
+            )
         return filters
 
     def _glob(self, pattern: str) -> Query:
         try:
             return Query.regex_query(self.schema, "path", glob_to_regex(pattern))
         except ValueError as error:
-            raise BadRequest(f"the pattern {pattern!r} is not a usable glob ({error}); "
-                             "use *, ** and ? as in 'seo/**' or '*.md'") from error
+            raise BadRequest(
+                f"the pattern {pattern!r} is not a usable glob ({error}); use *, ** and ? as in 'seo/**' or '*.md'"
+            ) from error
 
 
 def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator) -> SearchHit:
@@ -145,7 +159,7 @@ def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator
     snippet = snippets.snippet_from_doc(doc) if len(body) > SNIPPET_CHARS else None
     if snippet is not None and snippet.fragment().strip():
         fragment = snippet.fragment()
-        start = len(body.encode("utf-8")[:snippet.fragment_range().start].decode("utf-8", "ignore"))
+        start = len(body.encode("utf-8")[: snippet.fragment_range().start].decode("utf-8", "ignore"))
     else:
         stripped = body.lstrip()
         start, fragment = len(body) - len(stripped), stripped[:SNIPPET_CHARS]
@@ -153,9 +167,16 @@ def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator
     kind = str(doc.get_first("kind"))
     if kind in ("fact", "replaced_fact"):
         text += fact_note(kind, _utc(doc.get_first("said")), _utc(doc.get_first("until")))
-    return SearchHit(str(doc.get_first("path")), str(doc.get_first("title")), kind, str(doc.get_first("level")),
-                     round(score, 4), text, _utc(doc.get_first("modified")),
-                     int(doc.get_first("body_line") or 1) + body.count("\n", 0, start))
+    return SearchHit(
+        str(doc.get_first("path")),
+        str(doc.get_first("title")),
+        kind,
+        str(doc.get_first("level")),
+        round(score, 4),
+        text,
+        _utc(doc.get_first("modified")),
+        int(doc.get_first("body_line") or 1) + body.count("\n", 0, start),
+    )
 
 
 def _utc(moment: datetime | None) -> datetime | None:

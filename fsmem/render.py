@@ -38,7 +38,7 @@ def file_view(path: str, text: str, version: str, modified: float, start: int | 
         return header + f"\n(no line {first}: the file has {total} lines)"
     if (first, last) != (1, total):
         header += f" · showing lines {first}-{last}"
-    return header + "\n" + numbered(lines[first - 1: last], first)
+    return header + "\n" + numbered(lines[first - 1 : last], first)
 
 
 def tree(path: str, levels: list[tuple[Entry, list[Entry]]]) -> str:
@@ -67,7 +67,7 @@ def excerpt(text: str, changed_line: int) -> str:
         return "(the file is now empty)"
     first = max(1, changed_line - EXCERPT_CONTEXT)
     last = min(len(lines), changed_line + EXCERPT_CONTEXT)
-    return numbered(lines[first - 1: last], first)
+    return numbered(lines[first - 1 : last], first)
 
 
 def first_difference(before: str, after: str) -> int:
@@ -99,5 +99,9 @@ def hits(found: list[SearchHit], query: str) -> str:
         return f"No matches for {query!r}."
     if found[0].text is not None:
         return "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in found)
-    return "\n".join(f"{hit.path}:{hit.line}  {hit.title}  [{hit.kind}]\n    {hit.snippet}" if hit.line
-                     else f"{hit.path}  {hit.title}  [{hit.kind}]\n    {hit.snippet}" for hit in found)
+    return "\n".join(
+        f"{hit.path}:{hit.line}  {hit.title}  [{hit.kind}]\n    {hit.snippet}"
+        if hit.line
+        else f"{hit.path}  {hit.title}  [{hit.kind}]\n    {hit.snippet}"
+        for hit in found
+    )

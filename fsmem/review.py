@@ -26,8 +26,16 @@ from fsmem.errors import ModelError, NotFound
 from fsmem.harness import ToolStep, assistant_message, execute_call, memory_tool_spec
 from fsmem.levels import Scope
 
-__all__ = ["Applied", "Proposed", "Refused", "ReviewResult", "review", "review_messages",
-           "DEFAULT_MAX_CALLS", "NOTHING_TO_SAVE"]
+__all__ = [
+    "Applied",
+    "Proposed",
+    "Refused",
+    "ReviewResult",
+    "review",
+    "review_messages",
+    "DEFAULT_MAX_CALLS",
+    "NOTHING_TO_SAVE",
+]
 
 DEFAULT_MAX_CALLS = 16
 NOTHING_TO_SAVE = "Nothing to save."
@@ -105,17 +113,21 @@ class ReviewResult:
             return "Nothing to review: the conversation has no user or assistant text."
         refused = f" {len(self.refused)} memory calls were refused." if self.refused else ""
         if self.ended == "bad_arguments":
-            return ("The model's answer could not be used: it twice sent memory-tool arguments that are "
-                    f"not valid JSON. Nothing changed.{refused}")
+            return (
+                "The model's answer could not be used: it twice sent memory-tool arguments that are "
+                f"not valid JSON. Nothing changed.{refused}"
+            )
         if self.ended == "budget":
-            return (f"The model's answer could not be used: it made {self.model_calls} model calls "
-                    f"without finishing, and changed nothing.{refused} Raise --max-calls or try another "
-                    "model.")
+            return (
+                f"The model's answer could not be used: it made {self.model_calls} model calls "
+                f"without finishing, and changed nothing.{refused} Raise --max-calls or try another "
+                "model."
+            )
         if self.answer == NOTHING_TO_SAVE:
             return "Nothing to save: the model found nothing in this conversation worth keeping."
         said = " ".join(self.answer.split())
         said = (said[:200] + "…") if len(said) > 200 else (said or "(nothing)")
-        return (f"The model answered without proposing or changing anything.{refused} Its answer: {said}")
+        return f"The model answered without proposing or changing anything.{refused} Its answer: {said}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,32 +147,59 @@ def _levels_text(run: Any) -> str:
     """The files of the scope, widest first, with what belongs in each."""
     lines = [f"- `{layout.PROJECT_FILE}` (project): what every chat, agent and routine of the project needs."]
     if run.agent_folder:
-        lines.append(f"- `{layout.agent_top_file(run.agent_folder)}` (this agent): what only this agent "
-                     "and its routines need.")
+        lines.append(
+            f"- `{layout.agent_top_file(run.agent_folder)}` (this agent): what only this agent and its routines need."
+        )
     if run.routine_folder:
-        lines.append(f"- `{layout.routine_top_file(run.routine_folder)}` (this routine): what only this "
-                     "routine needs from one run to the next.")
+        lines.append(
+            f"- `{layout.routine_top_file(run.routine_folder)}` (this routine): what only this "
+            "routine needs from one run to the next."
+        )
     return "\n".join(lines)
 
 
-def review_messages(run: Any, turns: list[dict[str, str]], *, dropped: int = 0,
-                    max_calls: int = DEFAULT_MAX_CALLS, project: str | None = None) -> list[dict[str, Any]]:
+def review_messages(
+    run: Any,
+    turns: list[dict[str, str]],
+    *,
+    dropped: int = 0,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    project: str | None = None,
+) -> list[dict[str, Any]]:
     """What the model is given: the harness's system prompt, the conversation copy, the scope's memory
     copies (which ``run`` now counts as read) and the review prompt, last."""
     system = prompts.system_prompt(project or run.memory.root.name)
     conversation = [dict(turn) for turn in turns]
     if dropped:
-        conversation.insert(0, {"role": "user", "content": f"({dropped} earlier turns of this conversation "
-                                                            "were left out to keep the review short.)"})
+        conversation.insert(
+            0,
+            {
+                "role": "user",
+                "content": f"({dropped} earlier turns of this conversation were left out to keep the review short.)",
+            },
+        )
     copies = run.context(conversation)
     instruction = prompts.render("review", levels=_levels_text(run), max_calls=str(max_calls))
-    return [{"role": "system", "content": system}, *conversation, *copies,
-            {"role": "user", "content": instruction.rstrip("\n")}]
+    return [
+        {"role": "system", "content": system},
+        *conversation,
+        *copies,
+        {"role": "user", "content": instruction.rstrip("\n")},
+    ]
 
 
-def review(memory: Any, conversation: Any, model: Any, scope: Scope | None = None, *,
-           max_calls: int = DEFAULT_MAX_CALLS, thread_id: str | None = None, project: str | None = None,
-           conversation_limit: int = CONVERSATION_LIMIT, temperature: float | None = None) -> ReviewResult:
+def review(
+    memory: Any,
+    conversation: Any,
+    model: Any,
+    scope: Scope | None = None,
+    *,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    thread_id: str | None = None,
+    project: str | None = None,
+    conversation_limit: int = CONVERSATION_LIMIT,
+    temperature: float | None = None,
+) -> ReviewResult:
     """Reread ``conversation`` (a list of messages, or an object with ``messages``) with ``model`` (a
     :class:`fsmem.llm.ChatModel`) and keep what it taught in ``scope``'s memory.
 
@@ -212,7 +251,11 @@ def review(memory: Any, conversation: Any, model: Any, scope: Scope | None = Non
         applied=tuple(_applied(memory, thread_id, started)),
         proposals=tuple(_proposed(memory, steps)),
         refused=tuple(_refused(steps)),
-        model_calls=calls, ended=ended, answer=answer.strip(), error=error, steps=tuple(steps),
+        model_calls=calls,
+        ended=ended,
+        answer=answer.strip(),
+        error=error,
+        steps=tuple(steps),
     )
 
 

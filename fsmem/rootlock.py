@@ -102,8 +102,10 @@ class RootLock:
             found = None
         if found is None or (self._root_id is not None and (found.st_dev, found.st_ino) != self._root_id):
             # never made again here: a new empty folder would silently stand in for the memory
-            raise Storage(f"the memory folder {root} is gone (deleted or moved while it was open); nothing "
-                          "was changed. Open it again where it is now, or make a new one with `fsmem init`")
+            raise Storage(
+                f"the memory folder {root} is gone (deleted or moved while it was open); nothing "
+                "was changed. Open it again where it is now, or make a new one with `fsmem init`"
+            )
         if not self.file.parent.is_dir():  # only fsmem's state was removed: the memory is still there
             make_dirs(self.file.parent)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -144,7 +146,8 @@ class RootLock:
                 raise Busy(
                     f"the memory is busy: this call waited {waited:.1f}s for the root's lock"
                     f"{', held by ' + holder if holder else ''}; nothing was changed, try again in a "
-                    "moment") from None
+                    "moment"
+                ) from None
         except BaseException:
             os.close(fd)
             raise
@@ -247,17 +250,22 @@ def _mark_crash(state: Path) -> None:
 
 
 def read_only(root: Path, error: OSError) -> Storage:
-    problem = Storage(f"the memory folder {root} cannot be changed ({error.strerror}: it is read-only "
-                      "here); it can still be read and searched. Nothing was changed")
+    problem = Storage(
+        f"the memory folder {root} cannot be changed ({error.strerror}: it is read-only "
+        "here); it can still be read and searched. Nothing was changed"
+    )
     problem.read_only = True
     return problem
 
 
 def storage_error(doing: str, error: OSError, *, changed: bool | str) -> Storage:
     """The coded refusal for a disk fault: what failed, and whether anything changed."""
-    what = {errno.ENOSPC: "no space is left on the device", errno.EDQUOT: "the disk quota is used up",
-            errno.EROFS: "the file system is read-only", errno.EIO: "the disk reported an input/output error"
-            }.get(error.errno or 0, error.strerror or str(error))
+    what = {
+        errno.ENOSPC: "no space is left on the device",
+        errno.EDQUOT: "the disk quota is used up",
+        errno.EROFS: "the file system is read-only",
+        errno.EIO: "the disk reported an input/output error",
+    }.get(error.errno or 0, error.strerror or str(error))
     if changed is False:
         outcome = "nothing was changed"
     elif changed is True:

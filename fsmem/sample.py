@@ -13,8 +13,7 @@ from pathlib import Path
 from fsmem.errors import RootNotFound
 from fsmem.resources import data_dir
 
-__all__ = ["RoutineRecord", "AgentRecord", "SAMPLE_DIR", "PROJECT", "SEO", "TITLE_TUNING", "RANK_CHECK",
-           "copy_sample"]
+__all__ = ["RoutineRecord", "AgentRecord", "SAMPLE_DIR", "PROJECT", "SEO", "TITLE_TUNING", "RANK_CHECK", "copy_sample"]
 
 SAMPLE_DIR = data_dir("sample_project")
 PROJECT = "Rye & Ember website"

@@ -29,7 +29,7 @@ def _validator() -> Any:
 def check_request(request: Any) -> dict[str, Any]:
     """Raise BadRequest naming every problem unless ``request`` fits the schema."""
     if not isinstance(request, dict):
-        raise BadRequest("a memory call must be a JSON object with a \"command\"; see the tool's schema")
+        raise BadRequest('a memory call must be a JSON object with a "command"; see the tool\'s schema')
     problems = sorted(_validator().iter_errors(request), key=lambda e: list(e.absolute_path))
     if problems:
         raise BadRequest("the call does not fit the memory tool: " + "; ".join(_describe(p) for p in problems[:5]))

@@ -20,11 +20,11 @@ def missing_features(os_name: str | None = None) -> list[str]:
     """What this system (or one whose ``os.name`` is ``os_name``) lacks of what fsmem relies on."""
     missing = []
     if not hasattr(os, "O_NOFOLLOW"):
-        missing.append("opening a file without following symlinks (O_NOFOLLOW), which keeps symlinks "
-                       "from leading out of the root")
+        missing.append(
+            "opening a file without following symlinks (O_NOFOLLOW), which keeps symlinks from leading out of the root"
+        )
     if (os_name or os.name) != "posix":
-        missing.append("fsync of a folder, which makes a rename survive a crash, and private file modes "
-                       "(0600/0700)")
+        missing.append("fsync of a folder, which makes a rename survive a crash, and private file modes (0600/0700)")
     return missing
 
 
@@ -32,5 +32,8 @@ def check_system() -> None:
     """Raise :class:`Unsupported` naming what is missing, when fsmem cannot keep its promises here."""
     missing = missing_features()
     if missing:
-        raise Unsupported(f"fsmem runs on {SUPPORTED}; this system ({sys.platform}) lacks "
-                          + "; and ".join(missing) + ". Use fsmem from Linux, macOS or WSL")
+        raise Unsupported(
+            f"fsmem runs on {SUPPORTED}; this system ({sys.platform}) lacks "
+            + "; and ".join(missing)
+            + ". Use fsmem from Linux, macOS or WSL"
+        )

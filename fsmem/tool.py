@@ -19,6 +19,7 @@ from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, pa
 from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
 from fsmem.core.versions import version_of
+from fsmem.drive import now_iso
 from fsmem.errors import (
     BadPath,
     BadRequest,
@@ -33,7 +34,6 @@ from fsmem.errors import (
     Sensitive,
     TooLarge,
 )
-from fsmem.drive import now_iso
 from fsmem.levels import Scope, scope_folders
 from fsmem.schema import check_request
 
@@ -87,8 +87,9 @@ class Run:
             try:
                 parsed = parse_request(check_request(request))
             except RecursionError as error:  # checking a value nested thousands deep: not a request
-                raise BadRequest("the request nests lists or objects too deeply; send one flat object "
-                                 "with the fields of one command") from error
+                raise BadRequest(
+                    "the request nests lists or objects too deeply; send one flat object with the fields of one command"
+                ) from error
             return self.execute(parsed)
         except RequestError as error:
             return error_result(error)
@@ -131,7 +132,9 @@ class Run:
             if current.strip():
                 raise NotRead(
                     f"{path} has content this run has not read; read it first (command read), then "
-                    f"{doing} it with what you saw in mind", path=path, current_version=current_version
+                    f"{doing} it with what you saw in mind",
+                    path=path,
+                    current_version=current_version,
                 )
             return
         if expected != current_version:
@@ -153,7 +156,10 @@ class Run:
         return Conflict(
             f"{path} changed since you read it (you saw version {expected}; {now}){who}. "
             f"Nothing was changed. Read it again, then redo your change on what it holds now.",
-            path=path, seen_version=expected, current_version=current_version, changed_by=changed_by,
+            path=path,
+            seen_version=expected,
+            current_version=current_version,
+            changed_by=changed_by,
         )
 
     def _check_writable(self, path: str, doing: str) -> layout.PathRole:
@@ -162,12 +168,15 @@ class Run:
             raise Protected(
                 f"{path} is a fact file; facts change only through the facts API "
                 "(`fsmem facts keep|edit|forget`), not by {doing}; you may read and search them".replace(
-                    "{doing}", doing)
+                    "{doing}", doing
+                )
             )
         if role.is_level_folder or path in ("", layout.AGENTS_DIR):
-            raise Protected(f"{path or '/'} is the place of a level folder (agents/ holds only agent folders, "
-                            "routines/ only routine folders); only the harness creates, renames or deletes those. "
-                            "Put the file in an existing agent's or routine's folder, or in a project topic folder")
+            raise Protected(
+                f"{path or '/'} is the place of a level folder (agents/ holds only agent folders, "
+                "routines/ only routine folders); only the harness creates, renames or deletes those. "
+                "Put the file in an existing agent's or routine's folder, or in a project topic folder"
+            )
         if role.agent_folder and not self.drive.resolve(role.agent_folder).is_dir():
             raise Protected(
                 f"there is no agent folder {role.agent_folder}; agents are created by the harness, so "
@@ -203,7 +212,7 @@ class Run:
         if data is None:
             # The run has now seen that the file is gone: it may make it anew without a conflict.
             self.seen.pop(path, None)
-            raise NotFound(f"there is no file {path!r}; read the folder \"/\" to see what exists")
+            raise NotFound(f'there is no file {path!r}; read the folder "/" to see what exists')
         version = version_of(data)
         # Seen even when it cannot be shown: the refusal below says to write it whole, which needs it.
         self.mark_seen(path, version)
@@ -215,13 +224,22 @@ class Run:
                 "with content to replace it (its bytes stay in the versions kept)"
             ) from error
         info = self.drive.stat(path)
-        view = render.file_view(path, text, version, info.st_mtime if info else 0.0,
-                                request.start_line, request.end_line)
+        view = render.file_view(
+            path, text, version, info.st_mtime if info else 0.0, request.start_line, request.end_line
+        )
         if len(view) > cap:
-            raise TooLarge(f"lines {request.start_line or 1}-{request.end_line or 'end'} of {path} come to "
-                           f"{len(view):,} characters, more than the {cap:,} a read shows; ask for fewer lines")
-        return {"ok": True, "path": path, "version": version, "content": text,
-                "lines": len(text.splitlines()), "text": view}
+            raise TooLarge(
+                f"lines {request.start_line or 1}-{request.end_line or 'end'} of {path} come to "
+                f"{len(view):,} characters, more than the {cap:,} a read shows; ask for fewer lines"
+            )
+        return {
+            "ok": True,
+            "path": path,
+            "version": version,
+            "content": text,
+            "lines": len(text.splitlines()),
+            "text": view,
+        }
 
     def _tree(self, path: str) -> str:
         levels = []
@@ -260,30 +278,47 @@ class Run:
             if before is not None and after == before:
                 version = version_of(before)
                 self.mark_seen(path, version)
-                return {"ok": True, "path": path, "version": version, "content": after_text,
-                        "lines": len(after_text.splitlines()),
-                        "text": f"{path} already holds exactly this (version {version}); nothing changed."}
+                return {
+                    "ok": True,
+                    "path": path,
+                    "version": version,
+                    "content": after_text,
+                    "lines": len(after_text.splitlines()),
+                    "text": f"{path} already holds exactly this (version {version}); nothing changed.",
+                }
             if self.review and before_text is not None and not only_adds(before_text, after_text):
-                raise _Deferred(f"change {path}", {path: version_of(before)},
-                                unified_diff(path, before_text, after_text))
+                raise _Deferred(
+                    f"change {path}", {path: version_of(before)}, unified_diff(path, before_text, after_text)
+                )
             version = tx.write(path, after)
             hand = [edit for edit in tx.hand_edits if edit.path == path and edit.version]
         self.mark_seen(path, version)
         line = render.first_difference(before_text or "", after_text)
         verb = "Created" if before is None else "Wrote"
-        text = (f"{verb} {path} (version {version}, {render.lines_count(len(after_text.splitlines()))}). "
-                f"Around the change:\n{render.excerpt(after_text, line)}")
+        text = (
+            f"{verb} {path} (version {version}, {render.lines_count(len(after_text.splitlines()))}). "
+            f"Around the change:\n{render.excerpt(after_text, line)}"
+        )
         if request.old_text is not None and before_text is not None:  # where the replaced text began
-            line = before_text[:before_text.find(request.old_text)].count("\n") + 1
-        result = {"ok": True, "path": path, "version": version, "content": after_text,
-                  "lines": len(after_text.splitlines()), "line": line, "text": text}
+            line = before_text[: before_text.find(request.old_text)].count("\n") + 1
+        result = {
+            "ok": True,
+            "path": path,
+            "version": version,
+            "content": after_text,
+            "lines": len(after_text.splitlines()),
+            "line": line,
+            "text": text,
+        }
         if hand:  # a person saved the file while this write was made: their text is kept, not lost
             kept = hand[-1].version
             result["hand_edit_kept"] = hand[-1].to_dict()
-            result["text"] = (f"{text}\nA person saved {path} by hand while this write was being made; "
-                              f"their text is kept as version {kept} in the file's history, not in the "
-                              f"file (`fsmem revert {path} {kept}` brings it back). Tell them, or read "
-                              "their version and fold it in.")
+            result["text"] = (
+                f"{text}\nA person saved {path} by hand while this write was being made; "
+                f"their text is kept as version {kept} in the file's history, not in the "
+                f"file (`fsmem revert {path} {kept}` brings it back). Tell them, or read "
+                "their version and fold it in."
+            )
         return result
 
     def _new_text(self, path: str, before: str | None, request: Write) -> str:
@@ -305,11 +340,14 @@ class Run:
         try:
             data = after.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise BadRequest("the content is not valid UTF-8 text (it holds a lone surrogate); "
-                             "send plain text") from error
+            raise BadRequest(
+                "the content is not valid UTF-8 text (it holds a lone surrogate); send plain text"
+            ) from error
         if b"\0" in data:  # a NUL is what marks a binary file; memory is text, whatever its name
-            raise BadRequest(f"the content for {path} holds a NUL character, so it is binary, not text; "
-                             "memory files are plain text: send the text without it")
+            raise BadRequest(
+                f"the content for {path} holds a NUL character, so it is binary, not text; "
+                "memory files are plain text: send the text without it"
+            )
         limit = self.memory.settings.max_file_bytes
         if len(data) > limit:
             raise TooLarge(
@@ -371,19 +409,21 @@ class Run:
                 self._check_version(source, data, request.expected_version, "rename")
             self.drive.check_free(destination, "new_path")
             if self.review:
-                base: dict[str, str | None] = \
-                    {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)} \
-                    if source_is_dir else {source: version_of(data)}
-                raise _Deferred(f"rename {source} to {destination}", base,
-                                folder=source if source_is_dir else None)
+                base: dict[str, str | None] = (
+                    {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)}
+                    if source_is_dir
+                    else {source: version_of(data)}
+                )
+                raise _Deferred(f"rename {source} to {destination}", base, folder=source if source_is_dir else None)
             tx.move(source, destination)
         for old in [p for p in self.seen if p == source or p.startswith(source + "/")]:
-            self.seen[destination + old[len(source):]] = self.seen.pop(old)
+            self.seen[destination + old[len(source) :]] = self.seen.pop(old)
         return {"ok": True, "path": destination, "text": f"Renamed {source} to {destination}."}
 
     def _contains_levels(self, folder: str) -> bool:
         return any(layout.role_of(entry.path).is_top_file for entry in self.drive.walk_files(folder)) or any(
-            e.is_dir and self._holds_levels(e.path) for e in self.drive.entries(folder))
+            e.is_dir and self._holds_levels(e.path) for e in self.drive.entries(folder)
+        )
 
     def _check_folder_seen(self, folder: str) -> None:
         """Files in a folder that this run saw must still be as it saw them."""
@@ -409,24 +449,33 @@ class Run:
         with self.drive.change("delete", self.thread_id) as tx:
             data = tx.read(path)
             if data is None:
-                raise NotFound(f"there is no file or folder {path!r}; read \"/\" to see what exists")
+                raise NotFound(f'there is no file or folder {path!r}; read "/" to see what exists')
             self._check_version(path, data, request.expected_version, "delete")
             held = {path: data.decode("utf-8", errors="replace")}
             if self.review:
-                raise _Deferred(f"{'empty' if role.is_top_file else 'delete'} {path}", {path: version_of(data)},
-                                unified_diff(path, held[path], ""))
+                raise _Deferred(
+                    f"{'empty' if role.is_top_file else 'delete'} {path}",
+                    {path: version_of(data)},
+                    unified_diff(path, held[path], ""),
+                )
             if role.is_top_file:
                 version = tx.write(path, b"")
             else:
                 tx.delete(path)
         if role.is_top_file:
             self.mark_seen(path, version)
-            text = (f"{path} is a level's top file, so it was emptied, not removed (version {version}). "
-                    f"It held:\n{held[path]}")
+            text = (
+                f"{path} is a level's top file, so it was emptied, not removed (version {version}). "
+                f"It held:\n{held[path]}"
+            )
             return {"ok": True, "path": path, "version": version, "held": held, "text": text}
         self.seen.pop(path, None)
-        return {"ok": True, "path": path, "held": held,
-                "text": f"Deleted {path}. It held (write it back to undo):\n{held[path]}"}
+        return {
+            "ok": True,
+            "path": path,
+            "held": held,
+            "text": f"Deleted {path}. It held (write it back to undo):\n{held[path]}",
+        }
 
     def _delete_folder(self, folder: str) -> dict[str, Any]:
         with self.drive.change("delete", self.thread_id) as tx:
@@ -437,27 +486,45 @@ class Run:
                 if data is not None:
                     held[entry.path] = data.decode("utf-8", errors="replace")
             if self.review:
-                raise _Deferred(f"delete the folder {folder} ({len(held)} files)",
-                                {p: version_of(c.encode("utf-8")) for p, c in held.items()}, folder=folder)
+                raise _Deferred(
+                    f"delete the folder {folder} ({len(held)} files)",
+                    {p: version_of(c.encode("utf-8")) for p, c in held.items()},
+                    folder=folder,
+                )
             tx.delete(folder)
         for path in [p for p in self.seen if p.startswith(folder + "/")]:
             del self.seen[path]
         listing = "\n".join(f"--- {p}\n{c}" for p, c in held.items()) or "(no files)"
-        return {"ok": True, "path": folder, "held": held,
-                "text": f"Deleted the folder {folder} and its {len(held)} files. They held:\n{listing}"}
+        return {
+            "ok": True,
+            "path": folder,
+            "held": held,
+            "text": f"Deleted the folder {folder} and its {len(held)} files. They held:\n{listing}",
+        }
 
     def _propose(self, request: Request, deferred: _Deferred) -> dict[str, Any]:
         from fsmem import proposals
 
         proposal = proposals.ChangeProposal(
-            id=proposals.new_id(), made_at=now_iso(), thread=self.thread_id, scope=self.scope.to_text(),
-            request=request_to_dict(request), base=deferred.base, summary=deferred.summary,
-            diff=deferred.diff, extra={"folder": deferred.folder} if deferred.folder else {},
+            id=proposals.new_id(),
+            made_at=now_iso(),
+            thread=self.thread_id,
+            scope=self.scope.to_text(),
+            request=request_to_dict(request),
+            base=deferred.base,
+            summary=deferred.summary,
+            diff=deferred.diff,
+            extra={"folder": deferred.folder} if deferred.folder else {},
         )
         proposals.save(self.memory, proposal)
-        return {"ok": True, "proposal": proposal.id,
-                "text": (f"Proposed {proposal.id}: {deferred.summary}. It replaces or removes what is written, "
-                         "so it waits for a person to approve it; nothing changed yet. Additions apply at once.")}
+        return {
+            "ok": True,
+            "proposal": proposal.id,
+            "text": (
+                f"Proposed {proposal.id}: {deferred.summary}. It replaces or removes what is written, "
+                "so it waits for a person to approve it; nothing changed yet. Additions apply at once."
+            ),
+        }
 
     # ---- search -----------------------------------------------------------------------------
 
@@ -467,8 +534,14 @@ class Run:
         for name, globs in (("include", request.include), ("exclude", request.exclude)):
             for glob in globs:
                 _check_glob(name, glob)
-        found = self.memory.search(request.query, regex=request.regex, include=request.include or None,
-                                   exclude=request.exclude or None, since=request.since, limit=limit)
+        found = self.memory.search(
+            request.query,
+            regex=request.regex,
+            include=request.include or None,
+            exclude=request.exclude or None,
+            since=request.since,
+            limit=limit,
+        )
         return {"ok": True, "text": render.hits(found, request.query), "hits": [hit.to_dict() for hit in found]}
 
 

@@ -59,8 +59,20 @@ TOOL_NAME = "memory"
 
 # Top-level keywords a provider's tool schema does not take: identity, and the combinators and
 # conditionals that the Anthropic API refuses at the top level.
-_TOP_LEVEL_DROPPED = ("$schema", "$id", "$comment", "title", "description",
-                      "allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+_TOP_LEVEL_DROPPED = (
+    "$schema",
+    "$id",
+    "$comment",
+    "title",
+    "description",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+)
 
 
 def load_source(schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
@@ -76,14 +88,14 @@ def tool_description(source: dict[str, Any], prompts_dir: Path = PROMPTS_DIR) ->
             return text
     description = source.get("description")
     if not isinstance(description, str) or not description.strip():
-        raise ValueError("tool_schema/memory.json has no \"description\" and prompts/ has no tool description")
+        raise ValueError('tool_schema/memory.json has no "description" and prompts/ has no tool description')
     return description.strip()
 
 
 def portable_input_schema(source: dict[str, Any]) -> dict[str, Any]:
     """The input schema every provider accepts: an object with properties, no top-level combinators."""
     if source.get("type") != "object" or not isinstance(source.get("properties"), dict):
-        raise ValueError("tool_schema/memory.json must describe an object with \"properties\"")
+        raise ValueError('tool_schema/memory.json must describe an object with "properties"')
     return {key: copy.deepcopy(value) for key, value in source.items() if key not in _TOP_LEVEL_DROPPED}
 
 
@@ -91,8 +103,7 @@ def openai_function(source: dict[str, Any], description: str) -> dict[str, Any]:
     """The OpenAI function-calling form (Chat Completions ``tools=[...]``)."""
     return {
         "type": "function",
-        "function": {"name": TOOL_NAME, "description": description,
-                     "parameters": portable_input_schema(source)},
+        "function": {"name": TOOL_NAME, "description": description, "parameters": portable_input_schema(source)},
     }
 
 

@@ -48,8 +48,9 @@ FolderRecord = tuple[str, tuple[int, int, int], str, bytes, tuple[str, ...], tup
 _PACK = struct.Struct("<4q").pack
 
 
-def walk_tree(root: Path, record: bool = False) -> tuple[dict[str, tuple[int, int, int, int]],
-                                                         list[FolderRecord] | None]:
+def walk_tree(
+    root: Path, record: bool = False
+) -> tuple[dict[str, tuple[int, int, int, int]], list[FolderRecord] | None]:
     """``walk_files``, and with ``record`` every folder's record too (``None`` if one could not be read)."""
     found: dict[str, tuple[int, int, int, int]] = {}
     folders: list[FolderRecord] | None = [] if record else None
@@ -75,11 +76,21 @@ def walk_tree(root: Path, record: bool = False) -> tuple[dict[str, tuple[int, in
     return found, folders
 
 
-def _record_folder(prefix: str, stamp: tuple[int, int, int],
-                   files: dict[str, tuple[tuple[int, int, int, int], bool]], subfolders: list[str]) -> FolderRecord:
+def _record_folder(
+    prefix: str,
+    stamp: tuple[int, int, int],
+    files: dict[str, tuple[tuple[int, int, int, int], bool]],
+    subfolders: list[str],
+) -> FolderRecord:
     names = sorted(files)
-    return (prefix, stamp, "\0".join(names), b"".join(_PACK(*files[name][0]) for name in names),
-            tuple(name for name in names if files[name][1]), tuple(sorted(subfolders)))
+    return (
+        prefix,
+        stamp,
+        "\0".join(names),
+        b"".join(_PACK(*files[name][0]) for name in names),
+        tuple(name for name in names if files[name][1]),
+        tuple(sorted(subfolders)),
+    )
 
 
 def _folder_stamp(folder: str) -> tuple[int, int, int] | None:
@@ -90,8 +101,7 @@ def _folder_stamp(folder: str) -> tuple[int, int, int] | None:
     return info.st_mtime_ns, info.st_ctime_ns, info.st_ino
 
 
-def _scan(folder: str, root_real: str) -> tuple[dict[str, tuple[tuple[int, int, int, int], bool]],
-                                                 list[str]] | None:
+def _scan(folder: str, root_real: str) -> tuple[dict[str, tuple[tuple[int, int, int, int], bool]], list[str]] | None:
     """The indexable files of one folder (name: (stamp, is a symlink)) and its sub-folders."""
     files: dict[str, tuple[tuple[int, int, int, int], bool]] = {}
     subfolders: list[str] = []
@@ -143,8 +153,9 @@ _CACHE_MAGIC = b"fsmem-walk-3\n"
 Racy = dict[str, tuple[str, int]]  # path -> (version, newest of its mtime and ctime)
 
 
-def save_walk_cache(file: Path, key: tuple[int, int], taken_ns: int, count: int,
-                    folders: list[FolderRecord], racy: Racy | None = None) -> None:
+def save_walk_cache(
+    file: Path, key: tuple[int, int], taken_ns: int, count: int, folders: list[FolderRecord], racy: Racy | None = None
+) -> None:
     """Write the cache (temp file and rename, no fsync: it is derived, and checked when read)."""
     payload = marshal.dumps((key, taken_ns, count, folders, racy or {}))
     data = _CACHE_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload
@@ -169,8 +180,8 @@ def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderR
     head = len(_CACHE_MAGIC)
     if not data.startswith(_CACHE_MAGIC) or len(data) < head + 4:
         return None
-    payload = data[head + 4:]
-    if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
+    payload = data[head + 4 :]
+    if zlib.crc32(payload) != int.from_bytes(data[head : head + 4], "big"):
         return None
     try:
         key, taken_ns, count, folders, racy = marshal.loads(payload)
@@ -179,8 +190,9 @@ def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderR
         return None
 
 
-def unchanged_since(root: Path, taken_ns: int, folders: list[FolderRecord],
-                    window_ns: int) -> list[FolderRecord] | None:
+def unchanged_since(
+    root: Path, taken_ns: int, folders: list[FolderRecord], window_ns: int
+) -> list[FolderRecord] | None:
     """The folders as they are now if every file is exactly as recorded, else ``None``.
 
     A folder is listed again unless its stamp is the recorded one and older than ``window_ns`` before
@@ -233,7 +245,7 @@ def _is_utf8(name: str) -> bool:
 def _link_stays_inside(link: str, root_real: str) -> bool:
     target = os.path.realpath(link)
     inside = target.startswith(root_real + os.sep)
-    return inside and not target[len(root_real) + 1:].split(os.sep, 1)[0].startswith(".")
+    return inside and not target[len(root_real) + 1 :].split(os.sep, 1)[0].startswith(".")
 
 
 def stamp_of(root: Path, path: str) -> Stamp | None:
@@ -316,8 +328,9 @@ def changes_since(root: Path, seen: Mapping[str, Indexed], memo: Memo | None, li
     return Plan(tuple(sorted(plan.changed + tuple(stale))), plan.removed, tuple(settle)), len(found)
 
 
-def _unchanged_since_cached_walk(root: Path, memo: Memo, key: tuple[int, int], seen: Mapping[str, Indexed],
-                                 limit: int) -> int | None:
+def _unchanged_since_cached_walk(
+    root: Path, memo: Memo, key: tuple[int, int], seen: Mapping[str, Indexed], limit: int
+) -> int | None:
     """The file count when the last clean walk still holds, else ``None`` (the caller walks)."""
     cached = load_walk_cache(memo.file)
     if cached is None:
@@ -344,13 +357,15 @@ def _unchanged_since_cached_walk(root: Path, memo: Memo, key: tuple[int, int], s
         if _hash_differs(root, path, version, limit):
             return None
     if moved or settled or now != folders:  # remember what was found, as of now
-        save_walk_cache(memo.file, key, started, count, now,
-                        {path: value for path, value in racy.items() if path not in settled})
+        save_walk_cache(
+            memo.file, key, started, count, now, {path: value for path, value in racy.items() if path not in settled}
+        )
     return count
 
 
-def _advance(root: Path, folders: list[FolderRecord], paths: set[str],
-             seen: Mapping[str, Indexed]) -> list[FolderRecord] | None:
+def _advance(
+    root: Path, folders: list[FolderRecord], paths: set[str], seen: Mapping[str, Indexed]
+) -> list[FolderRecord] | None:
     """The records with the folders of ``paths`` (and their parents) listed again, if every file in
     them is as ``seen`` holds it and no folder appeared that nobody listed; else ``None``."""
     records = {record[0]: record for record in folders}

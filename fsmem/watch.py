@@ -45,8 +45,16 @@ log = logging.getLogger("fsmem.watch")
 
 # Changes only: opening or reading a file (our own comparisons read thousands) must not wake the
 # watcher, or a reconcile's reads could overflow the queue and trigger another reconcile.
-EVENTS = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
-          DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+EVENTS = [
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
 
 
 class _LostEvents(logging.Handler):
@@ -63,8 +71,15 @@ class _LostEvents(logging.Handler):
 class Watcher(FileSystemEventHandler):
     """Watch ``index.root`` and apply what changes to ``index``."""
 
-    def __init__(self, index: Index, *, debounce: float = 0.15, max_delay: float = 1.0,
-                 heartbeat: float = HEARTBEAT_INTERVAL, reconcile_every: float = 300.0) -> None:
+    def __init__(
+        self,
+        index: Index,
+        *,
+        debounce: float = 0.15,
+        max_delay: float = 1.0,
+        heartbeat: float = HEARTBEAT_INTERVAL,
+        reconcile_every: float = 300.0,
+    ) -> None:
         self.index = index
         self.root = index.root
         self.debounce = debounce
@@ -132,8 +147,12 @@ class Watcher(FileSystemEventHandler):
     def unapplied(self) -> set[str] | None:
         """The paths events named that are not applied yet, while running with no event lost (then this
         process's searches refresh those and compare nothing); ``None`` otherwise."""
-        running = (self._observer is not None and not self._stop.is_set()
-                   and self._thread is not None and self._thread.is_alive())
+        running = (
+            self._observer is not None
+            and not self._stop.is_set()
+            and self._thread is not None
+            and self._thread.is_alive()
+        )
         with self._condition:
             return set(self._pending) if running and self._lost is None else None
 
@@ -187,7 +206,7 @@ class Watcher(FileSystemEventHandler):
         text = os.fsdecode(raw)
         if not text.startswith(self._root_text + os.sep):
             return None
-        rel = text[len(self._root_text) + 1:].replace(os.sep, "/")
+        rel = text[len(self._root_text) + 1 :].replace(os.sep, "/")
         if any(part.startswith(".") for part in rel.split("/")):  # .fsmem, .git, editor dot-files
             return None
         return rel
@@ -293,9 +312,13 @@ class Watcher(FileSystemEventHandler):
             pending = len(self._pending)
             degraded = self._lost is not None or self._observer is None
         state = {
-            "pid": os.getpid(), "host": socket.gethostname(), "beat": time.time(),
-            "interval": self.heartbeat_interval, "pending": pending,
-            "state": "degraded" if degraded else "ok", "batches": self.batches,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "beat": time.time(),
+            "interval": self.heartbeat_interval,
+            "pending": pending,
+            "state": "degraded" if degraded else "ok",
+            "batches": self.batches,
         }
         if self._stop.is_set():
             return

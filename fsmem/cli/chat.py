@@ -16,15 +16,18 @@ from fsmem.cli.options import echo_json, find_root, json_option, root_option
 from fsmem.errors import ModelError, ScopeError, SetupError
 
 
-def _scope(agent_id: str | None, agent_name: str | None, routine_id: str | None,
-           routine_name: str | None) -> tuple[Any, str]:
+def _scope(
+    agent_id: str | None, agent_name: str | None, routine_id: str | None, routine_name: str | None
+) -> tuple[Any, str]:
     from fsmem import Scope
 
     if routine_id:
         if not agent_id:
             raise ScopeError("--routine needs --agent: a routine's run loads its agent's memory too")
-        return (Scope.routine(agent_id, routine_id, agent_name=agent_name, routine_name=routine_name),
-                f"routine:{agent_id}:{routine_id}")
+        return (
+            Scope.routine(agent_id, routine_id, agent_name=agent_name, routine_name=routine_name),
+            f"routine:{agent_id}:{routine_id}",
+        )
     if agent_id:
         return Scope.agent(agent_id, name=agent_name), f"agent:{agent_id}"
     return Scope.chat(), "chat"
@@ -39,15 +42,18 @@ def _load_thread(path: Path | None, scope_key: str) -> tuple[str | None, list[di
     except (ValueError, KeyError, TypeError) as error:
         raise SetupError(f"{path} is not a thread file fsmem wrote ({error}); pass another --thread file") from None
     if scope != scope_key:
-        raise ScopeError(f"{path} holds a thread of {scope}, not {scope_key}; pass the same --agent/--routine "
-                         "as when it was started, or another --thread file")
+        raise ScopeError(
+            f"{path} holds a thread of {scope}, not {scope_key}; pass the same --agent/--routine "
+            "as when it was started, or another --thread file"
+        )
     return thread_id, messages
 
 
 def _save_thread(path: Path, thread_id: str, scope_key: str, messages: list[dict[str, Any]]) -> None:
     """Write the thread file whole or not at all."""
-    data = json.dumps({"thread_id": thread_id, "scope": scope_key, "messages": messages},
-                      ensure_ascii=False, indent=1).encode("utf-8")
+    data = json.dumps(
+        {"thread_id": thread_id, "scope": scope_key, "messages": messages}, ensure_ascii=False, indent=1
+    ).encode("utf-8")
     write_atomic(path.resolve(), data)
 
 
@@ -76,18 +82,42 @@ def _print_turn(turn: Any, show_context: bool) -> None:
 @click.option("--agent-name", metavar="NAME", help="The agent's name, shown to the model.")
 @click.option("--routine", "routine_id", metavar="ID", help="Run this routine of --agent (loads its notes).")
 @click.option("--routine-name", metavar="NAME", help="The routine's name, shown to the model.")
-@click.option("-m", "--message", "messages", multiple=True, metavar="TEXT",
-              help="Send this message (repeat for several turns) instead of reading lines from stdin.")
-@click.option("--thread", "thread_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="Keep the thread in this JSON file and continue it next time.")
-@click.option("--recall/--no-recall", default=False, show_default=True,
-              help="Add the top memory matches for each message (under a token cap).")
+@click.option(
+    "-m",
+    "--message",
+    "messages",
+    multiple=True,
+    metavar="TEXT",
+    help="Send this message (repeat for several turns) instead of reading lines from stdin.",
+)
+@click.option(
+    "--thread",
+    "thread_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Keep the thread in this JSON file and continue it next time.",
+)
+@click.option(
+    "--recall/--no-recall",
+    default=False,
+    show_default=True,
+    help="Add the top memory matches for each message (under a token cap).",
+)
 @click.option("--show-context", is_flag=True, help="Show which memory copies each turn appended.")
 @json_option
-def chat(root: str | None, model_settings: Any,
-         agent_id: str | None, agent_name: str | None, routine_id: str | None, routine_name: str | None,
-         messages: tuple[str, ...], thread_file: Path | None, recall: bool, show_context: bool,
-         as_json: bool) -> None:
+def chat(
+    root: str | None,
+    model_settings: Any,
+    agent_id: str | None,
+    agent_name: str | None,
+    routine_id: str | None,
+    routine_name: str | None,
+    messages: tuple[str, ...],
+    thread_file: Path | None,
+    recall: bool,
+    show_context: bool,
+    as_json: bool,
+) -> None:
     """Talk to a model that uses this project's memory: a chat, an agent's chat or a routine's run.
 
     Reads one message a line from stdin (or takes -m). `/compact` compacts the thread; `/quit` ends.
@@ -96,8 +126,10 @@ def chat(root: str | None, model_settings: Any,
     from fsmem.harness import Session
 
     if not model_settings.url:
-        raise ModelError("fsmem chat talks to a real model: pass --model-url URL and --model NAME (or set "
-                         "$FSMEM_MODEL_URL and $FSMEM_MODEL); try `fsmem demo` for the scripted one")
+        raise ModelError(
+            "fsmem chat talks to a real model: pass --model-url URL and --model NAME (or set "
+            "$FSMEM_MODEL_URL and $FSMEM_MODEL); try `fsmem demo` for the scripted one"
+        )
     model = make_model(model_settings)
     memory = fsmem.open(find_root(root))
     scope, scope_key = _scope(agent_id, agent_name, routine_id, routine_name)
@@ -130,9 +162,14 @@ def chat(root: str | None, model_settings: Any,
                 # a person at the prompt keeps the conversation; the failed message can be sent again
                 click.echo(f"Error: [{error.code}] {error.message}", err=True)
                 continue
-            turns.append({"message": text, "given": turn.given,
-                          "steps": [{"arguments": s.arguments, "result": s.result} for s in turn.steps],
-                          "answer": turn.answer})
+            turns.append(
+                {
+                    "message": text,
+                    "given": turn.given,
+                    "steps": [{"arguments": s.arguments, "result": s.result} for s in turn.steps],
+                    "answer": turn.answer,
+                }
+            )
             if not as_json:
                 _print_turn(turn, show_context)
         if thread_file is not None:
@@ -146,10 +183,19 @@ EXIT_DEMO_FAILED = 1  # ran, and a check failed (the README's "refused" code); 2
 
 @click.command()
 @model_options
-@click.option("--project", "source", type=click.Path(file_okay=False, exists=True, path_type=Path),
-              metavar="DIR", help="The memory root to copy (default: the repository's sample_project/).")
-@click.option("--keep", type=click.Path(path_type=Path), metavar="DIR",
-              help="Make the copy here and keep it (default: a temporary folder, removed at the end).")
+@click.option(
+    "--project",
+    "source",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    metavar="DIR",
+    help="The memory root to copy (default: the repository's sample_project/).",
+)
+@click.option(
+    "--keep",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Make the copy here and keep it (default: a temporary folder, removed at the end).",
+)
 @click.option("--show-system", is_flag=True, help="Print the whole system prompt once.")
 @json_option
 def demo(model_settings: Any, source: Path | None, keep: Path | None, show_system: bool, as_json: bool) -> None:
@@ -170,8 +216,10 @@ def demo(model_settings: Any, source: Path | None, keep: Path | None, show_syste
             raise click.UsageError(f"{keep} already exists; --keep makes a new folder")
         root = copy_sample(keep, source)
         records = _run(run_demo, root, model, echo, show_system, model_url)
-        echo(f"The copy is kept in {root}: open its files in an editor, or run "
-             f"`fsmem read --root {root} {AGENT_MEMORY}`.")
+        echo(
+            f"The copy is kept in {root}: open its files in an editor, or run "
+            f"`fsmem read --root {root} {AGENT_MEMORY}`."
+        )
     else:
         with tempfile.TemporaryDirectory(prefix="fsmem-demo-") as folder:
             root = copy_sample(Path(folder) / "rye-and-ember", source)
@@ -184,8 +232,11 @@ def demo(model_settings: Any, source: Path | None, keep: Path | None, show_syste
     if failed:
         # the demo is a check too: a script (or bin/smoke-local-model) must see that it did not hold
         total = sum(len(record["checks"]) for record in records)
-        click.echo(f"Error: {len(failed)} of {total} demo checks failed (marked ✗ above): memory did "
-                   "not reach the model as the runs expect", err=True)
+        click.echo(
+            f"Error: {len(failed)} of {total} demo checks failed (marked ✗ above): memory did "
+            "not reach the model as the runs expect",
+            err=True,
+        )
         click.get_current_context().exit(EXIT_DEMO_FAILED)
 
 

@@ -42,12 +42,16 @@ def facts() -> None:
 @click.argument("attribute")
 @click.argument("fact")
 @click.option("--source", default=DEFAULT_SOURCE, show_default=True, help="Where the fact came from.")
-@click.option("--said", metavar="DATE", help="When it was said (YYYY-MM-DD or ISO time; default now; "
-                                             "a future date is taken as now).")
+@click.option(
+    "--said",
+    metavar="DATE",
+    help="When it was said (YYYY-MM-DD or ISO time; default now; a future date is taken as now).",
+)
 @root_option
 @json_option
-def keep(subject: str, attribute: str, fact: str, source: str, said: str | None, root: str | None,
-         as_json: bool) -> None:
+def keep(
+    subject: str, attribute: str, fact: str, source: str, said: str | None, root: str | None, as_json: bool
+) -> None:
     """Keep FACT about SUBJECT's ATTRIBUTE. A later fact about the same thing replaces the one that
     holds (which moves to the history); an earlier one goes to the history at once."""
     kept = _facts(root).keep(subject, attribute, fact, source=source, said=said, thread=THREAD)
@@ -63,14 +67,18 @@ def _echo_kept(kept: Any, prefix: str = "") -> None:
         click.echo(f"{prefix}Already known as {fact.id}: {fact.text} Nothing was kept.")
     elif kept.outcome == "history" or not fact.holds and kept.replaced is None:
         until = format_when(fact.until) if fact.until else "?"
-        click.echo(f"{prefix}Kept {fact.id} in the history at once: {fact.subject} / {fact.attribute}: "
-                   f"{fact.text} (held {format_when(fact.said)} to {until}; {fact.replaced_by} was said later)")
+        click.echo(
+            f"{prefix}Kept {fact.id} in the history at once: {fact.subject} / {fact.attribute}: "
+            f"{fact.text} (held {format_when(fact.said)} to {until}; {fact.replaced_by} was said later)"
+        )
     else:
         click.echo(f"{prefix}Kept {fact.id}: {fact.subject} / {fact.attribute}: {fact.text}")
         if kept.replaced is not None:
             old = kept.replaced
-            click.echo(f"{prefix}It replaces {old.id}, now in the history: {old.text} "
-                       f"(held {format_when(old.said)} to {format_when(old.until) if old.until else '?'})")
+            click.echo(
+                f"{prefix}It replaces {old.id}, now in the history: {old.text} "
+                f"(held {format_when(old.said)} to {format_when(old.until) if old.until else '?'})"
+            )
 
 
 @facts.command(name="list")
@@ -145,8 +153,9 @@ def history(fact_id: str, root: str | None, as_json: bool) -> None:
 @click.option("--attribute", help="The corrected attribute.")
 @root_option
 @json_option
-def edit(fact_id: str, text: str | None, subject: str | None, attribute: str | None, root: str | None,
-         as_json: bool) -> None:
+def edit(
+    fact_id: str, text: str | None, subject: str | None, attribute: str | None, root: str | None, as_json: bool
+) -> None:
     """Correct a fact's words, subject or attribute. It keeps its id and history and replaces nothing."""
     store = _facts(root)
     fact = store.edit(store.resolve_id(fact_id), fact=text, subject=subject, attribute=attribute, thread=THREAD)
@@ -208,8 +217,9 @@ def _choice(text: str, count: int) -> list[int]:
         else:
             numbers = [int(part)] if part.isdigit() else []
         if not numbers or any(n < 1 or n > count for n in numbers):
-            raise BadFact(f"--keep {text!r}: give proposal numbers between 1 and {count} "
-                          "(like 1,3 or 2-4), `all`, or `none`")
+            raise BadFact(
+                f"--keep {text!r}: give proposal numbers between 1 and {count} (like 1,3 or 2-4), `all`, or `none`"
+            )
         chosen += [n for n in numbers if n not in chosen]
     return chosen
 
@@ -217,15 +227,27 @@ def _choice(text: str, count: int) -> list[int]:
 @click.command()
 @conversation_option
 @model_options
-@click.option("--keep", "keep_choice", metavar="1,3|all|none",
-              help="Which proposals to keep; without it you are asked one by one (at a terminal).")
+@click.option(
+    "--keep",
+    "keep_choice",
+    metavar="1,3|all|none",
+    help="Which proposals to keep; without it you are asked one by one (at a terminal).",
+)
 @click.option("--ask", is_flag=True, help="Ask about each proposal, even when stdin is not a terminal.")
 @click.option("--source", help="Where the facts came from (default: `chat: TITLE` or `a conversation`).")
 @click.option("--said", metavar="DATE", help="When the conversation took place (default: its `date`, else now).")
 @root_option
 @json_option
-def remember(conversation_file: Path, model_settings: Any, keep_choice: str | None, ask: bool,
-             source: str | None, said: str | None, root: str | None, as_json: bool) -> None:
+def remember(
+    conversation_file: Path,
+    model_settings: Any,
+    keep_choice: str | None,
+    ask: bool,
+    source: str | None,
+    said: str | None,
+    root: str | None,
+    as_json: bool,
+) -> None:
     """Propose the durable facts of a conversation through a model; keep the ones you choose."""
     store = _facts(root)
     conversation = read_conversation(conversation_file)
@@ -240,9 +262,11 @@ def remember(conversation_file: Path, model_settings: Any, keep_choice: str | No
         chosen = []
     else:
         _echo_proposals(extraction, conversation_file)
-        chosen = [p for p in keepable
-                  if click.confirm(f"Keep {p.number}. {p.draft.subject} / {p.draft.attribute}: {p.draft.text}",
-                                   default=False)]
+        chosen = [
+            p
+            for p in keepable
+            if click.confirm(f"Keep {p.number}. {p.draft.subject} / {p.draft.attribute}: {p.draft.text}", default=False)
+        ]
         if not chosen:
             click.echo("Nothing was kept.")
             return
@@ -265,8 +289,9 @@ def _echo_proposals(extraction: Any, conversation_file: Path) -> None:
     proposals = extraction.proposals
     name = "stdin" if str(conversation_file) == "-" else conversation_file.name
     count = len(proposals)
-    click.echo(f"{count} fact{'s' if count != 1 else ''} proposed from {name}:" if count
-               else f"No facts proposed from {name}.")
+    click.echo(
+        f"{count} fact{'s' if count != 1 else ''} proposed from {name}:" if count else f"No facts proposed from {name}."
+    )
     for p in proposals:
         click.echo(f"  {p.number}. {p.draft.subject} / {p.draft.attribute}: {p.draft.text}")
         click.echo(f"     {p.describe()}")
@@ -292,8 +317,7 @@ def check(repair: bool, root: str | None, as_json: bool) -> None:
     repaired = store.repair(thread=THREAD) if repair else []
     problems = store.check()
     if as_json:
-        echo_json({"repaired": repaired, "problems": [p.to_dict() for p in problems],
-                   "facts": len(store.all())})
+        echo_json({"repaired": repaired, "problems": [p.to_dict() for p in problems], "facts": len(store.all())})
     else:
         for path in repaired:
             click.echo(f"Repaired {path}")

@@ -37,8 +37,10 @@ def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
         message = error["message"]
         if error["code"] in {"NOT_READ", "CONFLICT"} and "path" in request:
             path = request["path"]
-            message = message.rstrip(".") + (f". From the shell: `fsmem read {path}` shows its version; pass it "
-                                             f"with --expect, or change it with `fsmem edit {path}`.")
+            message = message.rstrip(".") + (
+                f". From the shell: `fsmem read {path}` shows its version; pass it "
+                f"with --expect, or change it with `fsmem edit {path}`."
+            )
         raise from_code(error["code"], message)
     return result
 
@@ -103,15 +105,23 @@ def read(path: str | None, start_line: int | None, end_line: int | None, root: s
 
 @click.command()
 @click.argument("path")
-@click.option("--file", "source", type=click.File("r", encoding="utf-8"),
-              help="Read the content from FILE (default: stdin).")
+@click.option(
+    "--file", "source", type=click.File("r", encoding="utf-8"), help="Read the content from FILE (default: stdin)."
+)
 @expect_option
 @click.option("--old", "old_text", help="Replace this exact text (with --new) instead of writing the whole file.")
 @click.option("--new", "new_text", help="The replacement for --old.")
 @root_option
 @json_option
-def write(path: str, source, expected_version: str | None, old_text: str | None, new_text: str | None,
-          root: str | None, as_json: bool) -> None:
+def write(
+    path: str,
+    source,
+    expected_version: str | None,
+    old_text: str | None,
+    new_text: str | None,
+    root: str | None,
+    as_json: bool,
+) -> None:
     """Write PATH from stdin or --file (whole content, or parts between <!-- ... --> markers).
 
     Replacing a file that has content needs --expect VERSION (as `fsmem read` shows it), so nothing
@@ -133,8 +143,11 @@ def write(path: str, source, expected_version: str | None, old_text: str | None,
         request["content"] = source.read()
     else:
         if sys.stdin.isatty():
-            click.echo(f"Reading the new content of {request['path']} from stdin; end with Ctrl-D "
-                       "(Ctrl-C to cancel). To change it in your editor: fsmem edit PATH.", err=True)
+            click.echo(
+                f"Reading the new content of {request['path']} from stdin; end with Ctrl-D "
+                "(Ctrl-C to cancel). To change it in your editor: fsmem edit PATH.",
+                err=True,
+            )
         request["content"] = _stdin_text()
     result = _call(memory, _with_expect(request, expected_version), as_json, run)
     if not as_json:
@@ -172,19 +185,31 @@ def edit(path: str, root: str | None, as_json: bool) -> None:
         except (Conflict, NotRead, Exists) as error:
             now = memory.drive.read(target)
             click.echo(f"Error: [{error.code}] {target} changed since you opened it:", err=True)
-            click.echo(paint_diff(unified_diff(target, (base or b"").decode("utf-8", "replace"),
-                                               (now or b"").decode("utf-8", "replace")), err=True), err=True)
+            click.echo(
+                paint_diff(
+                    unified_diff(
+                        target, (base or b"").decode("utf-8", "replace"), (now or b"").decode("utf-8", "replace")
+                    ),
+                    err=True,
+                ),
+                err=True,
+            )
             kept = _keep_aside(target, edited)
-            if not click.confirm(f"Your text is kept in {kept}. Open your editor again on your text, to "
-                                 "save it over the current version?", default=True, err=True):
+            if not click.confirm(
+                f"Your text is kept in {kept}. Open your editor again on your text, to "
+                "save it over the current version?",
+                default=True,
+                err=True,
+            ):
                 raise Conflict(f"{target} was not saved; your text is kept in {kept}") from error
             os.unlink(kept)
             target, base = _open_for_edit(run, target)
             text, retrying = edited, True
             continue
         except RequestError as error:  # refused (too large, a secret, …): what they typed is not lost
-            raise from_code(error.code, f"{error.message.rstrip('.')}. Your text is kept in "
-                                        f"{_keep_aside(target, edited)}") from error
+            raise from_code(
+                error.code, f"{error.message.rstrip('.')}. Your text is kept in {_keep_aside(target, edited)}"
+            ) from error
         _finish(as_json, {**result, "changed": True}, result["text"].split("\n", 1)[0])
         return
 
@@ -193,8 +218,9 @@ def _utf8(data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise BadRequest(f"the editor saved text that is not UTF-8 (byte {error.start}); fsmem stores "
-                         "UTF-8 text") from error
+        raise BadRequest(
+            f"the editor saved text that is not UTF-8 (byte {error.start}); fsmem stores UTF-8 text"
+        ) from error
 
 
 def _open_for_edit(run: Any, path: str) -> tuple[str, bytes | None]:
@@ -240,8 +266,11 @@ def _finish(as_json: bool, data: dict, line: str) -> None:
 def rename(path: str, new_path: str, expected_version: str | None, root: str | None, as_json: bool) -> None:
     """Rename a file or folder (never over an existing path)."""
     memory = _memory(root, path)
-    request = {"command": "rename", "path": shell_path(path, memory.root),
-               "new_path": shell_path(new_path, memory.root)}
+    request = {
+        "command": "rename",
+        "path": shell_path(path, memory.root),
+        "new_path": shell_path(new_path, memory.root),
+    }
     result = _call(memory, _with_expect(request, expected_version), as_json)
     if not as_json:
         click.echo(result["text"])
@@ -270,12 +299,16 @@ def _deleted_lines(result: dict) -> list[str]:
     held: dict[str, str] = result.get("held", {})
     target = result["path"]
     if "version" in result:  # a level's top file: emptied in place
-        return [f"Emptied {target} (a level's top file stays; it is now version {result['version']}).",
-                f"Its earlier content is kept: `fsmem revert {target}` puts it back."]
+        return [
+            f"Emptied {target} (a level's top file stays; it is now version {result['version']}).",
+            f"Its earlier content is kept: `fsmem revert {target}` puts it back.",
+        ]
     if list(held) == [target]:
         lines = len(held[target].splitlines())
-        return [f"Deleted {target} ({lines} line{'s' if lines != 1 else ''}).",
-                f"Its content is kept: `fsmem versions {target}` lists it, `fsmem revert {target}` puts it back."]
+        return [
+            f"Deleted {target} ({lines} line{'s' if lines != 1 else ''}).",
+            f"Its content is kept: `fsmem versions {target}` lists it, `fsmem revert {target}` puts it back.",
+        ]
     out = [f"Deleted the folder {target} and its {len(held)} file{'s' if len(held) != 1 else ''}:"]
     out += [f"  {path}" for path in sorted(held)]
     out.append("Each is kept: `fsmem revert PATH` puts one back.")
@@ -284,8 +317,13 @@ def _deleted_lines(result: dict) -> list[str]:
 
 @click.command()
 @root_option
-@click.option("--scope", "scope_text", default="chat", show_default=True,
-              help="chat, agent:ID[:NAME] or routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME].")
+@click.option(
+    "--scope",
+    "scope_text",
+    default="chat",
+    show_default=True,
+    help="chat, agent:ID[:NAME] or routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME].",
+)
 @click.option("--thread", "thread_id", default=None, help="The thread the call belongs to (for the log).")
 def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
     """One memory-tool call: a JSON request on stdin, the JSON result on stdout.
@@ -315,8 +353,7 @@ def _request_from_stdin() -> object:
     except json.JSONDecodeError as error:
         raise BadRequest(f"stdin is not JSON ({error})") from error
     except RecursionError as error:  # the parser's own limit; a value it can hold, the run checks
-        raise BadRequest("stdin nests JSON too deeply; send one flat object with the fields of one "
-                         "command") from error
+        raise BadRequest("stdin nests JSON too deeply; send one flat object with the fields of one command") from error
     return request
 
 
@@ -332,8 +369,7 @@ def versions(path: str, root: str | None, as_json: bool) -> None:
     path = shell_path(path, memory.root)
     kept = memory.versions(path)
     if as_json:
-        echo_json([{"version": v.version, "kept_at": v.kept_at, "command": v.command, "size": v.size}
-                   for v in kept])
+        echo_json([{"version": v.version, "kept_at": v.kept_at, "command": v.command, "size": v.size} for v in kept])
         return
     if not kept:
         click.echo(f"No earlier versions of {path}.")
@@ -383,6 +419,14 @@ def log_lines(entries: list[Any]) -> list[str]:
     """Log entries as aligned columns: time, command, path, versions, thread."""
     from fsmem.render import when_iso
 
-    rows = [[when_iso(e.time), e.command, e.path + (f" -> {e.new_path}" if e.new_path else ""),
-             f"{e.before or '-'} -> {e.after or '-'}", e.thread or ""] for e in entries]
+    rows = [
+        [
+            when_iso(e.time),
+            e.command,
+            e.path + (f" -> {e.new_path}" if e.new_path else ""),
+            f"{e.before or '-'} -> {e.after or '-'}",
+            e.thread or "",
+        ]
+        for e in entries
+    ]
     return table(rows)

@@ -24,8 +24,10 @@ def describe_levels(memory: Any) -> list[dict[str, Any]]:
     def row(level: levels.LevelFolder) -> dict[str, Any]:
         return {"name": level.name, "id": level.id, "folder": level.folder}
 
-    return [{**row(agent), "routines": [row(r) for r in levels.describe_routines(memory, agent.folder)]}
-            for agent in levels.describe_agents(memory)]
+    return [
+        {**row(agent), "routines": [row(r) for r in levels.describe_routines(memory, agent.folder)]}
+        for agent in levels.describe_agents(memory)
+    ]
 
 
 @click.group()
@@ -97,8 +99,7 @@ def routines() -> None:
 @click.option("--exist-ok", is_flag=True, help="A routine of this agent that has a folder keeps it (get-or-create).")
 @root_option
 @json_option
-def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, root: str | None,
-                   as_json: bool) -> None:
+def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, root: str | None, as_json: bool) -> None:
     """Make the folder of routine ROUTINE_ID of agent AGENT_ID (an unambiguous start of the agent's id
     is enough), with an empty NOTES.md."""
     from fsmem import levels

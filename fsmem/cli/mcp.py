@@ -10,13 +10,23 @@ from fsmem.errors import FsmemError, RootNotFound
 
 @click.command()
 @root_option
-@click.option("--scope", "scope_text", default="chat", show_default=True, metavar="SCOPE",
-              help="Which levels the session's run belongs to: chat, agent:ID[:NAME] or "
-                   "routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME]. With a name, a missing "
-                   "folder is made on first use.")
+@click.option(
+    "--scope",
+    "scope_text",
+    default="chat",
+    show_default=True,
+    metavar="SCOPE",
+    help="Which levels the session's run belongs to: chat, agent:ID[:NAME] or "
+    "routine:AGENT_ID/ROUTINE_ID[:AGENT_NAME/ROUTINE_NAME]. With a name, a missing "
+    "folder is made on first use.",
+)
 @click.option("--create", is_flag=True, help="Make the root (and its .fsmem/) if it does not exist yet.")
-@click.option("--thread-prefix", default="mcp", show_default=True,
-              help="Each session logs its changes as thread PREFIX-<8 hex digits>.")
+@click.option(
+    "--thread-prefix",
+    default="mcp",
+    show_default=True,
+    help="Each session logs its changes as thread PREFIX-<8 hex digits>.",
+)
 def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> None:
     """Serve the memory tool and the scope's top files over MCP on stdin/stdout.
 

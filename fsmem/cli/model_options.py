@@ -20,10 +20,14 @@ if TYPE_CHECKING:
 
 def conversation_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--from", "conversation_file", required=True, metavar="CONVERSATION.json",
+        "--from",
+        "conversation_file",
+        required=True,
+        metavar="CONVERSATION.json",
         type=click.Path(dir_okay=False, path_type=Path),
         help="A JSON list of {role, content} messages, or an object with `messages` "
-             "(and optionally `title`, `date`). `-` reads stdin.")(command)
+        "(and optionally `title`, `date`). `-` reads stdin.",
+    )(command)
 
 
 def read_conversation(path: Path, error: type[FsmemError] = BadFact) -> Any:
@@ -37,8 +41,9 @@ def read_conversation(path: Path, error: type[FsmemError] = BadFact) -> Any:
     try:
         return json.loads(raw)
     except ValueError as failure:
-        raise error(f"{path} is not JSON ({failure}); give a JSON list of "
-                    '{"role": ..., "content": ...} messages') from None
+        raise error(
+            f'{path} is not JSON ({failure}); give a JSON list of {{"role": ..., "content": ...}} messages'
+        ) from None
 
 
 def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,32 +61,81 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )
 
     @functools.wraps(command)
-    def collect(*args: Any, model_url: str | None, model_name: str | None, api_key_env: str, timeout: float,
-                max_tokens: int, temperature: float, no_thinking: bool, **kwargs: Any) -> Any:
-        settings = ModelSettings(url=model_url or None, model=model_name or None, api_key_env=api_key_env,
-                                 timeout=timeout, max_tokens=max_tokens, temperature=temperature,
-                                 no_thinking=no_thinking)
+    def collect(
+        *args: Any,
+        model_url: str | None,
+        model_name: str | None,
+        api_key_env: str,
+        timeout: float,
+        max_tokens: int,
+        temperature: float,
+        no_thinking: bool,
+        **kwargs: Any,
+    ) -> Any:
+        settings = ModelSettings(
+            url=model_url or None,
+            model=model_name or None,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            no_thinking=no_thinking,
+        )
         return command(*args, model_settings=settings, **kwargs)
 
     wrapped: Callable[..., Any] = collect
-    for option in reversed([
-        click.option("--model-url", envvar="FSMEM_MODEL_URL", metavar="URL",
-                     help="An OpenAI-compatible base URL, e.g. http://localhost:8080/v1 ($FSMEM_MODEL_URL)."),
-        click.option("--model", "model_name", envvar="FSMEM_MODEL", metavar="NAME",
-                     help="The model's name on that server ($FSMEM_MODEL)."),
-        click.option("--api-key-env", default=DEFAULT_API_KEY_ENV, show_default=True, metavar="VAR",
-                     help="The environment variable holding the API key (sent only when set)."),
-        click.option("--timeout", envvar="FSMEM_TIMEOUT", default=DEFAULT_TIMEOUT, show_default=True,
-                     type=click.FloatRange(min=0, min_open=True),
-                     help="Seconds to wait for each model answer ($FSMEM_TIMEOUT)."),
-        click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, type=click.IntRange(min=1),
-                     help="At most this many tokens per answer, so a rambling model stops."),
-        click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(min=0),
-                     help="Sampling temperature (0: the most likely answer)."),
-        click.option("--no-thinking", is_flag=True,
-                     help="Ask a model that thinks (Qwen3 and the like) not to: sends chat_template_kwargs "
-                          "enable_thinking=false (vLLM, llama.cpp, SGLang)."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--model-url",
+                envvar="FSMEM_MODEL_URL",
+                metavar="URL",
+                help="An OpenAI-compatible base URL, e.g. http://localhost:8080/v1 ($FSMEM_MODEL_URL).",
+            ),
+            click.option(
+                "--model",
+                "model_name",
+                envvar="FSMEM_MODEL",
+                metavar="NAME",
+                help="The model's name on that server ($FSMEM_MODEL).",
+            ),
+            click.option(
+                "--api-key-env",
+                default=DEFAULT_API_KEY_ENV,
+                show_default=True,
+                metavar="VAR",
+                help="The environment variable holding the API key (sent only when set).",
+            ),
+            click.option(
+                "--timeout",
+                envvar="FSMEM_TIMEOUT",
+                default=DEFAULT_TIMEOUT,
+                show_default=True,
+                type=click.FloatRange(min=0, min_open=True),
+                help="Seconds to wait for each model answer ($FSMEM_TIMEOUT).",
+            ),
+            click.option(
+                "--max-tokens",
+                default=DEFAULT_MAX_TOKENS,
+                show_default=True,
+                type=click.IntRange(min=1),
+                help="At most this many tokens per answer, so a rambling model stops.",
+            ),
+            click.option(
+                "--temperature",
+                default=0.0,
+                show_default=True,
+                type=click.FloatRange(min=0),
+                help="Sampling temperature (0: the most likely answer).",
+            ),
+            click.option(
+                "--no-thinking",
+                is_flag=True,
+                help="Ask a model that thinks (Qwen3 and the like) not to: sends chat_template_kwargs "
+                "enable_thinking=false (vLLM, llama.cpp, SGLang).",
+            ),
+        ]
+    ):
         wrapped = option(wrapped)
     return wrapped
 

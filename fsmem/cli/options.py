@@ -36,9 +36,7 @@ def find_root(explicit: str | None, near: str | None = None) -> Path:
         for folder in (start, *start.parents):
             if (folder / STATE_DIR).is_dir():
                 return folder
-    raise RootNotFound(
-        "no fsmem root here: pass --root DIR, set FSMEM_ROOT, or run `fsmem init` to make one"
-    )
+    raise RootNotFound("no fsmem root here: pass --root DIR, set FSMEM_ROOT, or run `fsmem init` to make one")
 
 
 def _remember_root(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -72,14 +70,20 @@ def root_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--json", "as_json", is_flag=True, callback=_remember_json,
+        "--json",
+        "as_json",
+        is_flag=True,
+        callback=_remember_json,
         help="Print the result as JSON (stable, for scripts); errors too, on stdout.",
     )(command)
 
 
 def expect_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--expect", "expected_version", metavar="VERSION", default=None,
+        "--expect",
+        "expected_version",
+        metavar="VERSION",
+        default=None,
         help="Refuse unless the file is still at VERSION (as `fsmem read` shows it).",
     )(command)
 

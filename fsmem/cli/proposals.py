@@ -34,9 +34,10 @@ def proposals(ctx: click.Context, root: str | None, as_json: bool) -> None:
         return
     if not listed:
         click.echo("No proposals.")
-    rows = [[p.id, when_iso(p.made_at), p.summary,
-             "[can apply]" if not stale else f"[stale ({', '.join(stale)} changed)]"]
-            for p, stale in listed]
+    rows = [
+        [p.id, when_iso(p.made_at), p.summary, "[can apply]" if not stale else f"[stale ({', '.join(stale)} changed)]"]
+        for p, stale in listed
+    ]
     for line in table(rows):
         click.echo(line)
 
@@ -54,8 +55,10 @@ def show(proposal_id: str, root: str | None, as_json: bool) -> None:
     if as_json:
         echo_json({**dataclasses.asdict(proposal), "stale": stale_paths(memory, proposal)})
         return
-    click.echo(f"{proposal.id}: {proposal.summary}\nfrom thread {proposal.thread or '-'} ({proposal.scope}), "
-               f"{when_iso(proposal.made_at)}")
+    click.echo(
+        f"{proposal.id}: {proposal.summary}\nfrom thread {proposal.thread or '-'} ({proposal.scope}), "
+        f"{when_iso(proposal.made_at)}"
+    )
     if proposal.diff:
         click.echo(diff(proposal.diff))
 

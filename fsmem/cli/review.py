@@ -19,15 +19,32 @@ if TYPE_CHECKING:
 
 @click.command()
 @conversation_option
-@click.option("--scope", "scope_text", default="chat", show_default=True, metavar="chat|agent:ID|routine:A/R",
-              help="Whose memory the review loads and keeps to: the chat, an agent, or an agent's routine.")
+@click.option(
+    "--scope",
+    "scope_text",
+    default="chat",
+    show_default=True,
+    metavar="chat|agent:ID|routine:A/R",
+    help="Whose memory the review loads and keeps to: the chat, an agent, or an agent's routine.",
+)
 @model_options
-@click.option("--max-calls", default=16, show_default=True, type=click.IntRange(min=1),
-              help="At most this many model calls; what was written before the budget ran out stays.")
+@click.option(
+    "--max-calls",
+    default=16,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="At most this many model calls; what was written before the budget ran out stays.",
+)
 @root_option
 @json_option
-def review(conversation_file: Path, scope_text: str, model_settings: ModelSettings, max_calls: int,
-           root: str | None, as_json: bool) -> None:
+def review(
+    conversation_file: Path,
+    scope_text: str,
+    model_settings: ModelSettings,
+    max_calls: int,
+    root: str | None,
+    as_json: bool,
+) -> None:
     """Reread a conversation through a model and keep what it taught in memory.
 
     Additions apply at once; a change that replaces or removes what is written becomes a proposal

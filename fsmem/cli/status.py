@@ -20,8 +20,10 @@ def gather(memory: Any) -> dict[str, Any]:
     facts = memory.facts.all()
     holding = sum(1 for fact in facts if fact.holds)
     index = memory.index.status()
-    pending = [{"id": p.id, "summary": p.summary, "made_at": p.made_at, "stale": bool(stale_paths(memory, p))}
-               for p in memory.proposals()]
+    pending = [
+        {"id": p.id, "summary": p.summary, "made_at": p.made_at, "stale": bool(stale_paths(memory, p))}
+        for p in memory.proposals()
+    ]
     changes = list(memory.log())[-LAST_CHANGES:]
     return {
         "root": str(memory.root),
@@ -29,8 +31,13 @@ def gather(memory: Any) -> dict[str, Any]:
         "files": len(files),
         "bytes": sum(entry.size for entry in files),
         "facts": {"current": holding, "replaced": len(facts) - holding},
-        "index": {"documents": index["documents"], "stale": index["stale"], "bytes": index["index_bytes"],
-                  "watcher": index["watcher"], "watcher_pid": index["watcher_pid"]},
+        "index": {
+            "documents": index["documents"],
+            "stale": index["stale"],
+            "bytes": index["index_bytes"],
+            "watcher": index["watcher"],
+            "watcher_pid": index["watcher_pid"],
+        },
         "proposals": pending,
         "last_changes": [entry.__dict__ for entry in reversed(changes)],
     }

@@ -35,8 +35,9 @@ def highlight(text: str, words: list[str], *, ignore_case: bool = True) -> str:
     wanted = [w for w in words if w]
     if not wanted or not colour_on():
         return text
-    pattern = re.compile("|".join(re.escape(w) for w in sorted(wanted, key=len, reverse=True)),
-                         re.IGNORECASE if ignore_case else 0)
+    pattern = re.compile(
+        "|".join(re.escape(w) for w in sorted(wanted, key=len, reverse=True)), re.IGNORECASE if ignore_case else 0
+    )
     return pattern.sub(lambda m: click.style(m.group(0), fg="yellow", bold=True), text)
 
 

@@ -42,8 +42,7 @@ from fsmem.core.facts import (
 )
 from fsmem.errors import BadFact, NotFound
 
-__all__ = ["Op", "Resolution", "KeepPlan", "EditPlan", "ForgetPlan", "resolve", "plan_keep", "plan_edit",
-           "plan_forget"]
+__all__ = ["Op", "Resolution", "KeepPlan", "EditPlan", "ForgetPlan", "resolve", "plan_keep", "plan_edit", "plan_forget"]
 
 
 # --------------------------------------------------------------------------- resolution
@@ -103,18 +102,23 @@ class Resolution:
         """Refuse to relink a chain that touches a file fsmem cannot read."""
         if self.chain_of.get(fact_id) in self.frozen:
             fact = self.facts[fact_id]
-            raise BadFact(f"the history of {fact.subject} / {fact.attribute} has a file fsmem cannot "
-                          "read; run `fsmem check` and mend it first")
+            raise BadFact(
+                f"the history of {fact.subject} / {fact.attribute} has a file fsmem cannot "
+                "read; run `fsmem check` and mend it first"
+            )
 
     def get(self, fact_id: str) -> Fact:
         try:
             return self.facts[fact_id]
         except KeyError:
             if fact_id in self.broken:
-                raise BadFact(f"fact {fact_id} cannot be read: its file is damaged. `fsmem check` says "
-                              "what is wrong; mend the file, or restore it with `fsmem versions`") from None
-            raise NotFound(f"no fact {fact_id}: `fsmem facts list` shows the facts that hold, "
-                           "`fsmem facts history ID` a chain") from None
+                raise BadFact(
+                    f"fact {fact_id} cannot be read: its file is damaged. `fsmem check` says "
+                    "what is wrong; mend the file, or restore it with `fsmem versions`"
+                ) from None
+            raise NotFound(
+                f"no fact {fact_id}: `fsmem facts list` shows the facts that hold, `fsmem facts history ID` a chain"
+            ) from None
 
     # ---- building
 
@@ -197,8 +201,7 @@ def _relinked(chain: Sequence[Fact], present: Mapping[str, object] | None = None
         after = chain[index + 1] if index + 1 < len(chain) else None
         replaced_by: str | None
         until: datetime | None
-        if (after is None and present is not None and fact.replaced_by is not None
-                and fact.replaced_by not in present):
+        if after is None and present is not None and fact.replaced_by is not None and fact.replaced_by not in present:
             replaced_by, until = fact.replaced_by, fact.until
         else:
             replaced_by, until = (after.id, after.said) if after else (None, None)
@@ -326,8 +329,15 @@ def plan_keep(resolution: Resolution, draft: Draft, *, new_id: str, now: datetim
                 return KeepPlan("known", earlier)
     # a thing keeps the spelling it was first given ("ana / Role" joins "Ana / role" as "Ana / role")
     subject, attribute = (holding.subject, holding.attribute) if holding else (draft.subject, draft.attribute)
-    new = Fact(id=new_id, subject=subject, attribute=attribute, text=draft.text,
-               source=draft.source, said=draft.said, kept=now.astimezone(UTC).replace(microsecond=0))
+    new = Fact(
+        id=new_id,
+        subject=subject,
+        attribute=attribute,
+        text=draft.text,
+        source=draft.source,
+        said=draft.said,
+        kept=now.astimezone(UTC).replace(microsecond=0),
+    )
     if holding is None:
         return KeepPlan("current", new, None, (Op("write", new.path, new),))
     resolution.mendable(holding.id)
@@ -341,26 +351,47 @@ def plan_keep(resolution: Resolution, draft: Draft, *, new_id: str, now: datetim
     return KeepPlan("history", placed, None, tuple(ops))
 
 
-def plan_edit(resolution: Resolution, fact_id: str, *, now: datetime, fact: str | None = None,
-              subject: str | None = None, attribute: str | None = None) -> EditPlan:
+def plan_edit(
+    resolution: Resolution,
+    fact_id: str,
+    *,
+    now: datetime,
+    fact: str | None = None,
+    subject: str | None = None,
+    attribute: str | None = None,
+) -> EditPlan:
     """Correct a fact's words, subject or attribute: same id, same chain, nothing replaced."""
     old = resolution.get(fact_id)
     if fact is None and subject is None and attribute is None:
         raise BadFact("nothing to edit: give a new sentence, subject or attribute")
-    draft = check_draft(old.subject if subject is None else subject,
-                        old.attribute if attribute is None else attribute,
-                        old.text if fact is None else fact, old.source, old.said, now=now)
+    draft = check_draft(
+        old.subject if subject is None else subject,
+        old.attribute if attribute is None else attribute,
+        old.text if fact is None else fact,
+        old.source,
+        old.said,
+        now=now,
+    )
     if draft.key != old.key:
         if not old.holds:
-            raise BadFact(f"fact {fact_id} was replaced; only the sentence of a replaced fact can be "
-                          "corrected. Edit the fact that holds now to change the subject or attribute")
+            raise BadFact(
+                f"fact {fact_id} was replaced; only the sentence of a replaced fact can be "
+                "corrected. Edit the fact that holds now to change the subject or attribute"
+            )
         other = resolution.holding(draft.key)
         if other is not None and other.id != fact_id:
-            raise BadFact(f"{other.subject} / {other.attribute} already has a fact that holds "
-                          f"({other.id}); an edit replaces nothing. Keep the new sentence instead, or "
-                          f"forget {other.id} first")
-    edited = replace(old, subject=draft.subject, attribute=draft.attribute, text=draft.text,
-                     edited=now.astimezone(UTC).replace(microsecond=0))
+            raise BadFact(
+                f"{other.subject} / {other.attribute} already has a fact that holds "
+                f"({other.id}); an edit replaces nothing. Keep the new sentence instead, or "
+                f"forget {other.id} first"
+            )
+    edited = replace(
+        old,
+        subject=draft.subject,
+        attribute=draft.attribute,
+        text=draft.text,
+        edited=now.astimezone(UTC).replace(microsecond=0),
+    )
     if edited == replace(old, edited=edited.edited):
         return EditPlan(old, ())
     return EditPlan(edited, (Op("write", edited.path, edited),))

@@ -130,8 +130,7 @@ def message_text(message: Mapping[str, Any]) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            part.get("text", "") for part in content
-            if isinstance(part, Mapping) and part.get("type") == "text"
+            part.get("text", "") for part in content if isinstance(part, Mapping) and part.get("type") == "text"
         )
     return ""
 

@@ -21,8 +21,16 @@ from fsmem.core.chains import Resolution
 from fsmem.core.facts import Draft, Fact, check_draft, format_when, same_sentence
 from fsmem.errors import BadFact, FactSensitive, ModelError
 
-__all__ = ["CONVERSATION_LIMIT", "CURRENT_FACTS_SHOWN", "Proposal", "conversation_text",
-           "conversation_meta", "extraction_messages", "parse_proposals", "classify"]
+__all__ = [
+    "CONVERSATION_LIMIT",
+    "CURRENT_FACTS_SHOWN",
+    "Proposal",
+    "conversation_text",
+    "conversation_meta",
+    "extraction_messages",
+    "parse_proposals",
+    "classify",
+]
 
 CONVERSATION_LIMIT = 24_000
 CURRENT_FACTS_SHOWN = 80
@@ -39,8 +47,10 @@ def turns_of(conversation: Any) -> list[Any]:
         for key in ("messages", "conversation", "turns"):
             if isinstance(conversation.get(key), list):
                 return conversation[key]
-        raise BadFact("the conversation has no list of messages: give a JSON list of "
-                      '{"role": "user"|"assistant", "content": "..."} or {"messages": [...]}')
+        raise BadFact(
+            "the conversation has no list of messages: give a JSON list of "
+            '{"role": "user"|"assistant", "content": "..."} or {"messages": [...]}'
+        )
     if isinstance(conversation, list):
         return conversation
     raise BadFact("a conversation is a JSON list of messages, or an object with a `messages` list")
@@ -79,7 +89,7 @@ def conversation_text(conversation: Any, limit: int = CONVERSATION_LIMIT) -> str
     cut = whole[-limit:]
     start = cut.find("\n\n")  # begin at a turn when one starts near the cut
     if 0 <= start < limit // 4:
-        cut = cut[start + 2:]
+        cut = cut[start + 2 :]
     return cut
 
 
@@ -105,21 +115,25 @@ def _render_known(known: Iterable[tuple[str, str]]) -> str:
 
 
 def _render_facts(current: Sequence[Fact]) -> str:
-    lines = [f"- {fact.subject} / {fact.attribute}: {fact.text} (said {format_when(fact.said)})"
-             for fact in current]
+    lines = [f"- {fact.subject} / {fact.attribute}: {fact.text} (said {format_when(fact.said)})" for fact in current]
     return "\n".join(lines) if lines else "(none yet)"
 
 
-def extraction_messages(template: str, conversation: str, *, today: datetime,
-                        current: Sequence[Fact], known: Iterable[tuple[str, str]]) -> list[dict]:
+def extraction_messages(
+    template: str, conversation: str, *, today: datetime, current: Sequence[Fact], known: Iterable[tuple[str, str]]
+) -> list[dict]:
     """The system prompt (``template`` with ``{{today}}``, ``{{known}}``, ``{{facts}}`` filled: up to
     80 current facts, latest said first) and the conversation as the user message."""
     shown = sorted(current, key=Fact.order, reverse=True)[:CURRENT_FACTS_SHOWN]
-    system = (template.replace("{{today}}", today.strftime("%Y-%m-%d (%A)"))
-              .replace("{{known}}", _render_known(known))
-              .replace("{{facts}}", _render_facts(shown)))
-    user = ("Write down the durable facts of this conversation, as JSON.\n\n"
-            f"<conversation>\n{conversation}\n</conversation>")
+    system = (
+        template.replace("{{today}}", today.strftime("%Y-%m-%d (%A)"))
+        .replace("{{known}}", _render_known(known))
+        .replace("{{facts}}", _render_facts(shown))
+    )
+    user = (
+        "Write down the durable facts of this conversation, as JSON.\n\n"
+        f"<conversation>\n{conversation}\n</conversation>"
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -137,18 +151,24 @@ def parse_proposals(reply: str | None) -> list[dict[str, Any]]:
     if fenced:
         text = fenced.group(1).strip()
     if not text:
-        raise ModelError("the model answered nothing; it was asked for JSON like "
-                         '{"facts": [...]}. Nothing was kept; try again or use another model')
+        raise ModelError(
+            "the model answered nothing; it was asked for JSON like "
+            '{"facts": [...]}. Nothing was kept; try again or use another model'
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ModelError(f"the model's answer is not valid JSON ({error.msg}: line {error.lineno}, "
-                         f"column {error.colno}); it was asked for {{\"facts\": [...]}}. Nothing was "
-                         "kept; try again or use another model") from None
+        raise ModelError(
+            f"the model's answer is not valid JSON ({error.msg}: line {error.lineno}, "
+            f'column {error.colno}); it was asked for {{"facts": [...]}}. Nothing was '
+            "kept; try again or use another model"
+        ) from None
     items = data.get("facts") if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise ModelError('the model\'s JSON has no "facts" list; it was asked for {"facts": [...]}. '
-                         "Nothing was kept; try again or use another model")
+        raise ModelError(
+            'the model\'s JSON has no "facts" list; it was asked for {"facts": [...]}. '
+            "Nothing was kept; try again or use another model"
+        )
     return [item if isinstance(item, dict) else {"_not_an_object": item} for item in items]
 
 
@@ -188,8 +208,9 @@ class Proposal:
         return f"already known: {self.other.id}"
 
 
-def classify(resolution: Resolution, found: Sequence[Mapping[str, Any]], *, said: datetime,
-             source: str, now: datetime) -> tuple[list[Proposal], list[str]]:
+def classify(
+    resolution: Resolution, found: Sequence[Mapping[str, Any]], *, said: datetime, source: str, now: datetime
+) -> tuple[list[Proposal], list[str]]:
     """Check each proposed fact by the rules and say what keeping it would do. Proposals that break
     a rule (a secret, a limit, a missing part) are dropped with a note; a secret is never repeated."""
     proposals: list[Proposal] = []
@@ -197,15 +218,16 @@ def classify(resolution: Resolution, found: Sequence[Mapping[str, Any]], *, said
     current = resolution.current()
     for index, item in enumerate(found, start=1):
         subject = item.get("subject")
-        about = (f"a fact about {' '.join(subject.split())}" if _nameable(subject) else f"proposal {index}")
+        about = f"a fact about {' '.join(subject.split())}" if _nameable(subject) else f"proposal {index}"
         try:
             if "_not_an_object" in item:
                 raise BadFact("it is not an object with subject, attribute and fact")
             missing = [name for name in ("subject", "attribute", "fact") if not item.get(name)]
             if missing:
                 raise BadFact(f"it has no {' or '.join(missing)}")
-            draft = check_draft(item["subject"], item["attribute"], item["fact"], source,
-                                item.get("said") or said, now=now)
+            draft = check_draft(
+                item["subject"], item["attribute"], item["fact"], source, item.get("said") or said, now=now
+            )
         except FactSensitive as error:
             kind = getattr(error, "kind", None)
             what = f", {kind}" if kind else ""
@@ -234,5 +256,4 @@ def _nameable(subject: object) -> TypeGuard[str]:
     """A subject may be named in a note only when it is short and not itself secret-looking."""
     from fsmem.core.secrets import find_fact_secret
 
-    return (isinstance(subject, str) and 0 < len(subject.strip()) <= 120
-            and find_fact_secret(subject) is None)
+    return isinstance(subject, str) and 0 < len(subject.strip()) <= 120 and find_fact_secret(subject) is None

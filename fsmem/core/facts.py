@@ -54,7 +54,16 @@ SOURCE_LIMIT = 200
 DEFAULT_SOURCE = "added by hand"
 
 FIELD_ORDER = (
-    "id", "subject", "attribute", "source", "said", "kept", "edited", "replaces", "replaced_by", "until",
+    "id",
+    "subject",
+    "attribute",
+    "source",
+    "said",
+    "kept",
+    "edited",
+    "replaces",
+    "replaced_by",
+    "until",
 )
 
 Location = Literal["current", "history"]
@@ -111,8 +120,7 @@ def parse_moment(value: object, now: datetime | None = None) -> datetime:
             moment = datetime.fromisoformat(text)
         except ValueError:
             raise BadFact(
-                f"{value!r} is not a date: write it as YYYY-MM-DD or an ISO 8601 time such as "
-                "2026-10-12T09:30:00Z"
+                f"{value!r} is not a date: write it as YYYY-MM-DD or an ISO 8601 time such as 2026-10-12T09:30:00Z"
             ) from None
     else:
         raise BadFact(f"{value!r} is not a date: write it as YYYY-MM-DD")
@@ -161,7 +169,7 @@ def fact_id_of_path(path: str) -> tuple[str, Location] | None:
     for folder, location in places:
         prefix = folder + "/"
         if path.startswith(prefix) and path.endswith(".md"):
-            name = path[len(prefix):-3]
+            name = path[len(prefix) : -3]
             if "/" not in name and is_fact_id(name):
                 return name, location
     return None
@@ -237,10 +245,7 @@ def _check_part(name: str, value: object, limit: int, what: str) -> str:
     if not cleaned:
         raise BadFact(f"the {name} is empty: give {what}")
     if len(cleaned) > limit:
-        raise BadFact(
-            f"the {name} is {len(cleaned):,} characters; the limit is {limit:,}. "
-            f"Shorten it to {what}"
-        )
+        raise BadFact(f"the {name} is {len(cleaned):,} characters; the limit is {limit:,}. Shorten it to {what}")
     return cleaned
 
 
@@ -256,20 +261,34 @@ def _secret_check(parts: Mapping[str, str]) -> None:
             raise error
 
 
-def check_draft(subject: object, attribute: object, fact: object, source: object = DEFAULT_SOURCE,
-                said: object = None, *, now: datetime) -> Draft:
+def check_draft(
+    subject: object,
+    attribute: object,
+    fact: object,
+    source: object = DEFAULT_SOURCE,
+    said: object = None,
+    *,
+    now: datetime,
+) -> Draft:
     """Validate and clean a fact to keep: limits, secrets, the date (default ``now``; never later)."""
     draft = Draft(
         subject=_check_part("subject", subject, SUBJECT_LIMIT, "who or what the fact is about, by name"),
-        attribute=_check_part("attribute", attribute, ATTRIBUTE_LIMIT,
-                              "what about the subject, in a word or two (role, employer, deadline)"),
+        attribute=_check_part(
+            "attribute",
+            attribute,
+            ATTRIBUTE_LIMIT,
+            "what about the subject, in a word or two (role, employer, deadline)",
+        ),
         text=_check_part("fact", fact, FACT_LIMIT, "one sentence that names its subject"),
-        source=_check_part("source", DEFAULT_SOURCE if source is None else source, SOURCE_LIMIT,
-                           "where the fact came from (a conversation, a file, 'added by hand')"),
+        source=_check_part(
+            "source",
+            DEFAULT_SOURCE if source is None else source,
+            SOURCE_LIMIT,
+            "where the fact came from (a conversation, a file, 'added by hand')",
+        ),
         said=parse_moment(now if said is None or said == "" else said, now),
     )
-    _secret_check({"subject": draft.subject, "attribute": draft.attribute, "fact": draft.text,
-                   "source": draft.source})
+    _secret_check({"subject": draft.subject, "attribute": draft.attribute, "fact": draft.text, "source": draft.source})
     return draft
 
 
@@ -313,8 +332,7 @@ def fact_from_fields(fields: Mapping[str, object], body: str, file_id: str) -> F
         raise BadFact(f"the front matter lacks {', '.join(missing)}")
     fact_id = str(fields["id"])
     if fact_id != file_id:
-        raise BadFact(f"the front matter says id {fact_id!r} but the file is named {file_id}.md; "
-                      "make them the same")
+        raise BadFact(f"the front matter says id {fact_id!r} but the file is named {file_id}.md; make them the same")
     for name in ("subject", "attribute"):
         if not isinstance(fields[name], (str, int, float)):
             raise BadFact(f"{name} must be text")

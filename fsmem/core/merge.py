@@ -47,8 +47,10 @@ MARKER = "<!-- ... -->"
 _MARKER_LINE = re.compile(r"[ \t]*<!--[ \t]*(?:\.{3,}|…)(?:(?!-->).)*-->[ \t]*\r?\n?")
 _QUOTE_LIMIT = 80
 
-_HOW_TO_FIX = ("Include, next to your change, an unchanged line that occurs only once in the file "
-               "(copied exactly), or use old_text/new_text for a single replacement.")
+_HOW_TO_FIX = (
+    "Include, next to your change, an unchanged line that occurs only once in the file "
+    "(copied exactly), or use old_text/new_text for a single replacement."
+)
 
 
 def is_marker(line: str) -> bool:
@@ -139,12 +141,10 @@ def _place(run: _Run, keys: list[str], position: int) -> tuple[int, int]:
     # Lines of the run next to an anchor that repeat the original lines right there are context
     # the caller copied, not new lines: they widen the replaced range instead of being doubled.
     if run.marker_before:
-        while (first_at > 0 and start > position
-               and _key(run.lines[first_at - 1]) == keys[start - 1]):
+        while first_at > 0 and start > position and _key(run.lines[first_at - 1]) == keys[start - 1]:
             first_at, start = first_at - 1, start - 1
     if run.marker_after:
-        while (last_at < len(run.lines) - 1 and end < len(keys) - 1
-               and _key(run.lines[last_at + 1]) == keys[end + 1]):
+        while last_at < len(run.lines) - 1 and end < len(keys) - 1 and _key(run.lines[last_at + 1]) == keys[end + 1]:
             last_at, end = last_at + 1, end + 1
     return start, end
 
@@ -174,8 +174,10 @@ def replace_exact(original: str, old: str, new: str) -> str:
     if not isinstance(old, str) or not isinstance(new, str):
         raise BadRequest("old_text and new_text must both be strings.")
     if old == "":
-        raise BadRequest("old_text is empty. Copy the exact text to replace from the file; to write "
-                         "the whole file, send content instead.")
+        raise BadRequest(
+            "old_text is empty. Copy the exact text to replace from the file; to write "
+            "the whole file, send content instead."
+        )
     found = _occurrences(original, old)
     if not found:
         hint = ""
@@ -188,11 +190,10 @@ def replace_exact(original: str, old: str, new: str) -> str:
     if len(found) > 1:
         numbers = ", ".join(str(original.count("\n", 0, index) + 1) for index in found)
         raise NotUnique(
-            f"old_text occurs {len(found)} times, at lines {numbers}. "
-            f"Include more surrounding text so it is unique."
+            f"old_text occurs {len(found)} times, at lines {numbers}. Include more surrounding text so it is unique."
         )
     index = found[0]
-    return original[:index] + new + original[index + len(old):]
+    return original[:index] + new + original[index + len(old) :]
 
 
 def _occurrences(text: str, part: str) -> list[int]:

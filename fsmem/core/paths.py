@@ -46,9 +46,13 @@ MAX_SEGMENT_BYTES = 255
 _EXAMPLES = 'Use a path relative to the memory root, like "MEMORY.md" or "seo/titles.md".'
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _DRIVE_PREFIX = re.compile(r"^[A-Za-z]:")
-_FORBIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "an invisible formatting character",
-                         "Zl": "a line separator", "Zp": "a paragraph separator",
-                         "Cs": "a lone surrogate"}
+_FORBIDDEN_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "an invisible formatting character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cs": "a lone surrogate",
+}
 
 
 def _escaped(raw: str) -> str:
@@ -83,14 +87,16 @@ def normalize_path(raw: object) -> str:
     for char in raw:
         category = unicodedata.category(char)
         if category in _FORBIDDEN_CATEGORIES:
-            raise _refuse(raw, f"contains {_FORBIDDEN_CATEGORIES[category]} "
-                               f"(U+{ord(char):04X}); type the path with visible characters only")
+            raise _refuse(
+                raw,
+                f"contains {_FORBIDDEN_CATEGORIES[category]} "
+                f"(U+{ord(char):04X}); type the path with visible characters only",
+            )
     path = unicodedata.normalize("NFC", raw)
     if "\\" in path:
         raise _refuse(raw, 'contains a backslash; separate folders with "/"')
     if _PERCENT_ESCAPE.search(path):
-        raise _refuse(raw, 'contains a percent-encoded character; write the characters themselves, '
-                           'not "%XX" escapes')
+        raise _refuse(raw, 'contains a percent-encoded character; write the characters themselves, not "%XX" escapes')
     if path.startswith("/"):
         path = path[1:]
         if not path:
@@ -127,41 +133,66 @@ def _is_dot_like(char: str) -> bool:
 def _check_look_alike(raw: str, segment: str, first: bool) -> None:
     if _is_dot_like(segment[0]):
         if all(_is_dot_like(char) or char == "." for char in segment):
-            raise _refuse(raw, f'has a segment "{segment}" made of characters that look like dots; '
-                               'name each folder on the way with letters or digits')
-        raise _refuse(raw, f'has a name starting with "{segment[0]}" (U+{ord(segment[0]):04X}), which '
-                           'looks like "." (a hidden name); start it with a letter or a digit')
+            raise _refuse(
+                raw,
+                f'has a segment "{segment}" made of characters that look like dots; '
+                "name each folder on the way with letters or digits",
+            )
+        raise _refuse(
+            raw,
+            f'has a name starting with "{segment[0]}" (U+{ord(segment[0]):04X}), which '
+            'looks like "." (a hidden name); start it with a letter or a digit',
+        )
     if first and segment.startswith("~"):
-        raise _refuse(raw, 'starts with "~", the shell\'s home folder, which fsmem does not expand; '
-                           'paths are inside the memory root: leave out the "~/" part')
+        raise _refuse(
+            raw,
+            'starts with "~", the shell\'s home folder, which fsmem does not expand; '
+            'paths are inside the memory root: leave out the "~/" part',
+        )
     if _SHELL_VARIABLE.match(segment):
-        raise _refuse(raw, f'has a segment "{segment}" that looks like a shell variable, which fsmem '
-                           'does not expand; type the folder\'s own name, inside the memory root')
+        raise _refuse(
+            raw,
+            f'has a segment "{segment}" that looks like a shell variable, which fsmem '
+            "does not expand; type the folder's own name, inside the memory root",
+        )
 
 
 def _check_segment(raw: str, segment: str) -> None:
     if segment == "":
         raise _refuse(raw, 'has an empty folder name ("//"); remove the doubled "/"')
     if segment in {".", ".."}:
-        raise _refuse(raw, f'has a "{segment}" segment; name each folder on the way, without '
-                           f'"." or ".."')
+        raise _refuse(raw, f'has a "{segment}" segment; name each folder on the way, without "." or ".."')
     if segment.startswith("."):
-        raise _refuse(raw, 'has a name starting with "."; hidden files and folders such as '
-                           '".fsmem" cannot be used')
+        raise _refuse(raw, 'has a name starting with "."; hidden files and folders such as ".fsmem" cannot be used')
     if not segment.strip():
         raise _refuse(raw, "has a blank folder or file name")
     if segment != segment.strip():
-        raise _refuse(raw, "has a folder or file name that starts or ends with a space; "
-                           "remove the extra spaces")
+        raise _refuse(raw, "has a folder or file name that starts or ends with a space; remove the extra spaces")
     if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-        raise _refuse(raw, f"has a folder or file name longer than {MAX_SEGMENT_BYTES} bytes; "
-                           f"use a shorter name")
+        raise _refuse(raw, f"has a folder or file name longer than {MAX_SEGMENT_BYTES} bytes; use a shorter name")
 
 
 # Plain-text files models and people keep beside markdown: indexed, versioned, searchable, editable.
 # Compared without case (``NOTES.TXT``). Binary content is refused by the write path whatever the name.
-TEXT_FILE_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".xml", ".json", ".jsonl", ".yaml", ".yml",
-                      ".csv", ".tsv", ".toml", ".ini", ".log", ".html", ".rst", ".org")
+TEXT_FILE_SUFFIXES = (
+    ".md",
+    ".markdown",
+    ".txt",
+    ".text",
+    ".xml",
+    ".json",
+    ".jsonl",
+    ".yaml",
+    ".yml",
+    ".csv",
+    ".tsv",
+    ".toml",
+    ".ini",
+    ".log",
+    ".html",
+    ".rst",
+    ".org",
+)
 _SUFFIX_LIST = ", ".join(f'"{suffix}"' for suffix in TEXT_FILE_SUFFIXES)
 
 
@@ -174,7 +205,8 @@ def is_memory_file_name(name: str) -> bool:
     """
     # Editors' debris ends in "~", "#", ".swp", ".tmp", none of them a text suffix, or starts so:
     return (name.endswith(TEXT_FILE_SUFFIXES) or name.lower().endswith(TEXT_FILE_SUFFIXES)) and not name.startswith(
-        (".", "~", "#"))
+        (".", "~", "#")
+    )
 
 
 def ensure_memory_file(path: str) -> str:
@@ -189,7 +221,7 @@ def ensure_memory_file(path: str) -> str:
         raise BadPath('The root "/" is a folder; name a file in it, like "notes.md".')
     if not is_memory_file_name(name):
         problem = f"is not a memory file: memory files are plain text and end in {_SUFFIX_LIST}"
-        raise BadPath(f"Path {_shown(path)} {problem}, like \"{_suggest(path)}\".", path=path, problem=problem)
+        raise BadPath(f'Path {_shown(path)} {problem}, like "{_suggest(path)}".', path=path, problem=problem)
     return path
 
 

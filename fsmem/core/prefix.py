@@ -29,7 +29,9 @@ def resolve_prefix(typed: str, ids: Iterable[str], what: str, listing: str) -> s
         return found[0]
     if not found:
         return typed
-    shown = ", ".join(found[:SHOWN_CANDIDATES]) + (f" and {len(found) - SHOWN_CANDIDATES} more"
-                                                    if len(found) > SHOWN_CANDIDATES else "")
-    raise NotUnique(f"{what} id {typed!r} is the start of {len(found)} ids: {shown}; type more of it "
-                    f"(`{listing}` lists them)")
+    shown = ", ".join(found[:SHOWN_CANDIDATES]) + (
+        f" and {len(found) - SHOWN_CANDIDATES} more" if len(found) > SHOWN_CANDIDATES else ""
+    )
+    raise NotUnique(
+        f"{what} id {typed!r} is the start of {len(found)} ids: {shown}; type more of it (`{listing}` lists them)"
+    )

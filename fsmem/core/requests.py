@@ -11,8 +11,7 @@ from typing import Any
 
 from fsmem.errors import BadRequest
 
-__all__ = ["Read", "Write", "Rename", "Delete", "Search", "Request", "parse_request", "request_to_dict",
-           "check_text"]
+__all__ = ["Read", "Write", "Rename", "Delete", "Search", "Request", "parse_request", "request_to_dict", "check_text"]
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,7 @@ def only_adds(before: str, after: str) -> bool:
 
 def unified_diff(path: str, before: str, after: str, max_lines: int = 80) -> str:
     """A short diff for a person deciding on a proposal."""
-    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}",
-                                      lineterm=""))
+    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""))
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"… {len(lines) - max_lines} more diff lines"]
     return "\n".join(lines)

@@ -18,9 +18,23 @@ from fsmem.core.layout import role_of, title_of
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.when import glob_regex, parse_since, spoken_date
 
-__all__ = ["SCHEMA_VERSION", "FileDoc", "Indexed", "Plan", "QueryParts", "SearchHit", "Stamp", "file_doc",
-           "fact_note", "glob_to_regex", "is_indexable_name", "parse_since", "plan_reconcile",
-           "split_front_matter", "split_query"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "FileDoc",
+    "Indexed",
+    "Plan",
+    "QueryParts",
+    "SearchHit",
+    "Stamp",
+    "file_doc",
+    "fact_note",
+    "glob_to_regex",
+    "is_indexable_name",
+    "parse_since",
+    "plan_reconcile",
+    "split_front_matter",
+    "split_query",
+]
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
@@ -72,7 +86,7 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str, str, int]:
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
             fields[found.group(1).strip().lower()] = value
-    body = text[match.end():]
+    body = text[match.end() :]
     return fields, raw, body, text.count("\n", 0, match.end()) + 1
 
 
@@ -108,14 +122,23 @@ def file_doc(path: str, text: str) -> FileDoc:
         if said:  # in words too: "what was Ana's role in September?"
             meta_parts.append(f"said {said.date().isoformat()} ({spoken_date(said)})")
         if role.kind == "replaced_fact":
-            meta_parts.append(f"held until {until.date().isoformat()} ({spoken_date(until)})" if until
-                              else "replaced")
+            meta_parts.append(f"held until {until.date().isoformat()} ({spoken_date(until)})" if until else "replaced")
         meta = "\n".join(part for part in meta_parts if part)
     else:
         title = title_of(body, path)
         meta = raw
-    return FileDoc(path=path, folder=folder, level=role.level, kind=role.kind, title=title,
-                   body=body, body_line=body_line, meta=meta, said=said, until=until)
+    return FileDoc(
+        path=path,
+        folder=folder,
+        level=role.level,
+        kind=role.kind,
+        title=title,
+        body=body,
+        body_line=body_line,
+        meta=meta,
+        said=said,
+        until=until,
+    )
 
 
 def fact_note(kind: str, said: datetime | None, until: datetime | None) -> str:
@@ -172,7 +195,7 @@ def split_query(query: str) -> QueryParts:
     last_is_prefix = False
     position = 0
     for match in _QUOTED.finditer(query):
-        loose = query[position:match.start()].split()
+        loose = query[position : match.start()].split()
         words.extend(loose)
         if match.group(1).strip():
             phrases.append(match.group(1).strip())
@@ -209,7 +232,7 @@ def _without_lookahead(source: str) -> str:
         j = found + len(marker)
         while source[j] != "]":  # every literal "]" inside the class is escaped
             j += 2 if source[j] == "\\" else 1
-        out.append("[" + source[found + len(marker): j] + "&&[^/]]")
+        out.append("[" + source[found + len(marker) : j] + "&&[^/]]")
         i = j + 1
 
 

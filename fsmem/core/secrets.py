@@ -69,8 +69,9 @@ MIN_KEY_LENGTH = 16
 MIN_RANDOM_RUN = 32
 MIN_RANDOM_DIGITS = 4
 
-_HYPHENS = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b"
-                                   "\ufe58\ufe63\uff0d"), "-")
+_HYPHENS = dict.fromkeys(
+    map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d"), "-"
+)
 _PEM = re.compile(r"-----BEGIN")
 _KEY_WORD = re.compile(
     r"(?<![A-Za-z0-9_\-.])(?:" + "|".join(re.escape(p) for p in KEY_PREFIXES) + r")"
@@ -82,8 +83,7 @@ _SHA256_DIGEST = re.compile(r"(?<=sha256[:=])[0-9a-f]{64}(?![0-9A-Za-z])", re.IG
 # digits with single spaces or dashes between them (or a line break, as a card copied in two lines),
 # not glued to a word or a decimal point; a leading "+" is captured so the whole run can be skipped
 # as a phone number
-_DIGIT_RUN = re.compile(
-    r"(?<![A-Za-z0-9_.,+])\+?\d(?:(?:[ \-]|[ \-]?[ \t]*\r?\n[ \t]*)?\d)*(?![A-Za-z0-9_])(?![.,]\d)")
+_DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_.,+])\+?\d(?:(?:[ \-]|[ \-]?[ \t]*\r?\n[ \t]*)?\d)*(?![A-Za-z0-9_])(?![.,]\d)")
 _GROUP_SPLIT = re.compile(r"[ \-]?[ \t]*\r?\n[ \t]*|[ \-]")
 # A key-like word that ends its line, then lines that are only key characters: one key cut in pieces.
 _KEY_CUT = re.compile(
@@ -183,8 +183,9 @@ def _is_digest(text: str, match: re.Match[str]) -> bool:
 
 def _looks_random(run: str) -> bool:
     """A 40-character run mixing upper and lower case with a digit, ``/`` or ``+``: an AWS secret's shape."""
-    return (any(c.isupper() for c in run) and any(c.islower() for c in run)
-            and any(c.isdigit() or c in "/+" for c in run))
+    return (
+        any(c.isupper() for c in run) and any(c.islower() for c in run) and any(c.isdigit() or c in "/+" for c in run)
+    )
 
 
 def find_fact_secret(text: str) -> str | None:

@@ -38,12 +38,19 @@ from datetime import UTC, datetime, timedelta
 
 from fsmem.errors import BadRequest
 
-__all__ = ["DAYS_PER_MONTH", "EARLIEST", "LATEST", "parse_since", "check_moment", "compile_globs", "glob_regex",
-           "spoken_date"]
+__all__ = [
+    "DAYS_PER_MONTH",
+    "EARLIEST",
+    "LATEST",
+    "parse_since",
+    "check_moment",
+    "compile_globs",
+    "glob_regex",
+    "spoken_date",
+]
 
 DAYS_PER_MONTH = 30
-_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1),
-          "m": timedelta(days=DAYS_PER_MONTH)}
+_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1), "m": timedelta(days=DAYS_PER_MONTH)}
 _AGE = re.compile(r"(\d{1,7})\s*([hdwm])", re.IGNORECASE)
 _MOMENT = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?)?",
@@ -53,8 +60,10 @@ _MOMENT = re.compile(
 # outside it cannot be searched, so it is refused here, with round years a person can remember.
 EARLIEST = datetime(1700, 1, 1, tzinfo=UTC)
 LATEST = datetime(2261, 12, 31, 23, 59, 59, tzinfo=UTC)
-_SINCE_HELP = ('Write an age like "12h", "30d", "8w" or "6m" (a month is 30 days), or a date like '
-               '"2026-08-01" or "2026-08-01T09:30".')
+_SINCE_HELP = (
+    'Write an age like "12h", "30d", "8w" or "6m" (a month is 30 days), or a date like '
+    '"2026-08-01" or "2026-08-01T09:30".'
+)
 
 
 def parse_since(text: str, now: datetime) -> datetime:
@@ -79,8 +88,7 @@ def check_moment(moment: datetime, text: str | None = None) -> datetime:
         return moment
     shown = moment.date().isoformat() if text is None else (text if len(text) <= 40 else text[:37] + "...")
     raise BadRequest(
-        f'since "{shown}" is outside the dates search knows ({EARLIEST.date()} to {LATEST.date()}). '
-        f"{_SINCE_HELP}"
+        f'since "{shown}" is outside the dates search knows ({EARLIEST.date()} to {LATEST.date()}). {_SINCE_HELP}'
     )
 
 
@@ -114,8 +122,20 @@ def _parse_since(text: str, now: datetime) -> datetime:
 Patterns = str | Sequence[str] | None
 
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def spoken_date(moment: datetime) -> str:
@@ -236,7 +256,7 @@ def _char_class(segment: str, start: int, pattern: str, name: str) -> tuple[int,
     try:
         re.compile(f"[{body}]")
     except re.error:
-        raise _bad(pattern, name, f'has an invalid class "{segment[start:i + 1]}"') from None
+        raise _bad(pattern, name, f'has an invalid class "{segment[start : i + 1]}"') from None
     return i, (f"[^/{body}]" if negate else f"(?!/)[{body}]")
 
 
