@@ -277,7 +277,10 @@ class OpenAICompatibleModel:
                 payload = self._send(request, where)
                 break
             except urllib.error.HTTPError as error:
-                raw = error.read()
+                try:
+                    raw = error.read()
+                except (OSError, http.client.HTTPException):  # the error body itself broke off
+                    raw = b""
                 detail = _server_message(raw, key)
                 if error.code in (429, 503) and attempt < self.retries:
                     self.sleep(_retry_wait(error.headers.get("Retry-After"), attempt))
@@ -289,6 +292,8 @@ class OpenAICompatibleModel:
                     if error.code == 404
                     else f" Tried {attempt + 1} times; try again later."
                     if error.code in (429, 503)
+                    else f" It redirects to {error.headers.get('Location')}: give that address as --model-url."
+                    if 300 <= error.code < 400
                     else ""
                 )
                 raise _Refused(ModelError(f"{where} answered HTTP {error.code}: {detail}.{hint}"), detail) from None
@@ -316,7 +321,7 @@ class OpenAICompatibleModel:
         )
         deadline = time.monotonic() + self.timeout
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with _OPENER.open(request, timeout=self.timeout) as response:
                 chunks = []
                 while chunk := response.read1(65536):
                     chunks.append(chunk)
@@ -333,6 +338,17 @@ class OpenAICompatibleModel:
             raise ModelError(f"could not reach {where}: {error.reason}. Is the server running?") from None
         except (OSError, http.client.HTTPException) as error:
             raise ModelError(f"the connection to {where} failed: {error or type(error).__name__}") from None
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A chat request is never redirected: urllib would follow it as a GET with the key still in its
+    ``Authorization`` header, to whatever host the answer names. The 3xx comes back as an error."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects())
 
 
 class _Refused(Exception):

@@ -708,4 +708,6 @@ def _translated(error: psycopg.Error, outcome: str) -> RequestError:
         )
     if isinstance(error, psycopg.OperationalError):
         return StoreUnavailable(f"PostgreSQL could not be reached ({_first_line(error)}); {outcome}")
-    raise error
+    # Anything else the server refused (a check, a value it cannot store): still a coded answer, never a
+    # driver exception the caller has to know about.
+    return StoreUnavailable(f"PostgreSQL refused the change ({_first_line(error)}); {outcome}")

@@ -54,3 +54,15 @@ def test_a_conflict_exits_3_and_a_good_call_0(root):
     unread = run_fsmem("tool", "--root", str(root), input=json.dumps({"command": "delete", "path": "a.md"}))
     assert unread.returncode == 3 and json.loads(unread.stdout)["error"]["code"] == "NOT_READ"
     assert (root / "a.md").read_text() == "one\n"
+
+
+@pytest.mark.parametrize("command", ["tool", "search", "read"])
+def test_a_one_shot_command_starts_no_watcher(root, command):
+    # A watcher started by a process that exits at once would only cost its start (and leave its
+    # heartbeat behind); run_fsmem runs with the default settings, where a long-lived process watches.
+    args = {"tool": ["tool"], "search": ["search", "rules"], "read": ["read", "MEMORY.md"]}[command]
+    stdin = json.dumps({"command": "search", "query": "rules"}) if command == "tool" else None
+    done = run_fsmem(*args, "--root", str(root), input=stdin)
+    assert done.returncode in (0, 1), done.stderr
+    assert not (root / ".fsmem" / "watch.json").exists()
+    assert "watchdog" not in done.stderr

@@ -233,3 +233,14 @@ def test_an_error_that_does_not_name_response_format_is_not_retried() -> None:
         with pytest.raises(ModelError, match="answered HTTP 400: context length exceeded"):
             OpenAICompatibleModel(server.base_url, "tiny").complete(HELLO, response_format=JSON_OBJECT)
     assert len(server.requests) == 1
+
+
+def test_a_redirect_is_not_followed_with_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # urllib would follow a 302 on a POST as a GET to the named host, the Authorization header kept.
+    monkeypatch.setenv("TEST_MODEL_KEY", "k-123")
+    with ChatServer(["stolen"]) as elsewhere:
+        with ChatServer([Reply(status=302, raw="", headers={"Location": elsewhere.base_url + "/chat/completions"})]) as server:
+            with pytest.raises(ModelError) as refused:
+                OpenAICompatibleModel(server.base_url, "tiny", api_key_env="TEST_MODEL_KEY").complete(HELLO)
+    assert elsewhere.requests == []
+    assert "HTTP 302" in refused.value.message and "give that address as --model-url" in refused.value.message

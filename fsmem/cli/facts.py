@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 from fsmem.core.facts import DEFAULT_SOURCE, Fact, format_when
 from fsmem.errors import BadFact
 
@@ -17,9 +17,8 @@ THREAD = "cli"
 
 
 def _facts(root: str | None):
-    import fsmem
 
-    return fsmem.open(find_root(root)).facts
+    return open_root(root).facts
 
 
 def _line(fact: Fact) -> str:

@@ -12,16 +12,22 @@ from typing import Any
 import click
 
 from fsmem.cli import exit_code_for
-from fsmem.cli.options import echo_json, expect_option, find_root, json_line, json_option, root_option, shell_path
+from fsmem.cli.options import (
+    echo_json,
+    expect_option,
+    json_line,
+    json_option,
+    open_root,
+    root_option,
+    shell_path,
+)
 from fsmem.cli.style import table
 from fsmem.errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 
 
 def _memory(root: str | None, near: str | None = None):
     """The memory of ``--root``, else of the root holding ``near`` (an absolute path typed), else here."""
-    import fsmem
-
-    return fsmem.open(find_root(root, near))
+    return open_root(root, near)
 
 
 def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
@@ -330,14 +336,13 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
 
     Always JSON, refusals and setup problems too; exit 0 done, 1 refused, 2 setup, 3 conflict.
     """
-    import fsmem
     from fsmem.errors import FsmemError
     from fsmem.levels import Scope
     from fsmem.tool import error_result
 
     try:
         request = _request_from_stdin()
-        memory = fsmem.open(find_root(root))
+        memory = open_root(root)
         result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
     except FsmemError as error:  # stdin, the root or the scope: still an answer the caller can parse
         result = error_result(error)

@@ -6,14 +6,13 @@ from typing import Any
 
 import click
 
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 from fsmem.cli.style import table
 
 
 def _memory(root: str | None):
-    import fsmem
 
-    return fsmem.open(find_root(root))
+    return open_root(root)
 
 
 def describe_levels(memory: Any) -> list[dict[str, Any]]:

@@ -7,18 +7,34 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fsmem.core.layout import STATE_DIR
 from fsmem.errors import BadPath, RootNotFound
 
+if TYPE_CHECKING:
+    from fsmem.memory import Memory
+
 # ``--root`` and ``--json`` may stand before the subcommand (``fsmem --root R read X``) or after it
 # (``fsmem read X --root R``): the value is kept in the context's ``meta``, which every nested
 # context shares, and a command without its own value takes the one given before it.
 _ROOT_KEY = "fsmem.root"
 _JSON_KEY = "fsmem.json"
+
+
+def open_root(explicit: str | None, near: str | None = None) -> Memory:
+    """The memory a one-shot command works on (``find_root``), with the root's settings but no watcher:
+    a process that searches once would only pay for starting one (and leave it to die with it)."""
+    import dataclasses
+
+    import fsmem
+    from fsmem.config import load_settings
+
+    folder = find_root(explicit, near)
+    settings = load_settings(folder) if (folder / STATE_DIR).is_dir() else None
+    return fsmem.open(folder, settings=dataclasses.replace(settings, watch=False) if settings else None)
 
 
 def find_root(explicit: str | None, near: str | None = None) -> Path:

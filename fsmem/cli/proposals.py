@@ -6,15 +6,14 @@ import dataclasses
 
 import click
 
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 from fsmem.cli.style import diff, table
 from fsmem.render import when_iso
 
 
 def _memory(root: str | None):
-    import fsmem
 
-    return fsmem.open(find_root(root))
+    return open_root(root)
 
 
 @click.group(invoke_without_command=True)

@@ -10,7 +10,7 @@ import click
 
 from fsmem.cli import exit_code_for
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 from fsmem.errors import BadRequest, ModelError
 
 if TYPE_CHECKING:
@@ -52,11 +52,10 @@ def review(
     that says whether the model found nothing worth keeping, answered without proposing anything, or
     sent nothing usable (exit 2).
     """
-    import fsmem
     from fsmem import Scope
     from fsmem.review import review as run_review
 
-    memory = fsmem.open(find_root(root))
+    memory = open_root(root)
     scope = Scope.parse(scope_text)
     conversation = read_conversation(conversation_file, error=BadRequest)
     model = make_model(model_settings)

@@ -3,7 +3,6 @@ root's settings, like every other command."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import warnings
 from collections.abc import Iterator
@@ -11,14 +10,11 @@ from contextlib import contextmanager
 
 import click
 
-import fsmem
 from fsmem import render
 from fsmem.cli import EXIT_NO_MATCH
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
-from fsmem.config import load_settings
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 from fsmem.core.search import SearchHit
 from fsmem.errors import BadPattern
-from fsmem.memory import Memory
 
 
 @contextmanager
@@ -31,12 +27,6 @@ def _warnings_to_stderr() -> Iterator[None]:
         finally:
             for item in caught:
                 click.echo(f"Warning: {item.message}", err=True)
-
-
-def _open(root: str | None, watch: bool = False) -> Memory:
-    """The root's memory; a one-shot command starts no watcher (it would only cost its start-up)."""
-    folder = find_root(root)
-    return fsmem.open(folder, settings=dataclasses.replace(load_settings(folder), watch=watch))
 
 
 @click.command()
@@ -68,7 +58,7 @@ def search(
     with _warnings_to_stderr():
         # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
         # match everywhere).
-        hits = _open(root).search(
+        hits = open_root(root).search(
             text,
             regex=use_regex,
             include=include,
@@ -142,7 +132,7 @@ def index() -> None:
 def status(root: str | None, as_json: bool) -> None:
     """Documents, files, how many are stale, and whether a watcher keeps the index current."""
     with _warnings_to_stderr():
-        info = _open(root).index.status()
+        info = open_root(root).index.status()
     if as_json:
         echo_json(info)
         return
@@ -163,7 +153,7 @@ def status(root: str | None, as_json: bool) -> None:
 @json_option
 def rebuild(root: str | None, as_json: bool) -> None:
     """Rebuild the index from the files, beside the live one; searches keep working meanwhile."""
-    target = _open(root).index
+    target = open_root(root).index
     with _warnings_to_stderr():
         if as_json:
             count = target.rebuild()
@@ -194,7 +184,7 @@ def watch(root: str | None, debounce: float) -> None:
     """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
     from fsmem.watch import Watcher
 
-    memory = _open(root)
+    memory = open_root(root)
     click.echo(f"Watching {memory.root} (Ctrl-C to stop).", err=True)
     with _warnings_to_stderr():
         Watcher(memory.index, debounce=debounce).run_forever()

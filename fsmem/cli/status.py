@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 
 LAST_CHANGES = 5
 
@@ -48,12 +48,11 @@ def gather(memory: Any) -> dict[str, Any]:
 @json_option
 def status(root: str | None, as_json: bool) -> None:
     """The root at a glance: levels, file and fact counts, index freshness, watcher, proposals, last changes."""
-    import fsmem
     from fsmem.cli.files import log_lines
     from fsmem.drive import LogEntry
     from fsmem.render import size
 
-    info = gather(fsmem.open(find_root(root)))
+    info = gather(open_root(root))
     if as_json:
         echo_json(info)
         return
