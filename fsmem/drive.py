@@ -20,6 +20,7 @@ Paths here are already normalized by ``fsmem.core.paths``; the drive adds the sy
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -355,6 +356,7 @@ class Drive:
             try:
                 yield tx
             finally:
+                tx._trim_versions()  # only now: a change that failed part-way has lost no kept version
                 if tx.changed:
                     for hook in self.on_commit:
                         hook(set(tx.changed))
@@ -446,6 +448,7 @@ class Change:
         self.changed: list[str] = []
         self.hand_edits: list[HandEdit] = []
         self._seen: dict[str, bytes | None] = {}  # what the caller read under the lock, by path
+        self._to_trim: set[Path] = set()  # versions/ folders that got a copy: trimmed when the change ends
 
     def read(self, path: str) -> bytes | None:
         data = self.drive.read(path)
@@ -551,8 +554,10 @@ class Change:
 
     def _unkeep(self, kept: list[Path]) -> None:
         for file in kept:
-            with contextlib.suppress(OSError):
+            try:
                 file.unlink()
+            except OSError:
+                self._to_trim.discard(file.parent)  # it still counts: trimming would drop an older one
 
     def _fault(self, doing: str, error: OSError) -> Storage:
         if isinstance(error, (FileNotFoundError, NotADirectoryError)) and not self.drive.state.is_dir():
@@ -576,11 +581,30 @@ class Change:
                 (entry.path, self.drive.read(entry.path))
                 for entry in list(self.drive.walk_files(path)) + self._other_files(path)
             ]
-            for entry_path, data in held:
-                if data is not None:
-                    self._keep(entry_path, data, self.command)
-                    self._log(entry_path, version_of(data), None)
-            shutil.rmtree(target)
+            self._check_removable(path, target)
+            keeping: list[tuple[str, bytes, Path]] = []
+            try:
+                for entry_path, data in held:
+                    if data is not None:
+                        keeping.append((entry_path, data, self._keep(entry_path, data, self.command)))
+            except OSError as error:
+                self._unkeep([file for _, _, file in keeping])
+                raise self._fault(f"keeping the files of {path} before deleting them", error) from error
+            failure: OSError | None = None
+            try:
+                shutil.rmtree(target)
+            except OSError as error:
+                failure = error  # removed part-way: the log says what is gone, no more
+            try:
+                for entry_path, data, file in keeping:
+                    if failure is None or not os.path.lexists(self.drive.root / entry_path):
+                        self._log(entry_path, version_of(data), None)
+                    else:
+                        self._unkeep([file])
+            except OSError as error:
+                raise self._fault(f"logging the delete of {path}", error) from error
+            if failure is not None:
+                raise self._fault(f"deleting {path}", failure) from failure
         else:
             data = self.drive.read(path)
             if data is None:
@@ -589,7 +613,11 @@ class Change:
                 kept = self._keep(path, data, self.command)
             except OSError as error:
                 raise self._fault(f"keeping {path} before deleting it", error) from error
-            target.unlink()
+            try:
+                target.unlink()
+            except OSError as error:
+                self._unkeep([kept])
+                raise self._fault(f"deleting {path}", error) from error
             try:
                 self._log(path, version_of(data), None)
             except OSError as error:
@@ -610,26 +638,53 @@ class Change:
             raise self._fault(f"making the folder for {destination}", error) from error
         if source_real.is_dir():
             moved = [(e.path, self.drive.read(e.path)) for e in self.drive.walk_files(source)]
+            self._place(source, source_real, destination, destination_real)
             try:
-                os.rename(source_real, destination_real)
+                for old_path, data in moved:
+                    new_path = destination + old_path[len(source) :]
+                    self._log(old_path, _version(data), _version(data), new_path=new_path)
             except OSError as error:
-                raise self._fault(f"renaming {source}", error) from error
-            for old_path, data in moved:
-                new_path = destination + old_path[len(source) :]
-                self._log(old_path, _version(data), _version(data), new_path=new_path)
+                raise self._fault(f"logging the rename of {source}", error) from error
         else:
             data = self.drive.read(source)
+            self._place(source, source_real, destination, destination_real)
             try:
-                os.link(source_real, destination_real)  # fails if the destination appeared meanwhile
-            except FileExistsError:
-                raise
+                self._log(source, _version(data), _version(data), new_path=destination)
             except OSError as error:
-                raise self._fault(f"renaming {source}", error) from error
-            source_real.unlink()
-            self._log(source, _version(data), _version(data), new_path=destination)
+                with contextlib.suppress(OSError):  # put it back: the log says only what happened
+                    place_new(destination_real, source_real)
+                raise self._fault(f"logging the rename of {source}", error) from error
         self._fsync(source_real.parent)
         self._fsync(destination_real.parent)
         self.changed.append(destination)
+
+    def _place(self, source: str, source_real: Path, destination: str, destination_real: Path) -> None:
+        """One atomic rename of ``source`` to ``destination``, never over a path that appeared there
+        since the free check (a person's save): ``Exists`` then, a ``STORAGE`` fault on a disk fault;
+        either way nothing changed."""
+        try:
+            placed = place_new(source_real, destination_real)
+        except FileExistsError:
+            placed = False
+        except OSError as error:
+            raise self._fault(f"renaming {source}", error) from error
+        if not placed:
+            raise Exists(
+                f"the new path {destination} already exists (it appeared just now); nothing was changed. "
+                "Choose another name or delete it first"
+            )
+
+    def _check_removable(self, path: str, target: Path) -> None:
+        """Refuse (``STORAGE``, nothing changed) a folder delete that could not remove every entry:
+        a folder in it (or the one holding it) that this process may not change, or a read-only disk."""
+        folders = [target.parent, target] + [Path(top, name) for top, names, _ in os.walk(target) for name in names]
+        for folder in folders:
+            if os.path.islink(folder):
+                continue  # a link is removed, not entered
+            if not os.access(folder, os.W_OK | os.X_OK):
+                code = errno.EROFS if _read_only(folder) else errno.EACCES
+                error = OSError(code, os.strerror(code), str(folder))
+                raise self._fault(f"deleting {path}", error)
 
     def keep_replaced(self, path: str, replaced: bytes, now: str) -> None:
         """Keep ``replaced`` as a version of ``path``: what a person's edit outside fsmem (``now`` is
@@ -662,12 +717,22 @@ class Change:
         if not folder.is_dir():  # the file's first kept version: make its folder (only then)
             make_dirs(folder)
         write_atomic(kept, data, durable=False)
-        # Only kept versions count: the folder may also hold the version folders of files that
-        # lived under a folder of this name once, or a crash's temp file.
-        names = sorted(name for name in os.listdir(folder) if _VERSION_NAME.match(name))
-        for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
-            os.unlink(folder / extra)
+        self._to_trim.add(folder)
         return kept
+
+    def _trim_versions(self) -> None:
+        """Cut each versions/ folder this change added to down to ``versions_kept``: at the end of the
+        change, never before its write, so a write that fails has lost none of the versions kept."""
+        for folder in sorted(self._to_trim):
+            # Only kept versions count: the folder may also hold the version folders of files that
+            # lived under a folder of this name once, or a crash's temp file.
+            try:
+                names = sorted(name for name in os.listdir(folder) if _VERSION_NAME.match(name))
+                for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
+                    os.unlink(folder / extra)
+            except OSError:
+                continue  # one version too many is kept until the next change; nothing is lost
+        self._to_trim.clear()
 
     def _log(
         self, path: str, before: str | None, after: str | None, new_path: str | None = None, command: str | None = None
@@ -702,6 +767,13 @@ def _append_line(log_file: Path, line: str) -> None:
                 if tail.read(1) != b"\n":
                     prefix = b"\n"
         handle.write(prefix + line.encode("utf-8") + b"\n")
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _version(data: bytes | None) -> str | None:
