@@ -530,6 +530,8 @@ def scope_folders(memory: Memory, scope: Scope) -> tuple[str | None, str | None]
     routine_folder = find_routine(memory, scope.routine_id, scope.agent_id)
     if routine_folder is None:
         elsewhere = find_routine(memory, scope.routine_id)
+        if elsewhere is not None and elsewhere.startswith(f"{agent_folder}/"):
+            return agent_folder, elsewhere  # made by another process since the look-up above
         if elsewhere is not None:
             raise ScopeError(f"routine {scope.routine_id!r} belongs to another agent ({elsewhere})")
         if scope.routine_name is None:
