@@ -24,7 +24,8 @@
         ├── BadFact                 BAD_FACT
         ├── ModelError              MODEL_ERROR
         ├── IndexError_             INDEX_ERROR
-        └── Unsupported             UNSUPPORTED
+        ├── Unsupported             UNSUPPORTED
+        └── LevelParked             PARKED
 
 A refused call changes nothing. Each message says what went wrong and what to do next, and never
 repeats a secret.
@@ -60,6 +61,7 @@ __all__ = [
     "ModelError",
     "IndexError_",
     "Unsupported",
+    "LevelParked",
     "TOOL_ERROR_CODES",
     "from_code",
 ]
@@ -182,6 +184,13 @@ class Unsupported(SetupError):
     """This system lacks what fsmem relies on (fsmem runs on Linux and macOS)."""
 
     code = "UNSUPPORTED"
+
+
+class LevelParked(SetupError):
+    """A ``deleting_*`` block could not put a level folder back (or drop it): the folder stays moved
+    aside, whole, and the message (and ``kept_at``) says where, so a person moves it back by hand."""
+
+    code = "PARKED"
 
 
 def _all_subclasses(cls: type[FsmemError]) -> list[type[FsmemError]]:

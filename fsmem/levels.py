@@ -35,7 +35,7 @@ from fsmem.core.layout import (
     routine_top_file,
     slug,
 )
-from fsmem.errors import Exists, NotFound, ScopeError
+from fsmem.errors import Exists, LevelParked, NotFound, ScopeError
 
 PARKED_PREFIX = "deleting-"
 
@@ -166,8 +166,12 @@ class LevelFolder:
 
 def read_identity(memory: Memory, folder: str) -> dict[str, str] | None:
     """The kind, id and name kept in a level folder, or None (none kept yet, or unreadable)."""
+    return _identity_at(memory.drive.root / folder / IDENTITY_FILE)
+
+
+def _identity_at(file: Path) -> dict[str, str] | None:
     try:
-        data = json.loads((memory.drive.root / folder / IDENTITY_FILE).read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
@@ -311,34 +315,98 @@ def match_id(memory: Memory, typed: str, kind: Literal["agent", "routine"]) -> s
 # ---- lifecycle ------------------------------------------------------------------------------
 
 
-def create_agent(memory: Memory, agent_id: str, name: str) -> str:
+def create_agent(memory: Memory, agent_id: str, name: str, *, exist_ok: bool = False) -> str:
+    """Make the agent's folder; with ``exist_ok``, an agent that has one keeps it (get-or-create)."""
     _check_id(agent_id, "agent")
     existing = find_agent(memory, agent_id)
-    if existing is not None:
+    if existing is not None and not exist_ok:
         raise Exists(f"agent {agent_id!r} already has a folder: {existing}")
+    if existing is not None:
+        return existing
     with memory.drive.change("create_agent") as tx:
+        # Looked up again under the lock: another process may have made it since (two first uses at once
+        # would otherwise pick two names for one id, and every later run would match two folders).
+        existing = find_agent(memory, agent_id)
+        if existing is not None:
+            if exist_ok:
+                return existing
+            raise Exists(f"agent {agent_id!r} already has a folder: {existing}")
+        _refuse_parked(memory, "agent", agent_id)
         folder = f"{AGENTS_DIR}/{_free_folder_name(memory, AGENTS_DIR, name, agent_id)}"
         tx.write(agent_top_file(folder), b"")
         _write_identity(memory, folder, "agent", agent_id, name)
     return folder
 
 
-def create_routine(memory: Memory, agent_id: str, routine_id: str, name: str, agent_name: str | None = None) -> str:
+def create_routine(
+    memory: Memory,
+    agent_id: str,
+    routine_id: str,
+    name: str,
+    agent_name: str | None = None,
+    *,
+    exist_ok: bool = False,
+) -> str:
+    """Make the routine's folder; with ``exist_ok``, a routine of this agent that has one keeps it."""
     _check_id(routine_id, "routine")
     agent_folder = find_agent(memory, agent_id)
     if agent_folder is None:
         if agent_name is None:
             raise NotFound(f"agent {agent_id!r} has no folder; create the agent first")
-        agent_folder = create_agent(memory, agent_id, agent_name)
-    existing = find_routine(memory, routine_id)
-    if existing is not None:
-        raise Exists(f"routine {routine_id!r} already has a folder: {existing}")
+        agent_folder = create_agent(memory, agent_id, agent_name, exist_ok=exist_ok)
     parent = f"{agent_folder}/{ROUTINES_DIR}"
+    existing = _existing_routine(memory, routine_id, parent, exist_ok)
+    if existing is not None:
+        return existing
     with memory.drive.change("create_routine") as tx:
+        existing = _existing_routine(memory, routine_id, parent, exist_ok)  # again, under the lock
+        if existing is not None:
+            return existing
+        _refuse_parked(memory, "routine", routine_id)
         folder = f"{parent}/{_free_folder_name(memory, parent, name, routine_id)}"
         tx.write(routine_top_file(folder), b"")
         _write_identity(memory, folder, "routine", routine_id, name)
     return folder
+
+
+def _existing_routine(memory: Memory, routine_id: str, parent: str, exist_ok: bool) -> str | None:
+    """The routine's folder when it has one and ``exist_ok`` lets it be kept (under ``parent``: this
+    agent's); a folder anywhere else raises ``EXISTS``; None when it has none."""
+    existing = find_routine(memory, routine_id)
+    if existing is None:
+        return None
+    if exist_ok and existing.startswith(f"{parent}/"):
+        return existing
+    raise Exists(f"routine {routine_id!r} already has a folder: {existing}")
+
+
+def _parked(memory: Memory) -> Iterator[tuple[Path, str]]:
+    """Each folder moved aside by a ``deleting_*`` block: where it is kept now, and where it came from."""
+    for aside in sorted(memory.drive.state.glob(f"{PARKED_PREFIX}*")):
+        try:
+            origin = (aside / "from").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # a block between making its place and writing where the folder came from
+        yield aside / "folder", origin
+
+
+def _refuse_parked(memory: Memory, kind: str, entity_id: str) -> None:
+    """Refuse to make a folder for an id whose folder (or whose agent's folder) is parked by a
+    ``deleting_*`` block: a new one would stand where the parked one must go back."""
+    for parked, origin in _parked(memory):
+        identity = _identity_at(parked / IDENTITY_FILE)
+        name = origin.rsplit("/", 1)[-1]
+        parent = origin.rsplit("/", 1)[0]
+        ours = (
+            identity["id"] == entity_id and identity["kind"] == kind
+            if identity is not None
+            else folder_matches_id(name, entity_id) and parent.endswith(AGENTS_DIR if kind == "agent" else ROUTINES_DIR)
+        )
+        if ours:
+            raise ScopeError(
+                f"{kind} {entity_id!r} is being deleted (its folder {origin} is moved aside to {parked} until the "
+                "deleting block ends); run it again after the delete, or create it anew then"
+            )
 
 
 def _held(memory: Memory, folder: str) -> dict[str, str]:
@@ -375,31 +443,51 @@ def delete_routine(memory: Memory, routine_id: str) -> dict[str, str]:
 def deleting(memory: Memory, folder: str, command: str) -> Iterator[dict[str, str]]:
     """Move the folder aside, yield what it held; drop it if the block succeeds, put it back if not.
 
-    Between the move and the end of the block, runs no longer see the folder, so the harness's own
-    delete and fsmem's happen as one step.
+    Between the move and the end of the block, runs no longer see the folder (nor make a new one for its
+    id: ``_refuse_parked``), so the harness's own delete and fsmem's happen as one step. The place aside
+    is removed only once the folder is really back, or really deleted with its versions kept; a folder
+    that cannot go back stays there, whole, and ``LevelParked`` says where.
     """
     held = _held(memory, folder)
     aside = Path(tempfile.mkdtemp(prefix=f"{PARKED_PREFIX}{os.getpid()}-", dir=memory.drive.state))
     (aside / "from").write_text(folder, encoding="utf-8")
     parked = aside / "folder"
-    with memory.drive.locked():
-        (memory.drive.root / folder).rename(parked)
     try:
-        yield held
-    except BaseException:
         with memory.drive.locked():
-            parked.rename(memory.drive.root / folder)
-        raise
-    else:
+            (memory.drive.root / folder).rename(parked)
+        try:
+            yield held
+        except BaseException:
+            with memory.drive.locked():
+                _put_back(memory, parked, folder)
+            raise
         with memory.drive.change(command) as tx:
-            parked.rename(memory.drive.root / folder)
+            _put_back(memory, parked, folder)
             tx.delete(folder)
     finally:
-        shutil.rmtree(aside, ignore_errors=True)
+        if not os.path.lexists(parked):  # back in place, or deleted with its versions: nothing left to keep
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+def _put_back(memory: Memory, parked: Path, folder: str) -> None:
+    """Move a parked folder back where it came from (the lock held); on failure it stays parked."""
+    try:
+        parked.rename(memory.drive.root / folder)
+    except OSError as error:
+        raise LevelParked(
+            f"could not put {folder} back ({error.strerror or error}): something now stands at {folder}; "
+            f"its content is kept, whole, at {parked}; move it back by hand (or merge the two) and delete again",
+            folder=folder,
+            kept_at=str(parked),
+        ) from error
 
 
 def restore_parked(memory: Memory) -> list[str]:
-    """Put back folders parked by a ``deleting_*`` block whose process died before the block ended."""
+    """Put back folders parked by a ``deleting_*`` block whose process died before the block ended.
+
+    A folder whose place is taken stays parked (never dropped): fsmem never makes a folder there for
+    the same id while it is parked, so only a person's hand can take it, and a person can move it back.
+    """
     restored = []
     for aside in memory.drive.state.glob(f"{PARKED_PREFIX}*"):
         pid = aside.name[len(PARKED_PREFIX) :].split("-", 1)[0]
@@ -410,9 +498,12 @@ def restore_parked(memory: Memory) -> list[str]:
             folder = origin.read_text(encoding="utf-8")
             with memory.drive.locked():
                 if not (memory.drive.root / folder).exists():
-                    parked.rename(memory.drive.root / folder)
-                    restored.append(folder)
-        if not parked.exists():
+                    try:
+                        parked.rename(memory.drive.root / folder)
+                        restored.append(folder)
+                    except OSError:
+                        pass  # its parent gone, the disk failing: it stays parked for a person
+        if not os.path.lexists(parked):
             shutil.rmtree(aside, ignore_errors=True)
     return restored
 
@@ -433,12 +524,14 @@ def scope_folders(memory: Memory, scope: Scope) -> tuple[str | None, str | None]
                 f"agent {scope.agent_id!r} has no folder; create it with create_agent, or pass its name "
                 "in the scope so the folder is made on first use"
             )
-        agent_folder = create_agent(memory, scope.agent_id, scope.agent_name)
+        agent_folder = create_agent(memory, scope.agent_id, scope.agent_name, exist_ok=True)
     if isinstance(scope, AgentScope):
         return agent_folder, None
     routine_folder = find_routine(memory, scope.routine_id, scope.agent_id)
     if routine_folder is None:
         elsewhere = find_routine(memory, scope.routine_id)
+        if elsewhere is not None and elsewhere.startswith(f"{agent_folder}/"):
+            return agent_folder, elsewhere  # made by another process since the look-up above
         if elsewhere is not None:
             raise ScopeError(f"routine {scope.routine_id!r} belongs to another agent ({elsewhere})")
         if scope.routine_name is None:
@@ -446,7 +539,7 @@ def scope_folders(memory: Memory, scope: Scope) -> tuple[str | None, str | None]
                 f"routine {scope.routine_id!r} has no folder; create it with create_routine, or pass its "
                 "name in the scope so the folder is made on first use"
             )
-        routine_folder = create_routine(memory, scope.agent_id, scope.routine_id, scope.routine_name)
+        routine_folder = create_routine(memory, scope.agent_id, scope.routine_id, scope.routine_name, exist_ok=True)
     return agent_folder, routine_folder
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
+from pathlib import Path
+
 import pytest
 
 import fsmem
-from fsmem import Scope, ScopeError
+from fsmem import Scope, ScopeError, levels
 
 
 @pytest.fixture
@@ -141,3 +144,91 @@ def test_scope_with_a_name_makes_the_missing_folder_on_first_use(memory):
     assert (memory.root / run.routine_folder / "NOTES.md").is_file()
     with pytest.raises(ScopeError, match="add :NAME"):
         Scope.parse("routine:a1/b2:only-one-name")
+
+
+# ---- a deleting block never loses the folder; first use from two processes makes one folder ----------
+
+
+def test_a_run_inside_a_deleting_block_never_remakes_the_folder_and_a_raise_keeps_the_notes(memory):
+    memory.create_agent("3f9a1c2e", "A")
+    folder = memory.create_routine("3f9a1c2e", "9b7d4e10", "R")
+    (memory.root / folder / "NOTES.md").write_text("precious notes\n")
+    named = Scope.routine("3f9a1c2e", "9b7d4e10", agent_name="A", routine_name="R")
+    with pytest.raises(RuntimeError, match="harness's own"):
+        with memory.deleting_routine("9b7d4e10"):
+            with pytest.raises(ScopeError, match="being deleted"):
+                memory.run(named)
+            assert not (memory.root / folder).exists()
+            raise RuntimeError("the harness's own delete failed")
+    assert (memory.root / folder / "NOTES.md").read_text() == "precious notes\n"
+    assert fsmem.scope_files(memory, named)[-1] == f"{folder}/NOTES.md"
+    assert not list(memory.drive.state.glob("deleting-*"))
+
+
+def test_a_run_inside_deleting_agent_is_refused_and_the_agent_comes_back(memory):
+    folder = memory.create_agent("3f9a1c2e", "A")
+    (memory.root / folder / "MEMORY.md").write_text("agent notes\n")
+    with pytest.raises(RuntimeError):
+        with memory.deleting_agent("3f9a1c2e"):
+            with pytest.raises(ScopeError, match="being deleted"):
+                memory.run(Scope.agent("3f9a1c2e", "A"))
+            with pytest.raises(ScopeError, match="being deleted"):
+                memory.run(Scope.routine("3f9a1c2e", "9b7d4e10", "A", "R"))
+            raise RuntimeError("the harness's own delete failed")
+    assert (memory.root / folder / "MEMORY.md").read_text() == "agent notes\n"
+    assert levels.describe_agents(memory)[0].folder == folder and len(levels.describe_agents(memory)) == 1
+
+
+@pytest.mark.parametrize("block_raises", [True, False])
+def test_a_folder_that_cannot_go_back_stays_parked_whole_and_the_error_says_where(memory, block_raises):
+    memory.create_agent("3f9a1c2e", "A")
+    folder = memory.create_routine("3f9a1c2e", "9b7d4e10", "R")
+    (memory.root / folder / "NOTES.md").write_text("precious notes\n")
+    with pytest.raises(fsmem.FsmemError) as raised:
+        with memory.deleting_routine("9b7d4e10"):
+            (memory.root / folder).mkdir()  # a person's hand takes the place meanwhile
+            (memory.root / folder / "other.md").write_text("theirs\n")
+            if block_raises:
+                raise RuntimeError("the harness's own delete failed")
+    error = raised.value
+    assert error.code == "PARKED"
+    kept = Path(error.details["kept_at"])
+    assert str(kept) in error.message and folder in error.message
+    assert (kept / "NOTES.md").read_text() == "precious notes\n"
+    assert (memory.root / folder / "other.md").read_text() == "theirs\n"
+    # a later open (this process alive, then as if dead) never drops it either
+    fsmem.open(memory.root)
+    assert (kept / "NOTES.md").read_text() == "precious notes\n"
+
+
+def _first_use(root: str, agent_id: str, routine_id: str, barrier, results) -> None:
+    memory = fsmem.open(root)
+    barrier.wait()
+    try:
+        run = memory.run(Scope.routine(agent_id, routine_id, agent_name="SEO", routine_name="Meta"))
+        results.put((run.agent_folder, run.routine_folder))
+    except Exception as error:  # reported to the test, which fails on it
+        results.put(("error", repr(error)))
+
+
+@pytest.mark.slow
+def test_first_use_from_several_processes_at_once_makes_one_folder(memory):
+    context = multiprocessing.get_context("spawn")
+    processes = 4
+    for round_ in range(4):
+        agent_id, routine_id = f"3f9a1c2e-{round_}", f"9b7d4e10-{round_}"
+        barrier, results = context.Barrier(processes), context.Queue()
+        workers = [
+            context.Process(target=_first_use, args=(str(memory.root), agent_id, routine_id, barrier, results))
+            for _ in range(processes)
+        ]
+        for worker in workers:
+            worker.start()
+        got = [results.get(timeout=120) for _ in workers]
+        for worker in workers:
+            worker.join(timeout=120)
+            assert worker.exitcode == 0
+        assert len(set(got)) == 1, got
+        agent_folder, routine_folder = got[0]
+        assert [a.folder for a in levels.describe_agents(memory) if a.id == agent_id] == [agent_folder]
+        assert [r.folder for r in levels.describe_routines(memory, agent_folder)] == [routine_folder]
