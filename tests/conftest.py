@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,26 @@ def invoke(root: Path, *args: str, input: str | None = None):
     from fsmem.cli import main
 
     return CliRunner().invoke(main, [*args, "--root", str(root)], input=input)
+
+
+def tree_snapshot(folder: Path) -> dict[str, tuple[str, object]]:
+    """Every entry under ``folder`` by kind (never following links): regular files with their bytes,
+    links with their target, others (FIFOs, devices) by kind only, never opened. The index's walk
+    cache is listed without its bytes: a derived stat cache that any search re-saves while a file is
+    younger than the racy window (``RACY_WINDOW_NS``), not memory, index content or history."""
+    seen: dict[str, tuple[str, object]] = {}
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            full = Path(here, name)
+            mode = os.lstat(full).st_mode
+            key = full.relative_to(folder).as_posix()
+            if stat.S_ISREG(mode):
+                seen[key] = ("file", None if name == "walk.cache" else full.read_bytes())
+            elif stat.S_ISLNK(mode):
+                seen[key] = ("link", os.readlink(full))
+            else:
+                seen[key] = (stat.filemode(mode)[0], None)
+    return seen
 
 
 def run_fsmem(*args: str, input: str | None = None, cwd: Path | None = None,

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import fsmem
 from fsmem.cli import main
 from fsmem.errors import TOOL_ERROR_CODES
+from tests.conftest import tree_snapshot
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,25 +69,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def snapshot(*folders: Path) -> dict[str, tuple[str, object]]:
-    seen: dict[str, tuple[str, object]] = {}
-    for index, folder in enumerate(folders):
-        for here, dirs, files in os.walk(folder, followlinks=False):
-            for name in dirs + files:
-                full = Path(here, name)
-                mode = os.lstat(full).st_mode
-                key = f"{index}:{full.relative_to(folder).as_posix()}"
-                if stat.S_ISREG(mode) and name == "walk.cache":
-                    # The freshness keeper's stat cache (derived, like all of .fsmem/index): a search
-                    # re-stats and re-saves it while a file an earlier case wrote is younger than the
-                    # racy window (RACY_WINDOW_NS). Its presence counts; its bytes are not memory.
-                    seen[key] = ("file", None)
-                elif stat.S_ISREG(mode):
-                    seen[key] = ("file", full.read_bytes())
-                elif stat.S_ISLNK(mode):
-                    seen[key] = ("link", os.readlink(full))
-                else:
-                    seen[key] = (stat.filemode(mode)[0], None)
-    return seen
+    """The folders' trees side by side (``tree_snapshot``), keys prefixed by the folder's place."""
+    return {f"{index}:{key}": value for index, folder in enumerate(folders)
+            for key, value in tree_snapshot(folder).items()}
 
 
 def changes(before: dict, after: dict) -> list[str]:

@@ -23,26 +23,9 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from tests.conftest import REPO, invoke
+from tests.conftest import REPO, invoke, tree_snapshot
 
 pytestmark = pytest.mark.timeout(60)  # a hang is a failure, not a stuck suite
-
-
-def special_snapshot(root: Path) -> dict[str, tuple[str, object]]:
-    """Every entry under ``root`` by kind; regular files with their bytes, others never opened."""
-    seen: dict[str, tuple[str, object]] = {}
-    for here, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            full = Path(here, name)
-            mode = os.lstat(full).st_mode
-            key = full.relative_to(root).as_posix()
-            if stat.S_ISREG(mode):
-                seen[key] = ("file", full.read_bytes())
-            elif stat.S_ISLNK(mode):
-                seen[key] = ("link", os.readlink(full))
-            else:
-                seen[key] = (stat.filemode(mode)[0], None)
-    return seen
 
 
 @pytest.fixture
@@ -75,21 +58,21 @@ REQUESTS = {
 @pytest.mark.parametrize("name", list(REQUESTS))
 def test_every_command_on_a_fifo_is_refused_at_once_and_changes_nothing(fifo_root: Path, name: str) -> None:
     run = fresh(fifo_root)
-    before = special_snapshot(fifo_root)
+    before = tree_snapshot(fifo_root)
     result = run.call(REQUESTS[name])
     assert result["ok"] is False, result
     assert result["error"]["code"] == "BAD_PATH", result
     assert "not a regular file" in result["text"] and "FIFO" in result["text"]
-    assert special_snapshot(fifo_root) == before
+    assert tree_snapshot(fifo_root) == before
 
 
 def test_a_rename_onto_a_fifo_is_refused_as_existing(fifo_root: Path) -> None:
     run = fresh(fifo_root)
     assert run.call({"command": "read", "path": "docs/a.md"})["ok"]
-    before = special_snapshot(fifo_root)
+    before = tree_snapshot(fifo_root)
     result = run.call({"command": "rename", "path": "docs/a.md", "new_path": "fifo.md"})
     assert result["error"]["code"] == "EXISTS", result
-    assert special_snapshot(fifo_root) == before
+    assert tree_snapshot(fifo_root) == before
 
 
 def test_the_lock_is_free_after_a_refused_write_to_a_fifo(fifo_root: Path) -> None:
@@ -205,7 +188,7 @@ def device_root(tmp_path: Path) -> Path:
 
 
 def test_a_character_device_is_refused_and_skipped_without_reading_it(device_root: Path) -> None:
-    before = special_snapshot(device_root)
+    before = tree_snapshot(device_root)
     out = subprocess.run([sys.executable, "-c", DEVICE_SCRIPT, str(device_root)], capture_output=True,
                          text=True, timeout=60, cwd=REPO, preexec_fn=_capped, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -216,7 +199,7 @@ def test_a_character_device_is_refused_and_skipped_without_reading_it(device_roo
     assert results["regex"]["ok"] and "notes.md:2: needle" in results["regex"]["text"]
     assert results["text"]["ok"], results["text"]
     assert "zero.md" not in results["tree"]["text"]
-    assert special_snapshot(device_root) == before
+    assert tree_snapshot(device_root) == before
 
 
 # ---- hand-placed files too big to show whole ----
