@@ -33,6 +33,20 @@ from fsmem.errors import Busy, Storage
 
 QUEUE_SUFFIX = ".queue"  # ".fsmem/lock.queue": whoever holds it is next in line
 CRASH_MARK = "crashed"  # beside the lock: the last holder died holding it (repair on the next open)
+# A wait that timed out leaves its helper thread in line until the holder lets go (a blocked flock
+# cannot be called off). A long-lived process retrying against one long hold would pile them up, so
+# past this many still in line a call is refused at once.
+MAX_STRANDED = 8
+
+_stranded = 0  # helper threads of this process that gave up and are still in line
+_stranded_mutex = threading.Lock()
+
+
+def _count_stranded(change: int) -> int:
+    global _stranded
+    with _stranded_mutex:
+        _stranded += change
+        return _stranded
 
 
 class RootLock:
@@ -140,6 +154,12 @@ class RootLock:
                     fcntl.flock(queue, fcntl.LOCK_UN)
                 os.close(fd)
                 return None
+            elif (stranded := _count_stranded(0)) >= MAX_STRANDED:
+                raise Busy(
+                    f"the memory is busy: {stranded} earlier calls of this process are still in line for "
+                    f"the root's lock{', held by ' + h if (h := _holder(self.file)) else ''}; nothing was "
+                    "changed, try again once it is let go"
+                ) from None
             elif not _wait(fd, queue, first, self.timeout):  # someone is in line, or it is held: wait in line
                 waited = time.monotonic() - started
                 holder = _holder(self.file)
@@ -193,9 +213,10 @@ def _wait(fd: int, queue: int, in_line: bool, timeout: float) -> bool:
     own, own_queue = os.dup(fd), os.dup(queue)
     got = threading.Event()
     gate = threading.Lock()
-    abandoned = False
+    abandoned = done = False
 
     def block() -> None:
+        nonlocal done
         try:
             if not in_line:
                 fcntl.flock(own_queue, fcntl.LOCK_EX)
@@ -214,6 +235,11 @@ def _wait(fd: int, queue: int, in_line: bool, timeout: float) -> bool:
                 fcntl.flock(own_queue, fcntl.LOCK_UN)
             os.close(own_queue)
             os.close(own)
+            with gate:
+                done = True
+                stranded = abandoned
+            if stranded:
+                _count_stranded(-1)
 
     threading.Thread(target=block, name="fsmem-lock-wait", daemon=True).start()
     got.wait(timeout)
@@ -221,6 +247,8 @@ def _wait(fd: int, queue: int, in_line: bool, timeout: float) -> bool:
         if got.is_set():
             return True
         abandoned = True
+        if not done:
+            _count_stranded(+1)
         return False
 
 

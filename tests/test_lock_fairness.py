@@ -109,3 +109,50 @@ def test_busy_says_how_long_this_call_waited_and_who_holds_the_lock(tmp_path: Pa
     assert not (root / "new.md").exists()
     # the lock is free again and says nobody holds it
     assert (root / ".fsmem" / "lock").read_bytes() == b""
+
+
+def test_waits_given_up_against_a_long_hold_do_not_pile_up(tmp_path: Path) -> None:
+    # A wait that times out leaves its helper thread in line until the holder lets go; a long-lived
+    # process retrying against one long hold must not gather a thread (and two descriptors) per try.
+    import threading
+    import time
+
+    from fsmem import rootlock
+    from fsmem.errors import Busy
+
+    root = _root(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys, fsmem
+        memory = fsmem.open(sys.argv[1])
+        with memory.drive.change("long hold"):
+            print("held", flush=True)
+            sys.stdin.readline()
+    """), str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    memory = fsmem.open(root, settings=Settings(lock_timeout=0.05, durable=False))
+    messages = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        for _ in range(rootlock.MAX_STRANDED + 4):
+            try:
+                with memory.drive.change("write"):
+                    pass
+            except Busy as error:
+                messages.append(error.message)
+        waiting = [t for t in threading.enumerate() if t.name == "fsmem-lock-wait"]
+        assert len(waiting) <= rootlock.MAX_STRANDED
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert len(messages) == rootlock.MAX_STRANDED + 4
+    assert all("this call waited" in m for m in messages[: rootlock.MAX_STRANDED])
+    assert all("earlier calls of this process are still in line" in m for m in messages[rootlock.MAX_STRANDED:])
+    deadline = time.monotonic() + 30  # the holder let go: every stranded helper takes its turn and leaves
+    while any(t.name == "fsmem-lock-wait" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "fsmem-lock-wait" for t in threading.enumerate())
+    assert rootlock._count_stranded(0) == 0
+    with memory.drive.change("write", thread="after") as tx:  # and the lock works again at once
+        tx.write("after.md", b"ok\n")
+    assert (root / "after.md").read_bytes() == b"ok\n"
