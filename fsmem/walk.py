@@ -399,11 +399,5 @@ def _advance(
 
 
 def _hash_differs(root: Path, path: str, version: str, limit: int) -> bool:
-    if stamp_of(root, path) is None:  # gone, or no longer a regular file: never opened
-        return True
-    try:
-        with open(on_disk(root, path), "rb") as handle:
-            data = handle.read(limit)
-    except OSError:
-        return True
-    return version_of(data) != version
+    got = read_stable(root, path, limit)  # None: gone, or no longer a regular file (never opened)
+    return got is None or version_of(got[1]) != version
