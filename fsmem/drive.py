@@ -26,20 +26,21 @@ import os
 import re
 import shutil
 import stat as stat_module
+import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from fsmem import walk
-from fsmem.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
+from fsmem.atomic import exchange, fsync_dir, make_dirs, pid_alive, place_new, write_atomic, write_temp
 from fsmem.config import Settings
-from fsmem.core.layout import STATE_DIR
+from fsmem.core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.search import Indexed, Plan
 from fsmem.core.versions import version_of
-from fsmem.errors import BadPath, Exists, NotFound, Storage, TooLarge
+from fsmem.errors import BadPath, Exists, LevelParked, NotFound, Storage, TooLarge
 from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 from fsmem.rootlock import CRASH_MARK, RootLock, storage_error
 
@@ -47,6 +48,9 @@ VERSIONS_DIR = "versions"
 _VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
 LOG_FILE = "log.jsonl"
 LOCK_FILE = "lock"
+PARKED_PREFIX = "deleting-"  # under .fsmem/: a level folder moved aside by a ``deleting_*`` block
+# What tells a file changed without reading it: (size, mtime_ns, inode) here, its version on PostgreSQL.
+Stamp = Hashable
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,15 @@ class VersionInfo:
     command: str  # what replaced it: write, delete, rename, revert, ...
     size: int
     file: Path
+
+
+@dataclass(frozen=True)
+class Parked:
+    """A level folder a ``deleting_*`` block moved aside: where it came from, its kept identity, where it is."""
+
+    origin: str
+    identity: bytes | None
+    kept_at: str
 
 
 @dataclass(frozen=True)
@@ -360,6 +373,164 @@ class Drive:
                 if tx.changed:
                     for hook in self.on_commit:
                         hook(set(tx.changed))
+
+    # ---- levels (store interface, "levels" block) ----------------------------------------------
+
+    def level_identity(self, folder: str) -> bytes | None:
+        """The identity kept in a level folder (its hidden ``.fsmem-level``), or None."""
+        try:
+            return (self.root / folder / LEVEL_IDENTITY_FILE).read_bytes()
+        except OSError:
+            return None
+
+    def parked(self) -> list[Parked]:
+        """Each folder moved aside by a ``deleting_*`` block now (of any process)."""
+        found = []
+        for aside in sorted(self.state.glob(f"{PARKED_PREFIX}*")):
+            try:
+                origin = (aside / "from").read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # a block between making its place and writing where the folder came from
+            try:
+                identity: bytes | None = (aside / "folder" / LEVEL_IDENTITY_FILE).read_bytes()
+            except OSError:
+                identity = None
+            found.append(Parked(origin, identity, str(aside / "folder")))
+        return found
+
+    @contextlib.contextmanager
+    def deleting(self, folder: str, command: str) -> Iterator[None]:
+        """Move the folder aside for the block; delete it (versions kept, logged as ``command``) if the
+        block succeeds, put it back if not.
+
+        The place aside is removed only once the folder is really back, or really deleted with its
+        versions kept; a folder that cannot go back stays there, whole, and ``LevelParked`` says where.
+        """
+        aside = Path(tempfile.mkdtemp(prefix=f"{PARKED_PREFIX}{os.getpid()}-", dir=self.state))
+        (aside / "from").write_text(folder, encoding="utf-8")
+        parked = aside / "folder"
+        try:
+            with self.locked():
+                (self.root / folder).rename(parked)
+            try:
+                yield
+            except BaseException:
+                with self.locked():
+                    self._put_back(parked, folder)
+                raise
+            with self.change(command) as tx:
+                self._put_back(parked, folder)
+                tx.delete(folder)
+        finally:
+            if not os.path.lexists(parked):  # back in place, or deleted with its versions: nothing left to keep
+                shutil.rmtree(aside, ignore_errors=True)
+
+    def _put_back(self, parked: Path, folder: str) -> None:
+        """Move a parked folder back where it came from (the lock held); on failure it stays parked."""
+        try:
+            parked.rename(self.root / folder)
+        except OSError as error:
+            raise LevelParked(
+                f"could not put {folder} back ({error.strerror or error}): something now stands at {folder}; "
+                f"its content is kept, whole, at {parked}; move it back by hand (or merge the two) and delete again",
+                folder=folder,
+                kept_at=str(parked),
+            ) from error
+
+    def restore_parked(self) -> list[str]:
+        """Put back folders parked by a ``deleting_*`` block whose process died before the block ended.
+
+        A folder whose place is taken stays parked (never dropped): fsmem never makes a folder there for
+        the same id while it is parked, so only a person's hand can take it, and a person can move it back.
+        """
+        restored = []
+        for aside in self.state.glob(f"{PARKED_PREFIX}*"):
+            pid = aside.name[len(PARKED_PREFIX) :].split("-", 1)[0]
+            if pid.isdigit() and pid_alive(int(pid)):
+                continue
+            parked, origin = aside / "folder", aside / "from"
+            if parked.is_dir() and origin.is_file():
+                folder = origin.read_text(encoding="utf-8")
+                with self.locked():
+                    if not (self.root / folder).exists():
+                        try:
+                            parked.rename(self.root / folder)
+                            restored.append(folder)
+                        except OSError:
+                            pass  # its parent gone, the disk failing: it stays parked for a person
+            if not os.path.lexists(parked):
+                shutil.rmtree(aside, ignore_errors=True)
+        return restored
+
+    # ---- facts (store interface, "facts" block) ------------------------------------------------
+
+    def stamps(self, folders: Sequence[str]) -> tuple[dict[str, Stamp], dict[str, str]]:
+        """Every plain file directly in each folder with its stamp, (size, mtime_ns, inode): one
+        ``stat`` a file. And what else is there, path → ``"link"``, ``"folder"``, ``"special"`` (a
+        FIFO, a device, a socket), or for a folder that cannot be read, why. Dot-names are skipped
+        (temp files of an atomic write, editor swap files); a missing folder holds nothing."""
+        stamps: dict[str, Stamp] = {}
+        others: dict[str, str] = {}
+        regular, link, folder_mode = stat_module.S_ISREG, stat_module.S_ISLNK, stat_module.S_ISDIR
+        for folder in folders:
+            try:
+                entries = list(os.scandir(self.resolve(folder)))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except Exception as error:  # noqa: BLE001 - a link leading out, a folder we may not read
+                others[folder] = str(getattr(error, "message", error))
+                continue
+            prefix = folder + "/"
+            for entry in entries:
+                name = entry.name
+                if name[0] == ".":
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed since the listing
+                mode = info.st_mode
+                if regular(mode):
+                    stamps[prefix + name] = (info.st_size, info.st_mtime_ns, info.st_ino)
+                else:
+                    others[prefix + name] = "link" if link(mode) else "folder" if folder_mode(mode) else "special"
+        return stamps, others
+
+    def stamp(self, path: str) -> Stamp | None:
+        """The stamp of one file (as :meth:`stamps` gives it); None when no plain file is there."""
+        try:
+            info = os.stat(self.root / path, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return (info.st_size, info.st_mtime_ns, info.st_ino) if stat_module.S_ISREG(info.st_mode) else None
+
+    def read_stamped(self, path: str) -> tuple[bytes, Stamp] | None:
+        """A file's bytes and the stamp of what was read (one open: never a stamp of another save);
+        None when no plain file is there."""
+        try:
+            fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EISDIR):
+                return None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat_module.S_ISREG(info.st_mode):
+                return None
+            return handle.read(), (info.st_size, info.st_mtime_ns, info.st_ino)
+
+    def folders_mark(self, folders: Sequence[str]) -> Hashable | None:
+        """What changes when a file is added to, removed from or saved by rename into any of the
+        folders (their mtime and inode). None would mean "cannot tell": every look is then a full one."""
+        marks = []
+        for folder in folders:
+            try:
+                info = os.stat(self.root / folder)
+            except OSError:
+                marks.append((0, 0))
+            else:
+                marks.append((info.st_mtime_ns, info.st_ino))
+        return tuple(marks)
 
     # ---- history ----------------------------------------------------------------------------
 
@@ -691,6 +862,20 @@ class Change:
         its version) overwrote, found by the index, which had read it. Named by its real hash."""
         self._keep(path, replaced, self.command)
         self._log(path, version_of(replaced), now)
+
+    # ---- levels and facts (store interface) -----------------------------------------------------
+
+    def write_identity(self, folder: str, data: bytes) -> None:
+        """Keep ``data`` as the level folder's identity (its hidden ``.fsmem-level``): no version, no log."""
+        write_atomic(self.drive.root / folder / LEVEL_IDENTITY_FILE, data, durable=self.drive.settings.durable)
+
+    def hold(self, name: str) -> None:
+        """No other change holding ``name`` runs until this one ends: on the folder, the root's lock
+        already makes it so."""
+
+    def stamp(self, path: str) -> Stamp | None:
+        """The stamp of ``path`` as this change leaves it (see :meth:`Drive.stamp`)."""
+        return self.drive.stamp(path)
 
     # ---- internals --------------------------------------------------------------------------
 

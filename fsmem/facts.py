@@ -21,10 +21,9 @@ from __future__ import annotations
 import json
 import os
 import secrets as random_source
-import stat as stat_module
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,9 +57,13 @@ from fsmem.core.extract import (
 )
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem.drive import Change, Drive
+from fsmem.drive import Stamp
 from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
+
+if TYPE_CHECKING:
+    from fsmem.drive import Drive
+    from fsmem.store import Store, StoreChange
 
 __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]
 
@@ -70,6 +73,11 @@ JOURNAL_FILE = "cache/facts.journal"  # under .fsmem/: one line a change through
 JOURNAL_LIMIT = 1 << 20  # bytes; a change finding the journal longer starts a new one
 CACHE_AFTER = 200  # files read or written since the cache was written before a full look writes it again
 _TIME_FIELDS = {"said", "kept", "edited", "until"}
+_NOT_A_FILE = {  # what else the store found in the facts folders (Store.stamps)
+    "link": "a link, not a fact file; facts are plain files written by fsmem",
+    "folder": "a folder inside the facts folder; facts are files, one a fact",
+    "special": "a FIFO, a device or a socket, not a fact file; facts are plain files written by fsmem",
+}
 
 
 # --------------------------------------------------------------------------- the file format
@@ -184,7 +192,7 @@ def _place(path: str) -> tuple[str, rules.Location]:
 
 @dataclass(frozen=True)
 class _Read:
-    stamp: tuple[int, int, int]  # size, mtime_ns, inode
+    stamp: Stamp  # the store's: (size, mtime_ns, inode) on the folder, the version on PostgreSQL
     location: rules.Location | None = None
     fact: Fact | None = None
     problem: str | None = None
@@ -196,12 +204,12 @@ class _Read:
 class Facts:
     """The facts of one root. Reads need no lock; every change holds the root's write lock."""
 
-    def __init__(self, drive: Drive, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, drive: Store | Drive, *, clock: Callable[[], datetime] | None = None) -> None:
         self.drive = drive
         self._clock = clock or (lambda: datetime.now(UTC))
         self._guard = threading.RLock()
         self._files: dict[str, _Read] = {}
-        self._snapshot: dict[str, tuple[int, int, int]] | None = None
+        self._snapshot: dict[str, Stamp] | None = None
         self._resolution: Resolution | None = None
         self._scan_problems: list[Problem] = []
         self._last_id: str | None = None
@@ -210,7 +218,7 @@ class Facts:
         self._unsaved = 0  # files read or written since the cache file was last written
         # What the last look saw beyond the files' own stamps: the facts folders' stamps and how far
         # the journal of changes was read. Together they say when a look at a few files is enough.
-        self._folders: tuple[tuple[int, int], ...] | None = None
+        self._folders: Hashable | None = None
         self._journal_file = drive.state / JOURNAL_FILE
         self._journal_read = (0, 0)  # the journal's inode and how far this view has read it
 
@@ -219,76 +227,43 @@ class Facts:
     def _now(self) -> datetime:
         return self._clock().astimezone(UTC).replace(microsecond=0)
 
-    def _scan(self) -> tuple[dict[str, tuple[int, int, int]], list[Problem]]:
-        """The stamp (size, mtime, inode) of every fact file, and what under the facts folders is
-        no fact. One ``stat`` a file: this is the freshness check every read pays."""
-        stamps: dict[str, tuple[int, int, int]] = {}
-        problems: list[Problem] = []
+    def _scan(self) -> tuple[dict[str, Stamp], list[Problem]]:
+        """The stamp of every fact file (the store's ``stamps``: one ``stat`` a file on the folder, one
+        query on PostgreSQL), and what under the facts folders is no fact: the freshness check every
+        read pays."""
+        stamps, others = self.drive.stamps((FACTS_DIR, HISTORY_DIR))
+        problems = [
+            Problem(path, _NOT_A_FILE.get(what) or f"the folder cannot be read ({what})")
+            for path, what in others.items()
+            if not (path == HISTORY_DIR and what == "folder")
+        ]
         known = self._files
-        regular, link, folder_mode = stat_module.S_ISREG, stat_module.S_ISLNK, stat_module.S_ISDIR
-        for folder in (FACTS_DIR, HISTORY_DIR):
-            try:
-                entries = list(os.scandir(self.drive.resolve(folder)))
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except Exception as error:  # noqa: BLE001 - a link leading out, a folder we may not read
-                problems.append(Problem(folder, f"the folder cannot be read ({getattr(error, 'message', error)})"))
-                continue
-            prefix = folder + "/"
-            for entry in entries:
-                name = entry.name
-                if name[0] == ".":
-                    continue  # temp files of an atomic write, editor swap files
-                path = prefix + name
-                info = entry.stat(follow_symlinks=False)
-                mode = info.st_mode
-                if path in known and regular(mode):  # a name known good: the common case
-                    stamps[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
-                elif folder == FACTS_DIR and name == "history" and folder_mode(mode):
-                    continue
-                elif link(mode):
-                    problems.append(Problem(path, "a link, not a fact file; facts are plain files written by fsmem"))
-                elif folder_mode(mode):
-                    problems.append(Problem(path, "a folder inside the facts folder; facts are files, one a fact"))
-                elif rules.fact_id_of_path(path) is None:
-                    problems.append(
-                        Problem(
-                            path,
-                            "not a fact file: facts are named <id>.md (letters, digits, "
-                            "- and _); keep notes elsewhere, or keep the fact with "
-                            "`fsmem facts keep`",
-                        )
-                    )
-                else:
-                    stamps[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+        for path in [path for path in stamps if path not in known and rules.fact_id_of_path(path) is None]:
+            del stamps[path]
+            problems.append(
+                Problem(
+                    path,
+                    "not a fact file: facts are named <id>.md (letters, digits, - and _); keep notes "
+                    "elsewhere, or keep the fact with `fsmem facts keep`",
+                )
+            )
         return stamps, problems
 
     def _read_one(self, path: str) -> _Read:
         fid, location = _place(path)
-        try:
-            fd = os.open(self.drive.root / path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except FileNotFoundError:
+        found = self.drive.read_stamped(path)
+        if found is None:
             return _Read((0, 0, 0), problem="vanished while being read")
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            data = handle.read()
-        stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
+        data, stamp = found
         try:
             return _Read(stamp, location, parse(data, fid))
         except BadFact as error:
             return _Read(stamp, problem=error.message)
 
-    def _folder_stamps(self) -> tuple[tuple[int, int], ...]:
-        """The facts folders' mtime and inode: a file added, removed or saved by rename changes them."""
-        stamps = []
-        for folder in (FACTS_DIR, HISTORY_DIR):
-            try:
-                info = os.stat(self.drive.root / folder)
-            except OSError:
-                stamps.append((0, 0))
-            else:
-                stamps.append((info.st_mtime_ns, info.st_ino))
-        return tuple(stamps)
+    def _folder_stamps(self) -> Hashable | None:
+        """What changes when a fact file is added, removed or saved by rename (the store's
+        ``folders_mark``; None where it cannot tell: every look is then the full one)."""
+        return self.drive.folders_mark((FACTS_DIR, HISTORY_DIR))
 
     def _journal_end(self) -> tuple[int, int]:
         """Which journal file (its inode: a reset makes a new one) and how long it is."""
@@ -298,7 +273,7 @@ class Facts:
             return (0, 0)
         return (info.st_ino, info.st_size)
 
-    def _journal_since(self, journal: tuple[int, int]) -> tuple[set[str], tuple[tuple[int, int], ...]] | None:
+    def _journal_since(self, journal: tuple[int, int]) -> tuple[set[str], Hashable | None] | None:
         """The fact files changes through fsmem touched since this view last looked, and the folders'
         stamps after them; None unless each change started from the stamps the one before left
         (anything else — a hand edit between two changes, a torn line — calls for the full look)."""
@@ -322,8 +297,8 @@ class Facts:
                 continue
             try:
                 record = json.loads(line)
-                before = tuple(tuple(pair) for pair in record["before"])
-                after = tuple(tuple(pair) for pair in record["after"])
+                before = _mark(record["before"])
+                after = _mark(record["after"])
                 paths = record["paths"]
             except (ValueError, KeyError, TypeError):
                 return None  # a line being appended, or torn by a crash
@@ -333,10 +308,13 @@ class Facts:
             touched.update(path for path in paths if isinstance(path, str) and rules.fact_id_of_path(path))
         return touched, state
 
-    def _note_change(self, before: tuple[tuple[int, int], ...] | None, paths: Iterable[str]) -> None:
+    def _note_change(self, before: Hashable | None, paths: Iterable[str]) -> None:
         """After a change (under the root lock): tell other views which files changed and what the
         folders' stamps went from and to, so they can follow without a full look."""
         after = self._folder_stamps()
+        if after is None:  # a store that cannot tell (PostgreSQL): every look is the full one
+            self._folders = None
+            return
         line = json.dumps({"before": before, "after": after, "paths": sorted(paths)}) + "\n"
         try:
             self._journal_file.parent.mkdir(parents=True, exist_ok=True)
@@ -399,19 +377,19 @@ class Facts:
         for path in sorted({*wanted, *touched}):
             known = self._files.get(path)
             try:
-                info = os.stat(self.drive.root / path, follow_symlinks=False)
-            except FileNotFoundError:
+                stamp = self.drive.stamp(path)
+            except OSError:
+                return None
+            if stamp is None:  # no plain file there: gone (a link or a folder in its place shows in the folders' mark)
                 if known is None:
                     continue
                 if known.fact is None:
                     return None
                 ops.append(Op("delete", path))
                 continue
-            except OSError:
-                return None
-            if known is not None and known.stamp == (info.st_size, info.st_mtime_ns, info.st_ino):
+            if known is not None and known.stamp == stamp:
                 continue
-            if not stat_module.S_ISREG(info.st_mode) or (known is not None and known.fact is None):
+            if known is not None and known.fact is None:
                 return None
             read = reads[path] = self._read_one(path)
             if read.fact is None:
@@ -585,7 +563,7 @@ class Facts:
 
     # ---- changing ---------------------------------------------------------------------------
 
-    def _run(self, tx: Change, resolution: Resolution, ops: list[Op]) -> None:
+    def _run(self, tx: StoreChange, resolution: Resolution, ops: list[Op]) -> None:
         """Write the ops, then remember what was written so the next read parses nothing."""
         before = self._folders  # as the load under this change's lock saw them
         for op in ops:
@@ -603,10 +581,9 @@ class Facts:
                 self._files.pop(path, None)
                 snapshot.pop(path, None)
             else:
-                info = os.stat(self.drive.root / path, follow_symlinks=False)
+                stamp = tx.stamp(path)
                 found = rules.fact_id_of_path(path)
-                assert found is not None and op.fact is not None
-                stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
+                assert found is not None and op.fact is not None and stamp is not None
                 self._files[path] = _Read(stamp, found[1], op.fact)
                 snapshot[path] = stamp
         self._snapshot = snapshot
@@ -622,10 +599,11 @@ class Facts:
         plan: Callable[[Resolution], list[Op]],
         applies: bool = False,
         scope: Callable[[Resolution], Iterable[str] | None] | None = None,
-    ) -> None:
+    ) -> list[Op]:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
-        writes nothing. ``applies``: the plan advanced the resolution itself."""
+        writes nothing. ``applies``: the plan advanced the resolution itself. Returns the repairs made."""
         with self._guard, self.drive.change(command=command, thread=thread) as tx:
+            tx.hold("facts")  # the root's lock on the folder; on PostgreSQL, one facts change at a time
             resolution = self._load(scope)  # looked at again under the lock
             fixes = list(resolution.fixes)
             try:
@@ -643,20 +621,17 @@ class Facts:
                 self._resolution = None
                 self._snapshot = None
                 raise
+        return fixes
 
     def repair(self, thread: str | None = None) -> list[str]:
         """Write what a change cut short left unwritten; the paths written or deleted."""
-        done: list[str] = []
 
         def plan(resolution: Resolution) -> list[Op]:
             return []
 
-        with self._guard, self.drive.locked():
-            self._snapshot = None
-            done = sorted({op.path for op in self._load().fixes})
-        if done:
-            self._change("facts.repair", thread, plan)
-        return done
+        with self._guard:
+            self._snapshot = None  # a full look: every file's stamp, whatever the journal says
+            return sorted({op.path for op in self._change("facts.repair", thread, plan)})
 
     def _new_id(self, resolution: Resolution, now: datetime) -> str:
         """A fresh id that sorts after every id made before it: the kept second, then the
@@ -673,11 +648,18 @@ class Facts:
             if (
                 candidate not in resolution.stored
                 and candidate not in resolution.broken
-                and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "current"))
-                and not os.path.lexists(self.drive.root / rules.fact_path(candidate, "history"))
+                and not self._taken(rules.fact_path(candidate, "current"))
+                and not self._taken(rules.fact_path(candidate, "history"))
             ):
                 self._last_id = candidate
                 return candidate
+
+    def _taken(self, path: str) -> bool:
+        """Whether anything stands at ``path`` (a link there leading out counts as taken)."""
+        try:
+            return self.drive.exists(path)
+        except FsmemError:
+            return True
 
     def keep(
         self,
@@ -830,6 +812,11 @@ class Facts:
         return Extraction(proposals, notes)
 
 
+def _mark(value: Any) -> Hashable:
+    """A folders' mark as the journal's JSON gave it back: its lists as tuples again."""
+    return tuple(_mark(item) for item in value) if isinstance(value, list) else value
+
+
 def _read_cache(cache_file: Path) -> dict[str, _Read]:
     """Parsed facts a previous process saved, keyed by file stamp; anything odd means no cache."""
     try:
@@ -858,8 +845,10 @@ def _read_cache(cache_file: Path) -> dict[str, _Read]:
             )
             if fact.id != place[0]:
                 return {}
-            stamp = tuple(entry["stamp"])
-            if len(stamp) != 3:
+            stamp = entry["stamp"]
+            if isinstance(stamp, list) and len(stamp) == 3:
+                stamp = tuple(stamp)  # the folder's (size, mtime_ns, inode)
+            elif not isinstance(stamp, str):  # PostgreSQL's: the version
                 return {}
             found[path] = _Read(stamp, place[1], fact)
         return found
@@ -874,7 +863,7 @@ def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
         if fact is None:
             continue
         entries[path] = {
-            "stamp": list(read.stamp),
+            "stamp": list(read.stamp) if isinstance(read.stamp, tuple) else read.stamp,
             "fact": {
                 "id": fact.id,
                 "subject": fact.subject,

@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 from urllib.parse import unquote
 
-from fsmem.atomic import pid_alive, write_atomic
 from fsmem.core.layout import (
     AGENTS_DIR,
+    LEVEL_IDENTITY_FILE,
     PROJECT_FILE,
     ROUTINES_DIR,
     agent_top_file,
@@ -35,12 +31,12 @@ from fsmem.core.layout import (
     routine_top_file,
     slug,
 )
-from fsmem.errors import Exists, LevelParked, NotFound, ScopeError
-
-PARKED_PREFIX = "deleting-"
+from fsmem.drive import PARKED_PREFIX as PARKED_PREFIX  # the folder store's, as memory.py knows it here
+from fsmem.errors import BadPath, Exists, NotFound, ScopeError
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
+    from fsmem.store import StoreChange
 
 
 class Scope:
@@ -151,7 +147,7 @@ def _check_id(entity_id: str, what: str) -> None:
 
 # ---- finding folders by id ------------------------------------------------------------------
 
-IDENTITY_FILE = ".fsmem-level"  # hidden: never listed, never reachable by a tool path
+IDENTITY_FILE = LEVEL_IDENTITY_FILE  # hidden: never listed, never reachable by a tool path
 
 
 @dataclass(frozen=True)
@@ -166,36 +162,41 @@ class LevelFolder:
 
 def read_identity(memory: Memory, folder: str) -> dict[str, str] | None:
     """The kind, id and name kept in a level folder, or None (none kept yet, or unreadable)."""
-    return _identity_at(memory.drive.root / folder / IDENTITY_FILE)
+    return _parse_identity(memory.drive.level_identity(folder))
 
 
-def _identity_at(file: Path) -> dict[str, str] | None:
+def _parse_identity(kept: bytes | None) -> dict[str, str] | None:
+    if kept is None:
+        return None
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(kept.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
         return None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         return None
     return {key: str(data.get(key) or "") for key in ("kind", "id", "name")}
 
 
-def _write_identity(memory: Memory, folder: str, kind: str, entity_id: str, name: str) -> None:
+def _write_identity(tx: StoreChange, folder: str, kind: str, entity_id: str, name: str) -> None:
     data = json.dumps({"kind": kind, "id": entity_id, "name": name}, ensure_ascii=False) + "\n"
-    write_atomic(
-        memory.drive.root / folder / IDENTITY_FILE, data.encode("utf-8"), durable=memory.drive.settings.durable
-    )
+    tx.write_identity(folder, data.encode("utf-8"))
 
 
 def _children(memory: Memory, parent: str) -> list[str]:
-    folder = memory.drive.root / parent
-    if not folder.is_dir():
+    """The names of the folders in ``parent`` (none when it is missing or no folder)."""
+    try:
+        entries = memory.drive.entries(parent)
+    except (NotFound, NotADirectoryError, BadPath):  # BadPath: a link leading out of the memory
         return []
-    return sorted(child.name for child in folder.iterdir() if child.is_dir() and not child.name.startswith("."))
+    return sorted(
+        name for entry in entries if entry.is_dir and not (name := entry.path.rsplit("/", 1)[-1]).startswith(".")
+    )
 
 
-def _find_one(memory: Memory, parent: str, entity_id: str, what: str) -> str | None:
+def _find_one(memory: Memory, parent: str, entity_id: str, what: str, tx: StoreChange | None = None) -> str | None:
     """The folder in ``parent`` whose kept identity is ``entity_id``; else the one folder made before
-    identities were kept whose suffix fits it (adopted: its identity is written now); else None."""
+    identities were kept whose suffix fits it (adopted: its identity is written now, in ``tx`` when
+    the caller's change is under way); else None."""
     names = _children(memory, parent)
     claimed, unclaimed = [], []
     for name in names:
@@ -216,11 +217,21 @@ def _find_one(memory: Memory, parent: str, entity_id: str, what: str) -> str | N
     if not unclaimed:
         return None
     folder = f"{parent}/{unclaimed[0]}"
-    with memory.drive.locked():
-        if read_identity(memory, folder) is None:  # another process may have claimed it meanwhile
-            _write_identity(memory, folder, what, entity_id, _name_of(unclaimed[0]))
+    if tx is not None:
+        return _adopt(memory, tx, folder, what, entity_id)
+    with memory.drive.change("adopt_level") as own:
+        own.hold("levels")
+        return _adopt(memory, own, folder, what, entity_id)
+
+
+def _adopt(memory: Memory, tx: StoreChange, folder: str, what: str, entity_id: str) -> str | None:
+    """Claim a folder made before identities were kept for ``entity_id``, unless another process
+    claimed it meanwhile (looked at again with the levels held: no other claim can land now)."""
     identity = read_identity(memory, folder)
-    return folder if identity is not None and identity["id"] == entity_id else None
+    if identity is None:
+        _write_identity(tx, folder, what, entity_id, _name_of(folder.rsplit("/", 1)[-1]))
+        return folder
+    return folder if identity["id"] == entity_id else None
 
 
 def _name_of(folder_name: str) -> str:
@@ -245,19 +256,26 @@ def _free_folder_name(memory: Memory, parent: str, name: str, entity_id: str) ->
     return f"{first}-{number}"
 
 
-def find_agent(memory: Memory, agent_id: str) -> str | None:
-    return _find_one(memory, AGENTS_DIR, agent_id, "agent")
+def find_agent(memory: Memory, agent_id: str, tx: StoreChange | None = None) -> str | None:
+    """The agent's folder; ``tx``: the change under way (a folder adopted is claimed in it)."""
+    return _find_one(memory, AGENTS_DIR, agent_id, "agent", tx)
 
 
-def find_routine(memory: Memory, routine_id: str, agent_id: str | None = None) -> str | None:
+def find_routine(
+    memory: Memory, routine_id: str, agent_id: str | None = None, tx: StoreChange | None = None
+) -> str | None:
     """A routine's folder; without the agent id, searched under every agent."""
     if agent_id is not None:
-        agent_folder = find_agent(memory, agent_id)
+        agent_folder = find_agent(memory, agent_id, tx)
         return (
-            None if agent_folder is None else _find_one(memory, f"{agent_folder}/{ROUTINES_DIR}", routine_id, "routine")
+            None
+            if agent_folder is None
+            else _find_one(memory, f"{agent_folder}/{ROUTINES_DIR}", routine_id, "routine", tx)
         )
     found = [
-        f for agent in list_agents(memory) if (f := _find_one(memory, f"{agent}/{ROUTINES_DIR}", routine_id, "routine"))
+        f
+        for agent in list_agents(memory)
+        if (f := _find_one(memory, f"{agent}/{ROUTINES_DIR}", routine_id, "routine", tx))
     ]
     if len(found) > 1:
         raise ScopeError(f"routine id {routine_id!r} matches {len(found)} folders ({', '.join(found)})")
@@ -324,9 +342,10 @@ def create_agent(memory: Memory, agent_id: str, name: str, *, exist_ok: bool = F
     if existing is not None:
         return existing
     with memory.drive.change("create_agent") as tx:
-        # Looked up again under the lock: another process may have made it since (two first uses at once
-        # would otherwise pick two names for one id, and every later run would match two folders).
-        existing = find_agent(memory, agent_id)
+        # Looked up again with the levels held: another process may have made it since (two first uses at
+        # once would otherwise pick two names for one id, and every later run would match two folders).
+        tx.hold("levels")
+        existing = find_agent(memory, agent_id, tx)
         if existing is not None:
             if exist_ok:
                 return existing
@@ -334,7 +353,7 @@ def create_agent(memory: Memory, agent_id: str, name: str, *, exist_ok: bool = F
         _refuse_parked(memory, "agent", agent_id)
         folder = f"{AGENTS_DIR}/{_free_folder_name(memory, AGENTS_DIR, name, agent_id)}"
         tx.write(agent_top_file(folder), b"")
-        _write_identity(memory, folder, "agent", agent_id, name)
+        _write_identity(tx, folder, "agent", agent_id, name)
     return folder
 
 
@@ -359,20 +378,23 @@ def create_routine(
     if existing is not None:
         return existing
     with memory.drive.change("create_routine") as tx:
-        existing = _existing_routine(memory, routine_id, parent, exist_ok)  # again, under the lock
+        tx.hold("levels")
+        existing = _existing_routine(memory, routine_id, parent, exist_ok, tx)  # again, the levels held
         if existing is not None:
             return existing
         _refuse_parked(memory, "routine", routine_id)
         folder = f"{parent}/{_free_folder_name(memory, parent, name, routine_id)}"
         tx.write(routine_top_file(folder), b"")
-        _write_identity(memory, folder, "routine", routine_id, name)
+        _write_identity(tx, folder, "routine", routine_id, name)
     return folder
 
 
-def _existing_routine(memory: Memory, routine_id: str, parent: str, exist_ok: bool) -> str | None:
+def _existing_routine(
+    memory: Memory, routine_id: str, parent: str, exist_ok: bool, tx: StoreChange | None = None
+) -> str | None:
     """The routine's folder when it has one and ``exist_ok`` lets it be kept (under ``parent``: this
     agent's); a folder anywhere else raises ``EXISTS``; None when it has none."""
-    existing = find_routine(memory, routine_id)
+    existing = find_routine(memory, routine_id, tx=tx)
     if existing is None:
         return None
     if exist_ok and existing.startswith(f"{parent}/"):
@@ -380,23 +402,13 @@ def _existing_routine(memory: Memory, routine_id: str, parent: str, exist_ok: bo
     raise Exists(f"routine {routine_id!r} already has a folder: {existing}")
 
 
-def _parked(memory: Memory) -> Iterator[tuple[Path, str]]:
-    """Each folder moved aside by a ``deleting_*`` block: where it is kept now, and where it came from."""
-    for aside in sorted(memory.drive.state.glob(f"{PARKED_PREFIX}*")):
-        try:
-            origin = (aside / "from").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue  # a block between making its place and writing where the folder came from
-        yield aside / "folder", origin
-
-
 def _refuse_parked(memory: Memory, kind: str, entity_id: str) -> None:
     """Refuse to make a folder for an id whose folder (or whose agent's folder) is parked by a
     ``deleting_*`` block: a new one would stand where the parked one must go back."""
-    for parked, origin in _parked(memory):
-        identity = _identity_at(parked / IDENTITY_FILE)
-        name = origin.rsplit("/", 1)[-1]
-        parent = origin.rsplit("/", 1)[0]
+    for parked in memory.drive.parked():
+        identity = _parse_identity(parked.identity)
+        name = parked.origin.rsplit("/", 1)[-1]
+        parent = parked.origin.rsplit("/", 1)[0]
         ours = (
             identity["id"] == entity_id and identity["kind"] == kind
             if identity is not None
@@ -404,8 +416,9 @@ def _refuse_parked(memory: Memory, kind: str, entity_id: str) -> None:
         )
         if ours:
             raise ScopeError(
-                f"{kind} {entity_id!r} is being deleted (its folder {origin} is moved aside to {parked} until the "
-                "deleting block ends); run it again after the delete, or create it anew then"
+                f"{kind} {entity_id!r} is being deleted (its folder {parked.origin} is moved aside to "
+                f"{parked.kept_at} until the deleting block ends); run it again after the delete, or create "
+                "it anew then"
             )
 
 
@@ -441,71 +454,22 @@ def delete_routine(memory: Memory, routine_id: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def deleting(memory: Memory, folder: str, command: str) -> Iterator[dict[str, str]]:
-    """Move the folder aside, yield what it held; drop it if the block succeeds, put it back if not.
+    """Take the folder away for the block, yield what it held; drop it if the block succeeds (versions
+    kept), put it back if not.
 
-    Between the move and the end of the block, runs no longer see the folder (nor make a new one for its
-    id: ``_refuse_parked``), so the harness's own delete and fsmem's happen as one step. The place aside
-    is removed only once the folder is really back, or really deleted with its versions kept; a folder
-    that cannot go back stays there, whole, and ``LevelParked`` says where.
+    Between the start and the end of the block, runs no longer see the folder (nor make a new one for its
+    id), so the harness's own delete and fsmem's happen as one step. How is the store's
+    (``Store.deleting``): the folder is moved aside (``LevelParked`` says where when it cannot go back);
+    PostgreSQL deletes it in one transaction held across the block.
     """
     held = _held(memory, folder)
-    aside = Path(tempfile.mkdtemp(prefix=f"{PARKED_PREFIX}{os.getpid()}-", dir=memory.drive.state))
-    (aside / "from").write_text(folder, encoding="utf-8")
-    parked = aside / "folder"
-    try:
-        with memory.drive.locked():
-            (memory.drive.root / folder).rename(parked)
-        try:
-            yield held
-        except BaseException:
-            with memory.drive.locked():
-                _put_back(memory, parked, folder)
-            raise
-        with memory.drive.change(command) as tx:
-            _put_back(memory, parked, folder)
-            tx.delete(folder)
-    finally:
-        if not os.path.lexists(parked):  # back in place, or deleted with its versions: nothing left to keep
-            shutil.rmtree(aside, ignore_errors=True)
-
-
-def _put_back(memory: Memory, parked: Path, folder: str) -> None:
-    """Move a parked folder back where it came from (the lock held); on failure it stays parked."""
-    try:
-        parked.rename(memory.drive.root / folder)
-    except OSError as error:
-        raise LevelParked(
-            f"could not put {folder} back ({error.strerror or error}): something now stands at {folder}; "
-            f"its content is kept, whole, at {parked}; move it back by hand (or merge the two) and delete again",
-            folder=folder,
-            kept_at=str(parked),
-        ) from error
+    with memory.drive.deleting(folder, command):
+        yield held
 
 
 def restore_parked(memory: Memory) -> list[str]:
-    """Put back folders parked by a ``deleting_*`` block whose process died before the block ended.
-
-    A folder whose place is taken stays parked (never dropped): fsmem never makes a folder there for
-    the same id while it is parked, so only a person's hand can take it, and a person can move it back.
-    """
-    restored = []
-    for aside in memory.drive.state.glob(f"{PARKED_PREFIX}*"):
-        pid = aside.name[len(PARKED_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and pid_alive(int(pid)):
-            continue
-        parked, origin = aside / "folder", aside / "from"
-        if parked.is_dir() and origin.is_file():
-            folder = origin.read_text(encoding="utf-8")
-            with memory.drive.locked():
-                if not (memory.drive.root / folder).exists():
-                    try:
-                        parked.rename(memory.drive.root / folder)
-                        restored.append(folder)
-                    except OSError:
-                        pass  # its parent gone, the disk failing: it stays parked for a person
-        if not os.path.lexists(parked):
-            shutil.rmtree(aside, ignore_errors=True)
-    return restored
+    """Put back folders a ``deleting_*`` block of a process that died had taken away (the store's part)."""
+    return memory.drive.restore_parked()
 
 
 # ---- scopes ---------------------------------------------------------------------------------

@@ -16,14 +16,14 @@ can rebuild at any time (the search index, parse caches, the watcher's heartbeat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from fsmem.config import Settings
-    from fsmem.drive import Entry, HandEdit, LogEntry, VersionInfo
+    from fsmem.drive import Entry, HandEdit, LogEntry, Parked, VersionInfo
     from fsmem.proposals import ChangeProposal
 
 
@@ -40,6 +40,11 @@ class StoreChange(Protocol):
     def write(self, path: str, data: bytes) -> str: ...
     def delete(self, path: str) -> None: ...
     def move(self, source: str, destination: str) -> None: ...
+
+    # ---- levels and facts (fsmem.levels, fsmem.facts) -------------------------------------------
+    def write_identity(self, folder: str, data: bytes) -> None: ...  # a level folder's hidden identity
+    def hold(self, name: str) -> None: ...  # "levels", "facts": one such change at a time until this one ends
+    def stamp(self, path: str) -> Hashable | None: ...  # as this change leaves the file
 
 
 class Store(Protocol):
@@ -77,3 +82,16 @@ class Store(Protocol):
     def delete_proposal(self, proposal_id: str) -> None: ...
 
     def close(self) -> None: ...
+
+    # ---- levels (fsmem.levels): a level folder's identity; a folder taken away by deleting_* -----
+    def level_identity(self, folder: str) -> bytes | None: ...
+    def parked(self) -> list[Parked]: ...  # folders a deleting_* block has taken away now
+    def deleting(self, folder: str, command: str) -> AbstractContextManager[None]: ...
+    def restore_parked(self) -> list[str]: ...  # put back what a dead process's block had taken away
+
+    # ---- facts (fsmem.facts): a stamp tells a file changed without reading it ----------------------
+    # The folder: (size, mtime_ns, inode), one stat a file; PostgreSQL: the row's version, one query.
+    def stamps(self, folders: Sequence[str]) -> tuple[dict[str, Hashable], dict[str, str]]: ...
+    def stamp(self, path: str) -> Hashable | None: ...
+    def read_stamped(self, path: str) -> tuple[bytes, Hashable] | None: ...
+    def folders_mark(self, folders: Sequence[str]) -> Hashable | None: ...  # None: cannot tell, look at all

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 
 import pytest
@@ -326,3 +327,13 @@ def test_ids_keep_their_order_when_the_clock_goes_back(memory) -> None:
     first = facts.keep("Ana", "role", "Ana works in research.").fact.id
     second = facts.keep("Bruno", "role", "Bruno works in ops.").fact.id
     assert first < second and second.startswith(first[:16])
+
+
+def test_a_fifo_named_like_a_fact_is_a_problem_and_never_read(memory, facts) -> None:
+    kept = facts.keep("Ana", "role", "Ana works in research.")
+    fifo = "notes/memory/20261130T100000-deadbeef.md"
+    os.mkfifo(memory.root / fifo)  # opening it to read would wait for a writer, forever
+    assert [fact.id for fact in facts.current()] == [kept.fact.id]
+    assert [problem.message for problem in facts.check() if problem.path == fifo] == [
+        "a FIFO, a device or a socket, not a fact file; facts are plain files written by fsmem"
+    ]

@@ -27,6 +27,7 @@ ROUTINES_DIR = "routines"
 FACTS_DIR = "notes/memory"
 HISTORY_DIR = "notes/memory/history"
 ID_PREFIX_LENGTH = 8
+LEVEL_IDENTITY_FILE = ".fsmem-level"  # inside a level folder: its kind, full id and name (hidden)
 
 Level = Literal["project", "agent", "routine"]
 Kind = Literal["memory", "notes", "topic", "fact", "replaced_fact"]
