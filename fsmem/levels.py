@@ -344,13 +344,13 @@ def create_agent(memory: Memory, agent_id: str, name: str, *, exist_ok: bool = F
     with memory.drive.change("create_agent") as tx:
         # Looked up again with the levels held: another process may have made it since (two first uses at
         # once would otherwise pick two names for one id, and every later run would match two folders).
+        _refuse_parked(memory, "agent", agent_id)  # before the hold: a block of this process may hold it
         tx.hold("levels")
         existing = find_agent(memory, agent_id, tx)
         if existing is not None:
             if exist_ok:
                 return existing
             raise Exists(f"agent {agent_id!r} already has a folder: {existing}")
-        _refuse_parked(memory, "agent", agent_id)
         folder = f"{AGENTS_DIR}/{_free_folder_name(memory, AGENTS_DIR, name, agent_id)}"
         tx.write(agent_top_file(folder), b"")
         _write_identity(tx, folder, "agent", agent_id, name)
@@ -378,11 +378,11 @@ def create_routine(
     if existing is not None:
         return existing
     with memory.drive.change("create_routine") as tx:
+        _refuse_parked(memory, "routine", routine_id, parent)  # before the hold: a block of this process may hold it
         tx.hold("levels")
         existing = _existing_routine(memory, routine_id, parent, exist_ok, tx)  # again, the levels held
         if existing is not None:
             return existing
-        _refuse_parked(memory, "routine", routine_id)
         folder = f"{parent}/{_free_folder_name(memory, parent, name, routine_id)}"
         tx.write(routine_top_file(folder), b"")
         _write_identity(tx, folder, "routine", routine_id, name)
@@ -402,10 +402,16 @@ def _existing_routine(
     raise Exists(f"routine {routine_id!r} already has a folder: {existing}")
 
 
-def _refuse_parked(memory: Memory, kind: str, entity_id: str) -> None:
+def _refuse_parked(memory: Memory, kind: str, entity_id: str, inside: str | None = None) -> None:
     """Refuse to make a folder for an id whose folder (or whose agent's folder) is parked by a
-    ``deleting_*`` block: a new one would stand where the parked one must go back."""
+    ``deleting_*`` block: a new one would stand where the parked one must go back. ``inside``: the
+    folder it would be made in, refused too when it is being deleted."""
     for parked in memory.drive.parked():
+        if inside is not None and (inside + "/").startswith(parked.origin + "/"):
+            raise ScopeError(
+                f"{kind} {entity_id!r} cannot be made in {inside}: {parked.origin} is being deleted (its "
+                f"content is held at {parked.kept_at} until the deleting block ends)"
+            )
         identity = _parse_identity(parked.identity)
         name = parked.origin.rsplit("/", 1)[-1]
         parent = parked.origin.rsplit("/", 1)[0]

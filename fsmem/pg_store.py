@@ -35,6 +35,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from fsmem import pg_schema
+from fsmem.core.layout import LEVEL_IDENTITY_FILE
 from fsmem.core.paths import normalize_path
 from fsmem.core.versions import version_of
 from fsmem.drive import Entry, LogEntry
@@ -53,6 +54,7 @@ from fsmem.proposals import ChangeProposal
 T = TypeVar("T")
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
 _FOLDER_LOCK, _COMMIT_LOCK = 1, 2  # advisory lock classes, keyed by project id
+_HOLDS = {"levels": 3, "facts": 4}  # PgTransaction.hold's lock classes, keyed by project id
 
 
 class StoreUnavailable(RequestError):
@@ -175,6 +177,8 @@ class PgStore:
             _range(prefix),
         ):
             name, slash, _ = child[len(prefix) :].partition("/")
+            if name.startswith("."):
+                continue  # a level folder's identity (fsmem.pg_levels_facts): never listed
             if slash:
                 children.setdefault(name, Entry(prefix + name, True, 0, modified.timestamp()))
             else:
@@ -436,8 +440,9 @@ class PgTransaction:
         if not files:
             raise NotFound(f"there is no file or folder {path!r}")
         for name, version in files:
-            self._keep(name)
-            self._log(name, version, None)
+            if not _hidden(name):  # a level folder's identity goes with it, unkept and unlogged
+                self._keep(name)
+                self._log(name, version, None)
         self._execute("DELETE FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s", _range(_folder(path)))
 
     def move(self, source: str, destination: str) -> None:
@@ -473,7 +478,34 @@ class PgTransaction:
             project_first=False,
         )
         for name, version in files:
-            self._log(name, version, version, destination + name[len(source) :])
+            if not _hidden(name):  # a level folder's identity moves with it, unlogged
+                self._log(name, version, version, destination + name[len(source) :])
+
+    # ---- levels and facts (store interface; fsmem.pg_levels_facts has the store's side) ------------
+
+    def write_identity(self, folder: str, data: bytes) -> None:
+        """Keep ``data`` as the level folder's identity: a row at ``<folder>/.fsmem-level`` (a path
+        no tool call can name), never kept as a version nor logged; it moves and goes with its folder."""
+        self._lock("shared")
+        self._execute(
+            "INSERT INTO fsmem.files (project, path, content, version) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (project, path) DO UPDATE SET content = excluded.content, version = excluded.version, "
+            "modified = now()",
+            (identity_path(folder), data, version_of(data)),
+        )
+
+    def hold(self, name: str) -> None:
+        """No other change holding ``name`` ("levels", "facts") in this project runs until this one ends."""
+        self.conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_HOLDS[name], self.store.project_id))
+
+    def stamp(self, path: str) -> str | None:
+        """The file's version as this change leaves it (None: no file)."""
+        if path in self._seen:
+            return self._seen[path]
+        row = self._execute(
+            "SELECT version FROM fsmem.files WHERE project = %s AND path = %s", (_file(path),)
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     # ---- internals --------------------------------------------------------------------------------
 
@@ -673,6 +705,16 @@ def _file(path: str) -> str:
     if not path or normalize_path(path) != path:
         raise BadPath(f"{path!r} is not a normalized path of a file, e.g. 'notes/seo.md'")
     return path
+
+
+def identity_path(folder: str) -> str:
+    """Where a level folder's identity row is: a dot name, which ``_file`` refuses on purpose."""
+    return f"{_file(folder)}/{LEVEL_IDENTITY_FILE}"
+
+
+def _hidden(path: str) -> bool:
+    """A row no tool call can name (its last segment starts with a dot): a level folder's identity."""
+    return path.rpartition("/")[2].startswith(".")
 
 
 def _folder(path: str) -> str:
