@@ -121,9 +121,8 @@ def test_the_shell_opens_a_project_by_store_and_project(postgres: str, tmp_path:
         input="# Notes\n", env={"XDG_CACHE_HOME": str(tmp_path / "x")},
     )
     assert wrote.returncode == 0, wrote.stderr
-    read = run_fsmem(
-        "read", "notes.md", env={"FSMEM_STORE": postgres, "FSMEM_PROJECT": project, "XDG_CACHE_HOME": str(tmp_path / "x")}
-    )
+    env = {"FSMEM_STORE": postgres, "FSMEM_PROJECT": project, "XDG_CACHE_HOME": str(tmp_path / "x")}
+    read = run_fsmem("read", "notes.md", env=env)
     assert read.returncode == 0 and "# Notes" in read.stdout, read.stderr
     missing = run_fsmem("read", "notes.md", "--store", postgres, env={"XDG_CACHE_HOME": str(tmp_path / "x")})
     assert missing.returncode == 2 and missing.stderr.startswith("Error:") and "--project" in missing.stderr
