@@ -27,7 +27,7 @@ from fsmem.core.paths import normalize_path
 from fsmem.core.requests import check_text
 from fsmem.core.search import SearchHit
 from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.errors import Exists, FsmemError, NotFound, RootNotFound, SetupError, Storage
+from fsmem.errors import BadStore, Exists, FsmemError, NotFound, RootNotFound, Storage
 from fsmem.grep import grep
 from fsmem.index_state import note_pending
 from fsmem.levels import Scope
@@ -59,7 +59,7 @@ def open(
     if isinstance(root, str) and root.startswith(("postgresql://", "postgres://")):
         return _open_database(root, project, create, settings, cache)
     if project is not None:
-        raise SetupError("a project name is for a PostgreSQL store; a folder is its own project (drop project=)")
+        raise BadStore("a project name is for a PostgreSQL store; a folder is its own project (drop project=)")
     root_path = Path(root).expanduser()
     if not (root_path / STATE_DIR).is_dir():
         if not create:
@@ -76,11 +76,11 @@ def _open_database(
     url: str, project: str | None, create: bool, settings: Settings | None, cache: str | os.PathLike[str] | None
 ) -> Memory:
     if not project:
-        raise SetupError("a PostgreSQL store holds many projects: name one (project='rye-and-ember', --project)")
+        raise BadStore("a PostgreSQL store holds many projects: name one (project='rye-and-ember', --project)")
     try:
         from fsmem.pg_drive import open_store
     except ImportError as error:
-        raise SetupError(
+        raise BadStore(
             f"PostgreSQL needs the postgres extra ({error}); install it with pip install 'fsmem[postgres]'"
         ) from error
     settings = settings or load_settings(None)

@@ -40,6 +40,7 @@ from fsmem.core.versions import version_of
 from fsmem.drive import Entry, HandEdit, LogEntry
 from fsmem.errors import (
     BadPath,
+    BadStore,
     Busy,
     Conflict,
     Exists,
@@ -47,6 +48,7 @@ from fsmem.errors import (
     RequestError,
     RootNotFound,
     SetupError,
+    Storage,
 )
 from fsmem.proposals import ChangeProposal
 
@@ -55,11 +57,9 @@ ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller
 _FOLDER_LOCK, _COMMIT_LOCK = 1, 2  # advisory lock classes, keyed by project id
 
 
-class StoreUnavailable(RequestError):
+class StoreUnavailable(Storage):
     """The database cannot be reached (down, restarting, pool exhausted); nothing was changed
     unless the message says the commit's outcome is unknown."""
-
-    code = "STORAGE"
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class PgStore:
     ) -> PgStore:
         """Connect, migrate the schema if it is older than this fsmem, and find (or make) the project."""
         if not isinstance(project, str) or not project.strip() or len(project) > 200:
-            raise SetupError("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
+            raise BadStore("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
         options = f"-c lock_timeout={int(lock_timeout * 1000)}"
         pool = ConnectionPool(
             url,

@@ -13,7 +13,7 @@ import pytest
 from conftest import invoke, run_fsmem
 
 import fsmem
-from fsmem.errors import RootNotFound, SetupError
+from fsmem.errors import BadStore, RootNotFound
 from fsmem.levels import Scope
 
 
@@ -103,11 +103,11 @@ def test_projects_are_apart(postgres: str, tmp_path: Path) -> None:
 
 
 def test_opening_needs_a_project_and_an_existing_one(postgres: str, tmp_path: Path) -> None:
-    with pytest.raises(SetupError):
+    with pytest.raises(BadStore):
         fsmem.open(postgres, cache=tmp_path / "c")
     with pytest.raises(RootNotFound):
         fsmem.open(postgres, project=_project(), cache=tmp_path / "c")
-    with pytest.raises(SetupError):
+    with pytest.raises(BadStore):
         fsmem.open(tmp_path, project="x")
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fsmem.core.layout import STATE_DIR
-from fsmem.errors import BadPath, RootNotFound, SetupError
+from fsmem.errors import BadPath, BadStore, RootNotFound
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -57,9 +57,9 @@ def chosen_store() -> tuple[str | None, str | None]:
     url = meta.get(_STORE_KEY) or os.environ.get("FSMEM_STORE") or None
     project = meta.get(_PROJECT_KEY) or os.environ.get("FSMEM_PROJECT") or None
     if url is None and project is not None:
-        raise SetupError("--project names a project in PostgreSQL: give --store URL too (or $FSMEM_STORE)")
+        raise BadStore("--project names a project in PostgreSQL: give --store URL too (or $FSMEM_STORE)")
     if url is not None and project is None:
-        raise SetupError("a PostgreSQL store holds many projects: name one with --project NAME (or $FSMEM_PROJECT)")
+        raise BadStore("a PostgreSQL store holds many projects: name one with --project NAME (or $FSMEM_PROJECT)")
     return url, project
 
 
