@@ -62,7 +62,6 @@ from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
 
 if TYPE_CHECKING:
-    from fsmem.drive import Drive
     from fsmem.store import Store, StoreChange
 
 __all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]
@@ -204,7 +203,7 @@ class _Read:
 class Facts:
     """The facts of one root. Reads need no lock; every change holds the root's write lock."""
 
-    def __init__(self, drive: Store | Drive, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, drive: Store, *, clock: Callable[[], datetime] | None = None) -> None:
         self.drive = drive
         self._clock = clock or (lambda: datetime.now(UTC))
         self._guard = threading.RLock()

@@ -38,9 +38,10 @@ from fsmem import pg_schema
 from fsmem.core.layout import LEVEL_IDENTITY_FILE
 from fsmem.core.paths import normalize_path
 from fsmem.core.versions import version_of
-from fsmem.drive import Entry, LogEntry
+from fsmem.drive import Entry, HandEdit, LogEntry
 from fsmem.errors import (
     BadPath,
+    BadStore,
     Busy,
     Conflict,
     Exists,
@@ -48,20 +49,19 @@ from fsmem.errors import (
     RequestError,
     RootNotFound,
     SetupError,
+    Storage,
 )
 from fsmem.proposals import ChangeProposal
 
 T = TypeVar("T")
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
 _FOLDER_LOCK, _COMMIT_LOCK = 1, 2  # advisory lock classes, keyed by project id
-_HOLDS = {"levels": 3, "facts": 4}  # PgTransaction.hold's lock classes, keyed by project id
+_HOLDS = {"levels": 4, "facts": 5}  # PgTransaction.hold's lock classes, keyed by project id (3: PgDrive.locked)
 
 
-class StoreUnavailable(RequestError):
+class StoreUnavailable(Storage):
     """The database cannot be reached (down, restarting, pool exhausted); nothing was changed
     unless the message says the commit's outcome is unknown."""
-
-    code = "STORAGE"
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class PgStore:
     ) -> PgStore:
         """Connect, migrate the schema if it is older than this fsmem, and find (or make) the project."""
         if not isinstance(project, str) or not project.strip() or len(project) > 200:
-            raise SetupError("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
+            raise BadStore("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
         options = f"-c lock_timeout={int(lock_timeout * 1000)}"
         pool = ConnectionPool(
             url,
@@ -177,8 +177,6 @@ class PgStore:
             _range(prefix),
         ):
             name, slash, _ = child[len(prefix) :].partition("/")
-            if name.startswith("."):
-                continue  # a level folder's identity (fsmem.pg_levels_facts): never listed
             if slash:
                 children.setdefault(name, Entry(prefix + name, True, 0, modified.timestamp()))
             else:
@@ -188,13 +186,30 @@ class PgStore:
         return sorted(children.values(), key=lambda entry: entry.path)
 
     def walk_files(self, path: str = "") -> Iterator[Entry]:
-        """Every ``.md`` file under a folder, in path order."""
+        """Every file under a folder, in path order."""
         for child, size, modified in self._rows(
             "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
-            "AND path >= %s AND path < %s AND path LIKE '%%.md' ORDER BY path",
+            "AND path >= %s AND path < %s ORDER BY path",
             _range(_folder(path)),
         ):
             yield Entry(child, False, size, modified.timestamp())
+
+    def info(self, path: str) -> Entry | None:
+        """A file (its size and modified time), a folder (while it holds a file), or None."""
+        if path == "":
+            return Entry("", True, 0, 0.0)
+        low, high = _range(_folder(path))
+        row = self._run(
+            lambda conn: conn.execute(
+                "SELECT octet_length(content), modified, path = %s FROM fsmem.files WHERE project = %s "
+                "AND (path = %s OR (path >= %s AND path < %s)) ORDER BY path = %s DESC, modified DESC LIMIT 1",
+                (path, self.project_id, path, low, high, path),
+            ).fetchone()
+        )
+        if row is None:
+            return None
+        size, modified, is_file = row
+        return Entry(path, not is_file, size if is_file else 0, modified.timestamp())
 
     # ---- history --------------------------------------------------------------------------------
 
@@ -326,6 +341,17 @@ class PgStore:
             for hook in self.on_commit:
                 hook(set(tx.changed))
 
+    @contextlib.contextmanager
+    def session(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection of its own, outside any transaction, for session-level locks."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as error:
+            raise StoreUnavailable(
+                f"PostgreSQL does not answer ({_first_line(error)}); try again in a moment"
+            ) from error
+
     def listen(self, callback: Callable[[int], None]) -> Listener:
         """Call ``callback(newest_seq)`` from a thread after each commit (and after a reconnect)."""
         return Listener(self, callback)
@@ -385,6 +411,7 @@ class PgTransaction:
         self.store, self.conn = store, conn
         self.command, self.thread = command, thread
         self.changed: list[str] = []
+        self.hand_edits: list[HandEdit] = []  # rows have no editor saving behind a change's back
         self._entries: list[tuple[str, str | None, str | None, str | None]] = []
         self._lock_held: Literal["", "shared", "exclusive"] = ""
         self._seen: dict[str, str | None] = {}  # path -> version read: later operations expect it
