@@ -121,7 +121,12 @@ class PgDrive:
         return path
 
     def entries(self, path: str) -> list[Entry]:
-        return [entry for entry in self.pg.entries(path) if not entry.path.rsplit("/", 1)[-1].startswith(".")]
+        return [
+            entry
+            for entry in self.pg.entries(path)
+            if not entry.path.rsplit("/", 1)[-1].startswith(".")
+            and entry.path not in self._deleting  # gone for this process: its deleting_* block deleted it
+        ]
 
     def walk_files(self, path: str = "") -> Iterator[Entry]:
         for entry in self.pg.walk_files(path):
