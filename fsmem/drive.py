@@ -513,9 +513,17 @@ class Drive:
             return None
         return (info.st_size, info.st_mtime_ns, info.st_ino) if stat_module.S_ISREG(info.st_mode) else None
 
-    def read_stamped(self, path: str) -> tuple[bytes, Stamp] | None:
-        """A file's bytes and the stamp of what was read (one open: never a stamp of another save);
-        None when no plain file is there."""
+    def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Stamp]]:
+        """Each file's bytes and the stamp of what was read (one open: never a stamp of another save);
+        a path where no plain file is is left out."""
+        found = {}
+        for path in paths:
+            read = self._read_stamped(path)
+            if read is not None:
+                found[path] = read
+        return found
+
+    def _read_stamped(self, path: str) -> tuple[bytes, Stamp] | None:
         try:
             fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError as error:

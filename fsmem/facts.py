@@ -248,16 +248,21 @@ class Facts:
             )
         return stamps, problems
 
-    def _read_one(self, path: str) -> _Read:
-        fid, location = _place(path)
-        found = self.drive.read_stamped(path)
-        if found is None:
-            return _Read((0, 0, 0), problem="vanished while being read")
-        data, stamp = found
-        try:
-            return _Read(stamp, location, parse(data, fid))
-        except BadFact as error:
-            return _Read(stamp, problem=error.message)
+    def _read_many(self, paths: list[str]) -> dict[str, _Read]:
+        """Read and parse fact files (the store reads them all at once: one query on PostgreSQL)."""
+        found = self.drive.read_stamped(paths)
+        reads = {}
+        for path in paths:
+            fid, location = _place(path)
+            if path not in found:
+                reads[path] = _Read((0, 0, 0), problem="vanished while being read")
+                continue
+            data, stamp = found[path]
+            try:
+                reads[path] = _Read(stamp, location, parse(data, fid))
+            except BadFact as error:
+                reads[path] = _Read(stamp, problem=error.message)
+        return reads
 
     def _folder_stamps(self) -> Hashable | None:
         """What changes when a fact file is added, removed or saved by rename (the store's
@@ -390,7 +395,7 @@ class Facts:
                 continue
             if known is not None and known.fact is None:
                 return None
-            read = reads[path] = self._read_one(path)
+            read = reads[path] = self._read_many([path])[path]
             if read.fact is None:
                 return None  # an unreadable file: the full look reports it and freezes its chain
             ops.append(Op("write", path, read.fact))
@@ -422,12 +427,17 @@ class Facts:
             incremental = self._resolution is not None
             ops: list[Op] = []
             files: dict[str, _Read] = {}
-            for path, stamp in stamps.items():
+            stale = [
+                path for path, stamp in stamps.items() if (seen := self._files.get(path)) is None or seen.stamp != stamp
+            ]
+            changed = self._read_many(stale)  # at once: one query on PostgreSQL however many
+            for path in stamps:
                 known = self._files.get(path)
-                if known is not None and known.stamp == stamp:
+                if path not in changed:
+                    assert known is not None
                     files[path] = known
                     continue
-                read = files[path] = self._read_one(path)
+                read = files[path] = changed[path]
                 if read.fact is None or (known is not None and known.fact is None):
                     incremental = False
                 else:

@@ -244,9 +244,10 @@ class PgDrive:
     def stamp(self, path: str) -> Hashable | None:
         return pg_levels_facts.stamp(self.pg, path)
 
-    def read_stamped(self, path: str) -> tuple[bytes, Hashable] | None:
-        return pg_levels_facts.read_stamped(self.pg, path)
+    def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Hashable]]:
+        return pg_levels_facts.read_stamped(self.pg, paths)
 
     def folders_mark(self, folders: Sequence[str]) -> Hashable | None:
-        """None: every facts look is the full one (one range query of versions)."""
-        return None
+        """The project's newest sequence number (one indexed query): every change to a row is logged,
+        so while it stands still nothing changed, in the folders or anywhere."""
+        return self.pg.newest_seq()

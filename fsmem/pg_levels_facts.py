@@ -12,8 +12,9 @@
   their changes to the project wait for it (the folder delete holds the project's folder lock), as do
   level creations (the block holds "levels"); in this process, making the folder's id anew is
   refused (``parked``) rather than left to wait for the block it runs in.
-- A fact file's stamp is its row's version: the facts folders' stamps are one range query, and there
-  is no folders' mark (every look is the full one, that query).
+- A fact file's stamp is its row's version: the facts folders' stamps are one range query. The
+  folders' mark is the project's newest sequence number (``PgDrive.folders_mark``): while it stands
+  still, a facts call looks at the versions of the few rows it depends on, not at them all.
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ def stamp(store: PgStore, path: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def read_stamped(store: PgStore, path: str) -> tuple[bytes, Hashable] | None:
-    """The bytes and the version of one row, read together."""
-    row = store._one("SELECT content, version FROM fsmem.files WHERE project = %s AND path = %s", (_file(path),))
-    return None if row is None else (bytes(row[0]), str(row[1]))
+def read_stamped(store: PgStore, paths: Sequence[str]) -> dict[str, tuple[bytes, Hashable]]:
+    """The bytes and the version of each row, read together: one query however many (a new worker
+    reads every fact so, when its cache folder holds no parse cache)."""
+    if not paths:
+        return {}
+    rows = store._rows(
+        "SELECT path, content, version FROM fsmem.files WHERE project = %s AND path = ANY(%s::text[])",
+        ([_file(path) for path in paths],),
+    )
+    return {str(path): (bytes(content), str(version)) for path, content, version in rows}

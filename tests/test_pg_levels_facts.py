@@ -354,9 +354,16 @@ def test_workers_keeping_one_thing_at_once_leave_one_fact_holding(worker) -> Non
     assert len(facts.history(latest.id)) == 20
 
 
-def test_facts_on_rows_need_no_journal(memory) -> None:
-    memory.facts.keep("Ana", "role", "Ana works in research.")
-    assert memory.drive.folders_mark(("notes/memory",)) is None
-    from fsmem.facts import JOURNAL_FILE
-
-    assert not (memory.drive.state / JOURNAL_FILE).exists()
+def test_a_call_about_one_thing_looks_at_its_rows_only_while_nothing_changed(worker, monkeypatch) -> None:
+    memory, other = worker(), worker("b")
+    kept = [memory.facts.keep(f"Person {n}", "role", f"Person {n} works here.") for n in range(5)]
+    facts = memory.facts
+    facts.current()
+    looks: list[object] = []
+    real_scan = type(facts)._scan
+    monkeypatch.setattr(type(facts), "_scan", lambda self: looks.append(self) or real_scan(self))
+    assert [f.id for f in facts.current("Person 3")] == [kept[3].fact.id]
+    assert looks == []  # the sequence number stood still: the rows of Person 3 only
+    other.facts.keep("Person 3", "role", "Person 3 leads the team.")
+    assert [f.text for f in facts.current("Person 3")] == ["Person 3 leads the team."]
+    assert [view for view in looks if view is facts] == [facts]  # another worker's change moved it: a full look
