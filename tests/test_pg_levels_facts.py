@@ -367,3 +367,22 @@ def test_a_call_about_one_thing_looks_at_its_rows_only_while_nothing_changed(wor
     other.facts.keep("Person 3", "role", "Person 3 leads the team.")
     assert [f.text for f in facts.current("Person 3")] == ["Person 3 leads the team."]
     assert [view for view in looks if view is facts] == [facts]  # another worker's change moved it: a full look
+
+
+def test_a_change_inside_the_block_waits_for_it_and_is_busy_not_hung(postgres, project, tmp_path) -> None:
+    from fsmem.config import Settings
+
+    memory = fsmem.open(
+        postgres, project=project, create=True, cache=tmp_path / "cache", settings=Settings(lock_timeout=1.0)
+    )
+    try:
+        folder = memory.create_agent("3f9a1c2e", "SEO")
+        run = memory.run(Scope.chat())
+        with memory.deleting_agent("3f9a1c2e"):
+            busy = run.call({"command": "write", "path": "MEMORY.md", "content": "waits for the block\n"})
+            assert not busy["ok"] and busy["error"]["code"] == "BUSY", busy
+        assert memory.read("MEMORY.md") == "" and levels.find_agent(memory, "3f9a1c2e") is None
+        assert run.call({"command": "write", "path": "MEMORY.md", "content": "after the block\n"})["ok"]
+        assert not memory.drive.is_dir(folder)
+    finally:
+        memory.close()
