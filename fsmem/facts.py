@@ -58,7 +58,7 @@ from fsmem.core.extract import (
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem.drive import Stamp
-from fsmem.errors import BadFact, FactSensitive, FsmemError, SetupError
+from fsmem.errors import BadFact, BadPath, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
 
 if TYPE_CHECKING:
@@ -316,7 +316,7 @@ class Facts:
         """After a change (under the root lock): tell other views which files changed and what the
         folders' stamps went from and to, so they can follow without a full look."""
         after = self._folder_stamps()
-        if after is None:  # a store that cannot tell (PostgreSQL): every look is the full one
+        if after is None:  # a store that cannot tell: every look is the full one
             self._folders = None
             return
         line = json.dumps({"before": before, "after": after, "paths": sorted(paths)}) + "\n"
@@ -667,7 +667,7 @@ class Facts:
         """Whether anything stands at ``path`` (a link there leading out counts as taken)."""
         try:
             return self.drive.exists(path)
-        except FsmemError:
+        except BadPath:  # a store that cannot be reached raises on: this loop must not spin on it
             return True
 
     def keep(
