@@ -52,7 +52,7 @@ LOCK_FILE = "lock"
 PROPOSALS_DIR = "proposals"
 PARKED_PREFIX = "deleting-"  # under .fsmem/: a level folder moved aside by a ``deleting_*`` block
 # What tells a file changed without reading it: (size, mtime_ns, inode) here, its version on PostgreSQL.
-Stamp = Hashable
+FactStamp = Hashable
 
 
 @dataclass(frozen=True)
@@ -473,12 +473,12 @@ class Drive:
 
     # ---- facts (store interface, "facts" block) ------------------------------------------------
 
-    def stamps(self, folders: Sequence[str]) -> tuple[dict[str, Stamp], dict[str, str]]:
+    def stamps(self, folders: Sequence[str]) -> tuple[dict[str, FactStamp], dict[str, str]]:
         """Every plain file directly in each folder with its stamp, (size, mtime_ns, inode): one
         ``stat`` a file. And what else is there, path → ``"link"``, ``"folder"``, ``"special"`` (a
         FIFO, a device, a socket), or for a folder that cannot be read, why. Dot-names are skipped
         (temp files of an atomic write, editor swap files); a missing folder holds nothing."""
-        stamps: dict[str, Stamp] = {}
+        stamps: dict[str, FactStamp] = {}
         others: dict[str, str] = {}
         regular, link, folder_mode = stat_module.S_ISREG, stat_module.S_ISLNK, stat_module.S_ISDIR
         for folder in folders:
@@ -505,7 +505,7 @@ class Drive:
                     others[prefix + name] = "link" if link(mode) else "folder" if folder_mode(mode) else "special"
         return stamps, others
 
-    def stamp(self, path: str) -> Stamp | None:
+    def stamp(self, path: str) -> FactStamp | None:
         """The stamp of one file (as :meth:`stamps` gives it); None when no plain file is there."""
         try:
             info = os.stat(self.root / path, follow_symlinks=False)
@@ -513,7 +513,7 @@ class Drive:
             return None
         return (info.st_size, info.st_mtime_ns, info.st_ino) if stat_module.S_ISREG(info.st_mode) else None
 
-    def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Stamp]]:
+    def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, FactStamp]]:
         """Each file's bytes and the stamp of what was read (one open: never a stamp of another save);
         a path where no plain file is is left out."""
         found = {}
@@ -523,7 +523,7 @@ class Drive:
                 found[path] = read
         return found
 
-    def _read_stamped(self, path: str) -> tuple[bytes, Stamp] | None:
+    def _read_stamped(self, path: str) -> tuple[bytes, FactStamp] | None:
         try:
             fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError as error:
@@ -931,7 +931,7 @@ class Change:
         """No other change holding ``name`` runs until this one ends: on the folder, the root's lock
         already makes it so."""
 
-    def stamp(self, path: str) -> Stamp | None:
+    def stamp(self, path: str) -> FactStamp | None:
         """The stamp of ``path`` as this change leaves it (see :meth:`Drive.stamp`)."""
         return self.drive.stamp(path)
 

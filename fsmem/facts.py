@@ -57,7 +57,7 @@ from fsmem.core.extract import (
 )
 from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem.drive import Stamp
+from fsmem.drive import FactStamp
 from fsmem.errors import BadFact, BadPath, FactSensitive, FsmemError, SetupError
 from fsmem.resources import data_dir
 
@@ -191,7 +191,7 @@ def _place(path: str) -> tuple[str, rules.Location]:
 
 @dataclass(frozen=True)
 class _Read:
-    stamp: Stamp  # the store's: (size, mtime_ns, inode) on the folder, the version on PostgreSQL
+    stamp: FactStamp  # the store's: (size, mtime_ns, inode) on the folder, the version on PostgreSQL
     location: rules.Location | None = None
     fact: Fact | None = None
     problem: str | None = None
@@ -208,7 +208,7 @@ class Facts:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._guard = threading.RLock()
         self._files: dict[str, _Read] = {}
-        self._snapshot: dict[str, Stamp] | None = None
+        self._snapshot: dict[str, FactStamp] | None = None
         self._resolution: Resolution | None = None
         self._scan_problems: list[Problem] = []
         self._last_id: str | None = None
@@ -226,7 +226,7 @@ class Facts:
     def _now(self) -> datetime:
         return self._clock().astimezone(UTC).replace(microsecond=0)
 
-    def _scan(self) -> tuple[dict[str, Stamp], list[Problem]]:
+    def _scan(self) -> tuple[dict[str, FactStamp], list[Problem]]:
         """The stamp of every fact file (the store's ``stamps``: one ``stat`` a file on the folder, one
         query on PostgreSQL), and what under the facts folders is no fact: the freshness check every
         read pays."""
