@@ -24,6 +24,7 @@ from pathlib import Path
 
 import tantivy
 
+from fsmem.atomic import make_dirs
 from fsmem.core.search import SCHEMA_VERSION, FileDoc, Indexed, file_doc
 from fsmem.core.versions import version_of
 from fsmem.errors import FsmemError, IndexError_
@@ -153,7 +154,9 @@ class Store:
             if current is None:
                 folder = index_dir(self.state)
                 if not folder.exists() or not any(folder.iterdir()):
-                    return "was missing" if (self.state / BUILT_MARKER).exists() else "first"
+                    # this process had it open, or one built it here before: it was lost, not new
+                    known = self.generation is not None or (self.state / BUILT_MARKER).exists()
+                    return "was missing" if known else "first"
                 return "was unreadable (no valid CURRENT pointer)"
             if current.get("schema") != SCHEMA_VERSION:
                 return f"was built by another version of fsmem (schema {current.get('schema')})"
@@ -278,7 +281,7 @@ class Store:
     def _build_generation(self, progress: Callable[[int, int], None] | None) -> tuple[str, int]:
         """Fill a new generation from the memory, beside the live one (which keeps serving searches)."""
         base = index_dir(self.state)
-        base.mkdir(parents=True, exist_ok=True)
+        make_dirs(base)  # the state too, 0700, when it was removed (a worker's cache folder)
         generation = new_generation_name()
         folder = base / generation
         folder.mkdir()
