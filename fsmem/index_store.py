@@ -420,17 +420,19 @@ class Batch:
         return indexed + dropped
 
     def refresh(self, paths: Iterable[str]) -> int:
-        """Bring ``paths`` (files or folders, root-relative) up to date: a path that no longer exists is
-        removed with everything under it; a folder path refreshes every file under it."""
+        """Bring ``paths`` (files or folders, root-relative; ``""`` the whole memory) up to date: a path
+        that no longer exists is removed with everything under it; a folder path refreshes every file
+        under it."""
         indexed = self.seen()
         changed: set[str] = set()
         removed: set[str] = set()
         for raw in paths:
             path = raw.strip("/")
-            present = self._files_under(path) if path else None
+            present = self._files_under(path)
             if present is not None:
+                prefix = path + "/" if path else ""
                 changed |= present
-                removed |= {p for p in indexed if p.startswith(path + "/") and p not in present}
+                removed |= {p for p in indexed if p.startswith(prefix) and p not in present}
             else:  # a file (read, or found gone, by ``apply``), or nothing any more
                 changed.add(path)
                 removed |= {p for p in indexed if p.startswith(path + "/")}

@@ -70,6 +70,9 @@ class PgFeed:
         since = applied if isinstance(applied, int) and not isinstance(applied, bool) and applied >= 0 else 0
         newest, paths = self.pg.changes_since(since)
         if newest == since:
+            now = self.pg.newest_seq() if since else 0
+            if now < since:  # the log is behind this index (a database restored, a project made again)
+                return {""}, now  # "": the whole memory, re-read from the rows
             return None
         return set(paths), newest
 

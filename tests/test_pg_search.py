@@ -198,7 +198,10 @@ def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, m
     assert asked == ["newest_seq", "query"]  # one query: the newest sequence number
     asked.clear()
     write(a, "brand.md", "# Brand\nthe lynx and the ibex\n")
-    wait_until(lambda: applied_seq(b.index) == real_newest())
+    newest = real_newest()
+    watcher = b._watcher
+    assert isinstance(watcher, PgWatcher)
+    wait_until(lambda: watcher._applied == newest)  # the listener's catch-up has returned
     asked.clear()
     assert paths(b.search("ibex")) == ["brand.md"]  # the listener applied it: still one query
     assert asked == ["newest_seq", "query"]
@@ -212,3 +215,36 @@ def test_a_search_without_a_listener_still_finds_every_commit(open_worker) -> No
     assert b._watcher is None
     status = b.index.status()
     assert status["stale"] == 0 and status["files"] == 6 and status["documents"] == 6
+
+
+def test_the_shell_searches_a_project_and_says_there_is_no_folder_to_watch(
+    open_worker, postgres: str, project: str, tmp_path: Path
+) -> None:
+    from conftest import run_fsmem
+
+    a = open_worker("a")
+    write(a, "brand.md", "# Brand\nthe pangolin\n")
+    env = {"FSMEM_STORE": postgres, "FSMEM_PROJECT": project, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    found = run_fsmem("search", "pangolin", env=env)
+    assert found.returncode == 0 and "brand.md" in found.stdout, found.stderr
+    status = run_fsmem("index", "status", "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    assert '"stale": 0' in status.stdout and '"documents": 2' in status.stdout, status.stdout
+    watched = run_fsmem("watch", env=env)
+    assert watched.returncode != 0 and "no folder to watch" in watched.stderr, watched.stderr
+
+
+def test_an_index_ahead_of_the_log_is_read_again_from_the_rows(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nthe axolotl\n")
+    assert paths(b.search("axolotl")) == ["brand.md"]
+    generation = index_dir(b.drive.state) / read_current(b.drive.state)["generation"]
+    (generation / "applied").write_text("1000000000")  # as after the database was restored from a backup
+    b.close()
+    run = a.run(Scope.chat(), thread_id="restorer")
+    run.call({"command": "read", "path": "brand.md"})
+    assert run.call({"command": "delete", "path": "brand.md"})["ok"]
+    write(a, "zoo.md", "an axolotl in the zoo\n")
+    again = open_worker("b")
+    assert paths(again.search("axolotl")) == ["zoo.md"]
+    assert read_applied(generation) == a.drive.pg.newest_seq()
