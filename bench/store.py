@@ -170,6 +170,7 @@ def _search_rows(url: str, rounds: int) -> None:
                 "search freshness check (nothing new)", "search on worker B (nothing new)",
                 "write on A, found by B's next search", "  of which B's search")}
             for number in range(rounds + 5):
+                b.search("plain")  # after the last round's commit: a searcher on it is open
                 start = time.perf_counter()
                 b.index.freshness.apply_pending()
                 checked = time.perf_counter()

@@ -9,7 +9,7 @@ walk, a watcher or a sequence number. Its sources, cheapest first:
 - a watcher (the folder: ``fsmem.watch``; PostgreSQL: LISTEN/NOTIFY): while one vouches, searches skip
   the rest;
 - the comparison (``compare``): the folder walks its stats (``Drive.changes_since``), PostgreSQL
-  compares the rows' versions.
+  lists the rows' sizes and modified times.
 
 On the folder, a hand edit found by the watcher or the comparison keeps the text it replaced (the index
 stores the text it last read) as a version, logged as a ``hand_edit``, so nothing a person overwrote is
