@@ -11,7 +11,10 @@ as the folder drive's fsync'd writes) and removes it afterwards. Rows:
 - ``read``, ``newest_seq()`` (target ≤ 0.5 ms p50: a search asks it every time) and an empty
   ``changes_since``;
 - writes per second with 1, 2, 4 and 8 worker processes, each with its own pool, on distinct files
-  and on one shared file (read, then write if unchanged; the CONFLICT rate is reported).
+  and on one shared file (read, then write if unchanged; the CONFLICT rate is reported);
+- search on every worker: two Memories on one project with their own cache folders (two machines):
+  the freshness check a search makes when nothing changed (the newest-seq query; target ≤ 0.5 ms p50),
+  a whole search, and a write on worker A until the next search on worker B finds it (≤ 50 ms p50).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from bench.timing import median_p95
 
 REPO = Path(__file__).resolve().parent.parent
 SEQ_TARGET_MS = 0.5
+FOUND_TARGET_MS = 50.0
 
 
 def main(argv: list[str]) -> None:
@@ -134,11 +138,68 @@ def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where:
         print(f"target: newest_seq() p50 <= {SEQ_TARGET_MS} ms: {seq:.3f} ms "
               f"({'met' if seq <= SEQ_TARGET_MS else 'NOT met'})")
 
+    _search_rows(url, rounds)
     print(f"{'workers':<8} {'distinct files, writes/s':>26} {'one shared file, writes/s':>27} {'conflicts':>10}")
     for workers in worker_counts:
         distinct = _throughput(url, workers, seconds, shared=False)[0]
         shared, conflict_rate = _throughput(url, workers, seconds, shared=True)
         print(f"{workers:<8} {distinct:>26.0f} {shared:>27.0f} {conflict_rate:>9.1%}")
+
+
+def _search_rows(url: str, rounds: int) -> None:
+    """Two workers on one project (own cache folders): the freshness a search pays, and how soon a
+    write on one is found by the other's next search."""
+    import dataclasses
+
+    import fsmem
+    from fsmem.config import Settings
+    from fsmem.levels import Scope
+
+    project = f"bench-search-{uuid.uuid4().hex[:8]}"
+    settings = dataclasses.replace(Settings(), watch=False)  # no listener: each search catches up itself
+    with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch:
+        a = fsmem.open(url, project=project, create=True, cache=Path(scratch) / "a", settings=settings)
+        b = fsmem.open(url, project=project, create=True, cache=Path(scratch) / "b", settings=settings)
+        try:
+            run = a.run(Scope.chat(), thread_id="bench")
+            with a.drive.change("seed") as tx:  # the rows a real project has, in one transaction
+                for number in range(200):
+                    tx.write(f"notes/page-{number:03d}.md", f"# Page {number}\n\nplain notes about topic {number}\n".encode())
+            b.search("plain")  # builds B's index from the rows
+            times: dict[str, list[float]] = {name: [] for name in (
+                "search freshness check (nothing new)", "search on worker B (nothing new)",
+                "write on A, found by B's next search", "  of which B's search")}
+            for number in range(rounds + 5):
+                b.search("plain")  # after the last round's commit: a searcher on it is open
+                start = time.perf_counter()
+                b.index.freshness.apply_pending()
+                checked = time.perf_counter()
+                b.search("plain")
+                searched = time.perf_counter()
+                word = f"zq{number}x{uuid.uuid4().hex[:6]}"
+                result = run.call({"command": "write", "path": f"found/w-{number}.md", "content": f"{word}\n"})
+                written = time.perf_counter()
+                hits = b.search(word)
+                found = time.perf_counter()
+                if not result["ok"] or [hit.path for hit in hits] != [f"found/w-{number}.md"]:
+                    raise RuntimeError(f"worker B did not find the write of round {number}: {result}, {hits}")
+                if number >= 5:
+                    times["search freshness check (nothing new)"].append(checked - start)
+                    times["search on worker B (nothing new)"].append(searched - checked)
+                    times["write on A, found by B's next search"].append(found - written + (written - searched))
+                    times["  of which B's search"].append(found - written)
+        finally:
+            a.close()
+            b.close()
+    for name, samples in times.items():
+        median, p95 = median_p95(samples)
+        print(f"{name:<40} p50 {median * 1000:7.3f} ms   p95 {p95 * 1000:7.3f} ms")
+    check = median_p95(times["search freshness check (nothing new)"])[0] * 1000
+    found_ms = median_p95(times["write on A, found by B's next search"])[0] * 1000
+    print(f"target: search freshness check p50 <= {SEQ_TARGET_MS} ms: {check:.3f} ms "
+          f"({'met' if check <= SEQ_TARGET_MS else 'NOT met'})")
+    print(f"target: write on A found by B p50 <= {FOUND_TARGET_MS:g} ms: {found_ms:.1f} ms "
+          f"({'met' if found_ms <= FOUND_TARGET_MS else 'NOT met'})")
 
 
 def _throughput(url: str, workers: int, seconds: float, shared: bool) -> tuple[float, float]:

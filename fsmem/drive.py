@@ -32,18 +32,21 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmem import walk
 from fsmem.atomic import exchange, fsync_dir, make_dirs, pid_alive, place_new, write_atomic, write_temp
 from fsmem.config import Settings
 from fsmem.core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name
-from fsmem.core.search import Indexed, Plan
+from fsmem.core.search import Indexed, Plan, Stamp
 from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, Exists, LevelParked, NotFound, Storage, TooLarge
 from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 from fsmem.rootlock import CRASH_MARK, RootLock, storage_error
+
+if TYPE_CHECKING:
+    from fsmem.freshness import FolderFeed
 
 VERSIONS_DIR = "versions"
 _VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
@@ -355,6 +358,19 @@ class Drive:
         with a walk of stats (``fsmem.walk``), kept short by ``memo`` (the last clean walk: only the
         folders that changed since are listed again)."""
         return walk.changes_since(self.root, seen, memo, limit)
+
+    # ---- the search index (issue 12, pg-index) ----------------------------------------------
+
+    def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
+        """The first ``limit`` bytes of a memory file with the stamp taken before reading them (a
+        save racing the read leaves a stamp the next comparison finds changed); ``None`` when gone."""
+        return walk.read_stable(self.root, path, limit)
+
+    def index_feed(self) -> FolderFeed:
+        """The folder's answers to the index's freshness keeper: its pending list, its watcher, a walk."""
+        from fsmem.freshness import FolderFeed  # tantivy: only a process that searches loads it
+
+        return FolderFeed(self)
 
     # ---- changing ---------------------------------------------------------------------------
 

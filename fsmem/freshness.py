@@ -1,76 +1,87 @@
 """The index's freshness keeper: what changed since the index last looked, and bringing it level.
 
-Three sources, cheapest first:
+The question is the store's (``fsmem.store.IndexFeed``): only the store knows whether the answer is a
+walk, a watcher or a sequence number. Its sources, cheapest first:
 
-- the pending list (``index_state``): paths changes through fsmem touched, applied by whoever
-  searches next in any process, under tantivy's writer lock only (a search never waits for the root
-  lock a writer holds);
-- a watcher (``fsmem.watch``): hand edits, as they happen; while one beats, searches skip the rest;
-- the comparison: ``Drive.changes_since`` says which files differ from what the index last saw (a
-  folder answers with a walk of stats; another kind of drive would answer its own way).
+- what the feed noted (``probe``/``noted``): the folder's pending list of paths changes through fsmem
+  touched, PostgreSQL's log after the sequence number this generation applied; applied by whoever
+  searches next, under tantivy's writer lock only (a search never waits for a writer's lock);
+- a watcher (the folder: ``fsmem.watch``; PostgreSQL: LISTEN/NOTIFY): while one vouches, searches skip
+  the rest;
+- the comparison (``compare``): the folder walks its stats (``Drive.changes_since``), PostgreSQL
+  lists the rows' sizes and modified times.
 
-A hand edit found by the watcher or the comparison keeps the text it replaced (the index stores the
-text it last read) as a version, logged as a ``hand_edit``, so nothing a person overwrote is lost.
+On the folder, a hand edit found by the watcher or the comparison keeps the text it replaced (the index
+stores the text it last read) as a version, logged as a ``hand_edit``, so nothing a person overwrote is
+lost (``FolderFeed``, below: the folder's answers).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
-from fsmem.core.search import RACY_WINDOW_NS, Plan
+from fsmem.core.search import RACY_WINDOW_NS, Indexed, Plan
 from fsmem.core.versions import version_of
 from fsmem.drive import Drive
 from fsmem.errors import FsmemError
 from fsmem.index_state import (
     Manifest,
+    note_pending,
     pending_file,
+    pending_mark,
     read_applied,
     read_pending,
     watcher_health,
 )
 from fsmem.index_store import BIG_BATCH, MAX_INDEXED_BYTES, Store
+from fsmem.store import IndexFeed, IndexWatcher
 from fsmem.walk import stamp_of
 
 RECONCILE_CHUNK = 5000  # files re-indexed per batch: a checkout of thousands never holds one writer long
 
 
 class Freshness:
-    """Keeps one store level with the files of its drive."""
+    """Keeps one index store level with the memory, through the memory store's feed."""
 
-    def __init__(self, store: Store, drive: Drive) -> None:
+    def __init__(self, store: Store, feed: IndexFeed) -> None:
         self.store = store
-        self.drive = drive
+        self.feed = feed
         self.files_seen = 0
-        self._pending_file = str(pending_file(drive.root))
-        self._pending_seen: tuple[int, int, int] | None = None
+        self._probed: tuple[str | None, object] | None = None  # (generation, probe) last found applied
         self._mutex = threading.Lock()  # one comparison at a time per process (they share the walk cache)
 
-    # --- the pending list ------------------------------------------------------------------------
+    # --- what the feed noted ---------------------------------------------------------------------
 
     def apply_pending(self) -> int:
-        """Index the paths changes through fsmem noted since this generation last applied the list.
+        """Index the paths the feed noted since this generation last applied it.
 
-        Takes tantivy's writer lock, never the root lock: a search does not wait for a writer. A write
-        that returned has noted its paths, so the next search anywhere finds them here.
+        Takes tantivy's writer lock, never the store's: a search does not wait for a writer. A change
+        that returned has been noted (the folder's list, PostgreSQL's log), so the next search anywhere
+        finds it here.
         """
-        key = _stat_key(self._pending_file)
-        if key is None or key == self._pending_seen:
+        probe = self.feed.probe()
+        if probe is None:
             return 0
         self.store.open()
-        got = read_pending(self.drive.root, read_applied(self.store.folder))
+        key = (self.store.generation, probe)
+        if key == self._probed:
+            return 0
+        got = self.feed.noted(read_applied(self.store.folder))
         if got is None or not got[0]:
-            self._pending_seen = key
+            self._probed = key
             return 0
         with self.store.batch() as batch:
-            got = read_pending(self.drive.root, read_applied(self.store.folder))  # inside: authoritative
+            got = self.feed.noted(read_applied(self.store.folder))  # inside: authoritative
             if got is None:
                 return 0
             paths, batch.applied = got
             changed = batch.refresh(paths)
-        self._pending_seen = key
+        self._probed = (self.store.generation, probe)
         return changed
 
     # --- the comparison --------------------------------------------------------------------------
@@ -81,7 +92,7 @@ class Freshness:
         manifest = self.store.manifest
         assert manifest is not None
         with self._mutex:
-            plan, self.files_seen = self.drive.changes_since(
+            plan, self.files_seen = self.feed.compare(
                 manifest.load(), _Memo(manifest, self.store.walk_cache), MAX_INDEXED_BYTES
             )
         return plan
@@ -124,7 +135,7 @@ class Freshness:
         if watched is not None:
             if watched:
                 self.refresh(watched)
-        elif not watcher_health(self.drive.root)[0]:
+        elif not self.feed.vouched():
             self.reconcile()
 
     def _unsettled(self, paths: Iterable[str]) -> list[str]:
@@ -132,30 +143,75 @@ class Freshness:
         self.store.open()
         manifest = self.store.manifest
         assert manifest is not None
-        seen = manifest.load()
+        return self.feed.unsettled(paths, manifest.load())
+
+    def keep_hand_edits(self, paths: Iterable[str]) -> list[str]:
+        """Keep, as versions, the texts the index last read for ``paths`` that a person has since
+        replaced outside fsmem (where a person can: the folder). Returns the paths kept."""
+        manifest = self.store.manifest
+        if manifest is None or not self.feed.hand_edits:
+            return []
+        return self.feed.replaced_by_hand(paths, manifest.load(), self.store.text_seen)
+
+
+class FolderFeed:
+    """The folder's answers (``Drive.index_feed()``): the pending list, the watcher, a walk of stats."""
+
+    origin = "the root"
+    hand_edits = True
+    durable_marks = False  # a lost mark re-reads the list from its start: cheap
+
+    def __init__(self, drive: Drive) -> None:
+        self.drive = drive
+        self.state = drive.state
+        self._pending_file = str(pending_file(drive.state))
+
+    def note(self, paths: set[str]) -> None:
+        note_pending(self.state, paths)
+
+    def probe(self) -> object:
+        return _stat_key(self._pending_file)
+
+    def noted(self, applied: object) -> tuple[set[str], object] | None:
+        return read_pending(self.state, applied)
+
+    def mark(self) -> object:
+        return pending_mark(self.state)
+
+    def vouched(self) -> bool:
+        return watcher_health(self.state)[0]
+
+    def compare(self, seen: Mapping[str, Indexed], memo: Any, limit: int) -> tuple[Plan, int]:
+        return self.drive.changes_since(seen, memo, limit)
+
+    def locked(self) -> AbstractContextManager[None]:
+        return self.drive.locked()
+
+    def health(self) -> tuple[bool, dict[str, Any] | None]:
+        return watcher_health(self.state)
+
+    def watcher(self, index: Any, **options: float) -> IndexWatcher:
+        from fsmem.watch import Watcher  # watchdog: only for a process that searches
+
+        return Watcher(index, **options)
+
+    def unsettled(self, paths: Iterable[str], seen: Mapping[str, Indexed]) -> list[str]:
         out = []
+        root = self.drive.root
         for path in sorted(paths):
             entry = seen.get(path)
-            if entry is None or stamp_of(self.drive.root, path) != entry[0]:
+            if entry is None or stamp_of(root, path) != entry[0]:
                 out.append(path)
             elif entry[2] < max(entry[0][1], entry[0][2]) + RACY_WINDOW_NS and _hash_of(self.drive, path) != entry[1]:
                 out.append(path)  # changed within the stamp's tick: only the hash can tell
         return out
 
-    # --- hand edits ------------------------------------------------------------------------------
-
-    def keep_hand_edits(self, paths: Iterable[str]) -> list[str]:
-        """Keep, as versions, the texts the index last read for ``paths`` that a person has since
-        replaced outside fsmem. Returns the paths kept.
-
-        Only a text the index holds exactly (it hashes to what the manifest recorded) is kept, under
+    def replaced_by_hand(
+        self, paths: Iterable[str], seen: Mapping[str, Indexed], text_seen: Callable[[str], bytes | None]
+    ) -> list[str]:
+        """Only a text the index holds exactly (it hashes to what the manifest recorded) is kept, under
         its real hash; a change through fsmem (the log says it wrote what the file holds) is not a
-        hand edit, and keeps its own versions.
-        """
-        manifest = self.store.manifest
-        if manifest is None:
-            return []
-        seen = manifest.load()
+        hand edit, and keeps its own versions."""
         found: list[tuple[str, bytes, str]] = []
         for path in paths:
             entry = seen.get(path)
@@ -164,7 +220,7 @@ class Freshness:
             now = self.drive.read(path) if _is_file(self.drive, path) else None
             if now is None or version_of(now[:MAX_INDEXED_BYTES]) == entry[1]:
                 continue
-            old = self.store.text_seen(path)
+            old = text_seen(path)
             if old is None or version_of(old) != entry[1]:
                 continue  # not held whole (a giant, or bytes that were not UTF-8)
             found.append((path, old, version_of(now)))

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 from fsmem.core.layout import role_of
 from fsmem.core.search import SearchHit
 from fsmem.core.when import check_moment, compile_globs, parse_since
-from fsmem.drive import Drive
 from fsmem.errors import BadPath, BadPattern, Timeout
-from fsmem.walk import walk_files
+from fsmem.store import Store
 
 if TYPE_CHECKING:
     import regex
@@ -31,7 +30,7 @@ def compile_pattern(query: str) -> regex.Pattern[str]:
 
 
 def grep(
-    drive: Drive,
+    drive: Store,
     query: str,
     *,
     include: str | Iterable[str] | None = None,
@@ -42,8 +41,8 @@ def grep(
 ) -> list[SearchHit]:
     """Matching lines (one hit per line) in every memory file, in path order, at most ``limit``.
 
-    Files are those the index would hold (the same walk: regular files only, the same names), read
-    through the drive.
+    Files are the memory files the store lists (``walk_files``: what a rebuild of the index reads),
+    read through the store.
     """
     pattern = compile_pattern(query)
     accept = compile_globs(_globs(include), _globs(exclude))
@@ -54,10 +53,11 @@ def grep(
         if since is None
         else check_moment(since)
     )
-    cutoff = moment.timestamp() * 1e9 if moment is not None else None
+    cutoff = moment.timestamp() if moment is not None else None
     hits: list[SearchHit] = []
-    for path, stamp in sorted(walk_files(drive.root).items()):
-        if not accept(path) or (cutoff is not None and stamp[1] < cutoff):
+    for entry in sorted(drive.walk_files(), key=lambda entry: entry.path):
+        path = entry.path
+        if not accept(path) or (cutoff is not None and entry.modified < cutoff):
             continue
         try:
             data = drive.read(path)
@@ -74,7 +74,7 @@ def grep(
                 "backtracks too much); simplify it, e.g. avoid nested repeats like (a+)+"
             ) from error
         role = role_of(path)
-        modified = datetime.fromtimestamp(stamp[1] / 1e9, UTC)
+        modified = datetime.fromtimestamp(entry.modified, UTC)
         seen_lines: set[int] = set()
         for match in matches:
             line = text.count("\n", 0, match.start()) + 1

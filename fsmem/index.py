@@ -1,16 +1,19 @@
-"""The full-text index of a root, cut along its seams and composed here:
+"""The full-text index of a memory, cut along its seams and composed here:
 
-    store       (``index_store``)  tantivy generations: open, follow, write a batch, rebuild
-    freshness   (``freshness``)    what changed since the last look: the pending list, the watcher's
-                                   heartbeat, the comparison the drive answers
+    store       (``index_store``)  tantivy generations under the store's ``state``: open, follow,
+                                   write a batch, rebuild
+    freshness   (``freshness``)    what changed since the last look, as the memory's store answers it
+                                   (``store.index_feed()``: the folder's pending list, watcher and walk;
+                                   PostgreSQL's log sequence and LISTEN/NOTIFY)
     query       (``query``)        clauses, ranking, hits
 
     index = memory.index                      # Index(drive): the drive brings its settings
-    index.search("deploy staging", limit=5)   # fresh first: pending changes, then a comparison unless watched
+    index.search("deploy staging", limit=5)   # fresh first: what the feed noted, then a comparison unless vouched
     index.refresh({"seo/titles.md"}); index.reconcile(); index.rebuild(progress); index.status()
 
-The one lock is the drive's: only a rebuild's swap and the keeping of hand edits take it. Index writes
-are kept apart by tantivy's own writer lock, so a search never waits behind a change through fsmem.
+The one lock is the feed's (the folder's root lock): only a rebuild's swap and the keeping of hand edits
+take it. Index writes are kept apart by tantivy's own writer lock, so a search never waits behind a
+change through fsmem.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from typing import Any
 
 from fsmem.core.requests import check_text
 from fsmem.core.search import SCHEMA_VERSION, Plan, SearchHit
-from fsmem.drive import Drive
 from fsmem.errors import BadRequest
 from fsmem.freshness import Freshness
-from fsmem.index_state import watcher_health
 from fsmem.index_store import IndexWarning, Store
 from fsmem.query import TextQuery
+from fsmem.store import IndexWatcher
+from fsmem.store import Store as MemoryStore
 
 __all__ = ["Index", "IndexWarning", "SearchHit"]
 
@@ -36,14 +39,15 @@ MAX_LIMIT = 10_000  # more hits than anyone reads; a bigger limit is taken as th
 
 
 class Index:
-    """The index of one root. Cheap to create; opens (or builds) the tantivy index on first use.
+    """The index of one memory. Cheap to create; opens (or builds) the tantivy index on first use.
     Safe to share between threads."""
 
-    def __init__(self, drive: Drive) -> None:
+    def __init__(self, drive: MemoryStore) -> None:
         self.drive = drive
-        self.root = drive.root
-        self.store = Store(drive)
-        self.freshness = Freshness(self.store, drive)
+        self.state = drive.state
+        self.feed = drive.index_feed()
+        self.store = Store(drive, self.feed)
+        self.freshness = Freshness(self.store, self.feed)
         self.query = TextQuery(self.store.schema, self.store.analyzer)
 
     def search(
@@ -73,7 +77,7 @@ class Index:
         try:
             return self.query.search(self.store.searcher(), query, filters, limit)
         except ValueError as error:  # a segment file gone or damaged under a live index
-            with self.drive.locked():
+            with self.feed.locked():
                 self.store.build_locked(self._catch_up)
             warnings.warn(
                 IndexWarning(f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=2
@@ -98,20 +102,24 @@ class Index:
         self.freshness.ensure_fresh()
 
     def locked(self) -> AbstractContextManager[None]:
-        """The root's lock (the drive's): ``with index.locked():`` holds off every change."""
-        return self.drive.locked()
+        """The feed's lock (the folder: its root lock, which holds off every change)."""
+        return self.feed.locked()
+
+    def watcher(self, **options: float) -> IndexWatcher:
+        """The store's watcher for this index, not started (``fsmem.watch.Watcher`` for the folder)."""
+        return self.feed.watcher(self, **options)
 
     # --- the store -------------------------------------------------------------------------------
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Rebuild from the files beside the live index, then swap it in. Returns the file count.
+        """Rebuild from the memory beside the live index, then swap it in. Returns the file count.
 
         Searches keep using the old generation meanwhile; writes wait only for the swap at the end.
         """
         return self.store.rebuild(progress, self._catch_up)
 
     def _catch_up(self) -> None:
-        """On a generation just built, under the root lock: what changed while it was being built."""
+        """On a generation just built, under the feed's lock: what changed while it was being built."""
         plan = self.freshness.compare()
         if plan:
             with self.store.batch() as batch:
@@ -121,7 +129,7 @@ class Index:
         """Documents, files, how many are stale, whether a watcher keeps it current."""
         self.freshness.apply_pending()  # changes made through fsmem are never counted as stale
         plan = self.freshness.compare()
-        healthy, beat = watcher_health(self.root)
+        healthy, beat = self.feed.health()
         folder = self.store.folder
         return {
             "documents": self.store.num_docs(),

@@ -1,7 +1,8 @@
 """The disk side of the index that needs no tantivy: the record of what was indexed (the manifest),
 the pointer to the live index generation, the list of changes noted for it, and the watcher's heartbeat.
 
-Layout under ``<root>/.fsmem/index/``::
+Layout under ``<state>/index/`` (``state`` is the store's: ``<root>/.fsmem`` for the folder, the
+worker's cache folder for PostgreSQL)::
 
     CURRENT                 {"schema": 1, "generation": "g-…"}: the live generation (replaced atomically)
     g-<time>-<pid>/         one tantivy index and its ``files`` manifest
@@ -22,7 +23,6 @@ import time
 from pathlib import Path
 
 from fsmem.atomic import pid_alive, write_atomic
-from fsmem.core.layout import STATE_DIR
 from fsmem.core.search import SCHEMA_VERSION, Indexed
 
 INDEX_DIR = "index"
@@ -32,8 +32,8 @@ BUILDING = ".building"
 HEARTBEAT = "watch.json"
 
 
-def index_dir(root: Path) -> Path:
-    return root / STATE_DIR / INDEX_DIR
+def index_dir(state: Path) -> Path:
+    return state / INDEX_DIR
 
 
 # --- the manifest --------------------------------------------------------------------------------
@@ -139,10 +139,10 @@ def _record(path: str, entry: Indexed) -> str:
 # --- the live generation -------------------------------------------------------------------------
 
 
-def read_current(root: Path) -> dict | None:
+def read_current(state: Path) -> dict | None:
     """The CURRENT pointer, or ``None`` when missing or unreadable."""
     try:
-        value = json.loads((index_dir(root) / CURRENT).read_text("utf-8"))
+        value = json.loads((index_dir(state) / CURRENT).read_text("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(value, dict) or not isinstance(value.get("generation"), str):
@@ -150,8 +150,8 @@ def read_current(root: Path) -> dict | None:
     return value
 
 
-def write_current(root: Path, generation: str) -> None:
-    atomic_write(index_dir(root) / CURRENT, json.dumps({"schema": SCHEMA_VERSION, "generation": generation}).encode())
+def write_current(state: Path, generation: str) -> None:
+    atomic_write(index_dir(state) / CURRENT, json.dumps({"schema": SCHEMA_VERSION, "generation": generation}).encode())
 
 
 def new_generation_name() -> str:
@@ -164,7 +164,7 @@ def atomic_write(target: Path, data: bytes) -> None:
 
 # --- changes noted for the next search ------------------------------------------------------------
 #
-# ``.fsmem/index.pending`` lists, one JSON string a line, the paths changes through fsmem touched: the
+# ``<state>/index.pending`` (the folder's) lists, one JSON string a line, the paths changes through fsmem touched: the
 # writer appends them under the root lock (no tantivy on the write path) and whoever searches next, in
 # any process, indexes exactly those paths. Its first line is a token naming this list; each generation
 # records how far it applied it (``applied``: token and offset), so applying never needs the root lock
@@ -178,18 +178,18 @@ PENDING_ROTATE_BYTES = 1 << 16
 Mark = tuple[str, int]  # (token of the pending list, offset in it)
 
 
-def pending_file(root: Path) -> Path:
-    return root / STATE_DIR / PENDING_FILE
+def pending_file(state: Path) -> Path:
+    return state / PENDING_FILE
 
 
-def note_pending(root: Path, paths: set[str]) -> None:
+def note_pending(state: Path, paths: set[str]) -> None:
     """Append the paths a change touched (called under the root lock, by the drive's commit hook)."""
-    file = pending_file(root)
+    file = pending_file(state)
     try:
         size = file.stat().st_size
     except FileNotFoundError:
         size = -1
-    if size < 0 or (size > PENDING_ROTATE_BYTES and _fully_applied(root, file)):
+    if size < 0 or (size > PENDING_ROTATE_BYTES and _fully_applied(state, file)):
         atomic_write(file, f"#{secrets.token_hex(8)}\n".encode())
     lines = "".join(json.dumps(path) + "\n" for path in sorted(paths)).encode()
     with open(file, "ab+") as journal:
@@ -198,17 +198,17 @@ def note_pending(root: Path, paths: set[str]) -> None:
         journal.write(lines)
 
 
-def read_pending(root: Path, applied: Mark | None) -> tuple[set[str], Mark] | None:
+def read_pending(state: Path, applied: object) -> tuple[set[str], Mark] | None:
     """The paths noted after ``applied`` and the mark after the last complete line; ``None`` when
     there is no list. A torn or unreadable line is skipped (the next comparison finds that change)."""
     try:
-        with open(pending_file(root), "rb") as handle:
+        with open(pending_file(state), "rb") as handle:
             data = handle.read()
     except FileNotFoundError:
         return None
     first = data.find(b"\n") + 1
     token = data[:first].decode("utf-8", "replace").strip()
-    start = applied[1] if applied is not None and applied[0] == token else first
+    start = applied[1] if _is_mark(applied) and applied[0] == token else first  # type: ignore[index]
     end = max(start, data.rfind(b"\n") + 1)
     paths = set()
     for line in data[start:end].split(b"\n"):
@@ -221,31 +221,38 @@ def read_pending(root: Path, applied: Mark | None) -> tuple[set[str], Mark] | No
     return paths, (token, end)
 
 
-def pending_mark(root: Path) -> Mark | None:
+def pending_mark(state: Path) -> Mark | None:
     """The mark at the end of the pending list as it is now."""
-    got = read_pending(root, None)
+    got = read_pending(state, None)
     return None if got is None else got[1]
 
 
-def read_applied(folder: Path) -> Mark | None:
+def read_applied(folder: Path) -> object:
+    """How far a generation applied its store's feed (the store's own mark, as JSON), ``None`` when unknown."""
     try:
-        token, offset = json.loads((folder / APPLIED).read_text("utf-8"))
-        return str(token), int(offset)
-    except (OSError, ValueError, TypeError):
+        value = json.loads((folder / APPLIED).read_text("utf-8"))
+    except (OSError, ValueError):
         return None
+    return tuple(value) if isinstance(value, list) else value
 
 
-def write_applied(folder: Path, mark: Mark | None) -> None:
+def write_applied(folder: Path, mark: object, durable: bool = False) -> None:
     if mark is not None:
-        write_atomic(folder / APPLIED, json.dumps(list(mark)).encode(), durable=False, mode=0o644)
+        value = list(mark) if isinstance(mark, tuple) else mark
+        write_atomic(folder / APPLIED, json.dumps(value).encode(), durable=durable, mode=0o644)
 
 
-def _fully_applied(root: Path, file: Path) -> bool:
-    current = read_current(root)
+def _is_mark(value: object) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], int)
+
+
+def _fully_applied(state: Path, file: Path) -> bool:
+    current = read_current(state)
     if current is None:
         return True  # no index: nobody will apply it; the first build reads the files themselves
-    applied = read_applied(index_dir(root) / current["generation"])
-    return applied is not None and applied == pending_mark(root) and applied[1] == file.stat().st_size
+    applied = read_applied(index_dir(state) / current["generation"])
+    mark = pending_mark(state)
+    return mark is not None and applied == mark and mark[1] == file.stat().st_size
 
 
 # --- the watcher's heartbeat ---------------------------------------------------------------------
@@ -253,25 +260,25 @@ def _fully_applied(root: Path, file: Path) -> bool:
 HEARTBEAT_INTERVAL = 1.0
 
 
-def heartbeat_file(root: Path) -> Path:
-    return root / STATE_DIR / HEARTBEAT
+def heartbeat_file(state: Path) -> Path:
+    return state / HEARTBEAT
 
 
-def write_heartbeat(root: Path, state: dict) -> None:
-    write_atomic(heartbeat_file(root), json.dumps(state).encode(), durable=False, mode=0o644)
+def write_heartbeat(state: Path, beat: dict) -> None:
+    write_atomic(heartbeat_file(state), json.dumps(beat).encode(), durable=False, mode=0o644)
 
 
-def read_heartbeat(root: Path) -> dict | None:
+def read_heartbeat(state: Path) -> dict | None:
     try:
-        value = json.loads(heartbeat_file(root).read_text("utf-8"))
+        value = json.loads(heartbeat_file(state).read_text("utf-8"))
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
 
 
-def watcher_health(root: Path, now: float | None = None) -> tuple[bool, dict | None]:
+def watcher_health(state: Path, now: float | None = None) -> tuple[bool, dict | None]:
     """``(healthy, heartbeat)``: a watcher on this host, alive, beating, not degraded, nothing pending."""
-    beat = read_heartbeat(root)
+    beat = read_heartbeat(state)
     if beat is None:
         return False, None
     now = time.time() if now is None else now

@@ -5,7 +5,8 @@ This is the only module that imports tantivy besides ``fsmem.query``. Every writ
 an index write never waits for the root lock a change through fsmem holds, and a search never waits
 behind a writer. What a batch indexed is recorded in the generation's manifest before its writer is
 released, so the manifest never claims more than the index holds. Rebuilding swaps a new generation in
-under the root lock (the drive's, the one lock there is).
+under the feed's lock (the folder: its root lock, the one lock there is; PostgreSQL: the cache's).
+Everything here lives under the memory store's ``state`` and reads the memory through the store.
 """
 
 from __future__ import annotations
@@ -23,25 +24,24 @@ from pathlib import Path
 
 import tantivy
 
+from fsmem.atomic import make_dirs
 from fsmem.core.search import SCHEMA_VERSION, FileDoc, Indexed, file_doc
 from fsmem.core.versions import version_of
-from fsmem.drive import Drive
-from fsmem.errors import IndexError_
+from fsmem.errors import FsmemError, IndexError_
 from fsmem.index_state import (
     BUILDING,
     CURRENT,
     MANIFEST,
     Manifest,
-    Mark,
     index_dir,
     new_generation_name,
-    pending_mark,
     read_current,
     write_applied,
     write_current,
 )
-from fsmem.ondisk import on_disk
-from fsmem.walk import WALK_CACHE, read_stable, stamp_of, walk_files
+from fsmem.store import IndexFeed
+from fsmem.store import Store as MemoryStore
+from fsmem.walk import WALK_CACHE
 
 MAX_INDEXED_BYTES = 1 << 20  # hand-made giants are indexed by their first MiB
 LONGEST_WORD = 40  # longer tokens (hashes, base64) are left out of the index
@@ -52,7 +52,7 @@ BUILT_MARKER = "index.built"
 
 
 class IndexWarning(UserWarning):
-    """The index was missing, corrupt or from another version, and was rebuilt from the files."""
+    """The index was missing, corrupt or from another version, and was rebuilt from the memory."""
 
 
 def schema() -> tantivy.Schema:
@@ -86,12 +86,13 @@ def analyzer() -> tantivy.TextAnalyzer:
 
 
 class Store:
-    """The live generation of one root's index: open it, search it, write batches to it, rebuild it."""
+    """The live generation of one memory's index: open it, search it, write batches to it, rebuild it."""
 
-    def __init__(self, drive: Drive) -> None:
+    def __init__(self, drive: MemoryStore, feed: IndexFeed) -> None:
         self.drive = drive
-        self.root = drive.root
-        self.settings = drive.settings  # the one Settings of the root
+        self.feed = feed
+        self.state = drive.state
+        self.settings = drive.settings  # the one Settings of the memory
         self.schema = schema()
         self.analyzer = analyzer()
         self.manifest: Manifest | None = None
@@ -100,7 +101,7 @@ class Store:
         # Threads of one process share the open generation; this guards which one it is (a thread
         # never waits on it for longer than an open).
         self._mutex = threading.Lock()
-        self._current_file = str(index_dir(self.root) / CURRENT)
+        self._current_file = str(index_dir(self.state) / CURRENT)
         self._current_key: tuple[int, int, int] | None = None
         self._meta_file = ""
         self._meta_key: tuple[int, int, int] | None = None
@@ -130,13 +131,15 @@ class Store:
             problem = self._follow_current()
             self._current_key = seen if problem is None else None
         if problem is not None:
-            with self.drive.locked():
+            with self.feed.locked():
                 problem = self._follow_current()  # another process may have built it meanwhile
                 if problem is not None:
                     count = self.build_locked()
                     if problem != "first":
                         warnings.warn(
-                            IndexWarning(f"the search index {problem}; rebuilt it from the {count} files of the root"),
+                            IndexWarning(
+                                f"the search index {problem}; rebuilt it from the {count} files of {self.feed.origin}"
+                            ),
                             stacklevel=4,
                         )
         assert self._tv is not None
@@ -147,11 +150,13 @@ class Store:
     def _follow_current(self) -> str | None:
         """``None`` when open on the live generation, else why not (for the warning)."""
         for _ in range(3):
-            current = read_current(self.root)
+            current = read_current(self.state)
             if current is None:
-                folder = index_dir(self.root)
+                folder = index_dir(self.state)
                 if not folder.exists() or not any(folder.iterdir()):
-                    return "was missing" if (self.root / ".fsmem" / BUILT_MARKER).exists() else "first"
+                    # this process had it open, or one built it here before: it was lost, not new
+                    known = self.generation is not None or (self.state / BUILT_MARKER).exists()
+                    return "was missing" if known else "first"
                 return "was unreadable (no valid CURRENT pointer)"
             if current.get("schema") != SCHEMA_VERSION:
                 return f"was built by another version of fsmem (schema {current.get('schema')})"
@@ -162,12 +167,12 @@ class Store:
                 self._open_generation(generation)
                 return None
             except IndexError_ as error:
-                if read_current(self.root) == current:  # not swapped under us: really broken
+                if read_current(self.state) == current:  # not swapped under us: really broken
                     return f"was corrupt: {error.message}"
         return "kept changing while being opened"
 
     def _open_generation(self, generation: str) -> None:
-        folder = index_dir(self.root) / generation
+        folder = index_dir(self.state) / generation
         if not (folder / "meta.json").is_file():
             raise IndexError_(f"index generation {generation} has no meta.json")
         try:
@@ -182,7 +187,7 @@ class Store:
 
     @property
     def folder(self) -> Path:
-        return index_dir(self.root) / str(self.generation)
+        return index_dir(self.state) / str(self.generation)
 
     @property
     def walk_cache(self) -> Path:
@@ -227,7 +232,7 @@ class Store:
         batch's files from the list, and their orphans would never be collected. So each batch
         reopens, and reopens again when another batch wrote while it waited for the writer.
         """
-        folder = index_dir(self.root) / generation
+        folder = index_dir(self.state) / generation
         deadline = time.monotonic() + self.settings.lock_timeout
         while True:
             before = _file_key(str(folder / ".managed.json"))
@@ -261,10 +266,10 @@ class Store:
     def rebuild(
         self, progress: Callable[[int, int], None] | None = None, catch_up: Callable[[], None] | None = None
     ) -> int:
-        """Rebuild from the files beside the live index, then swap it in (under the root lock, after
+        """Rebuild from the memory beside the live index, then swap it in (under the feed's lock, after
         ``catch_up`` brought it level with changes made meanwhile). Returns the file count."""
         generation, count = self._build_generation(progress)
-        with self.drive.locked():
+        with self.feed.locked():
             self._finish_build(generation, catch_up)
         return count
 
@@ -274,16 +279,16 @@ class Store:
         return count
 
     def _build_generation(self, progress: Callable[[int, int], None] | None) -> tuple[str, int]:
-        """Fill a new generation from the files, beside the live one (which keeps serving searches)."""
-        base = index_dir(self.root)
-        base.mkdir(parents=True, exist_ok=True)
+        """Fill a new generation from the memory, beside the live one (which keeps serving searches)."""
+        base = index_dir(self.state)
+        make_dirs(base)  # the state too, 0700, when it was removed (a worker's cache folder)
         generation = new_generation_name()
         folder = base / generation
         folder.mkdir()
         (folder / BUILDING).write_text(str(os.getpid()))
         tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
         tv.register_tokenizer("fsmem", self.analyzer)
-        files = sorted(walk_files(self.root))
+        files = sorted(entry.path for entry in self.drive.walk_files() if _indexable(entry.path))
         entries: dict[str, Indexed] = {}
         writer = self._new_writer(tv, big=True)
         try:
@@ -302,28 +307,29 @@ class Store:
         return generation, len(entries)
 
     def _finish_build(self, generation: str, catch_up: Callable[[], None] | None) -> None:
-        """Under the root lock: catch up with changes made while building, then swap CURRENT to it."""
+        """Under the feed's lock: catch up with changes made while building, then swap CURRENT to it."""
         with self._mutex:
             self._open_generation(generation)
             self._pinned = True
+        mark = self.feed.mark()  # taken first: the catch-up below sees at least everything up to it
         try:
             if catch_up is not None:
                 catch_up()
         finally:
             self._pinned = False
-        write_applied(self.folder, pending_mark(self.root))  # all noted so far was caught up with
-        write_current(self.root, generation)
+        write_applied(self.folder, mark, self.feed.durable_marks)  # all noted so far was caught up with
+        write_current(self.state, generation)
         (self.folder / BUILDING).unlink(missing_ok=True)
-        marker = self.root / ".fsmem" / BUILT_MARKER
+        marker = self.state / BUILT_MARKER
         if not marker.exists():
-            marker.write_text("an index of this root was built; if index/ goes missing, say so\n")
+            marker.write_text("an index of this memory was built; if index/ goes missing, say so\n")
         self._collect_generations()
 
     def _collect_generations(self) -> None:
         """Delete generations that are neither live nor being built by a live process."""
-        current = read_current(self.root)
+        current = read_current(self.state)
         live = current.get("generation") if current else None
-        for folder in index_dir(self.root).iterdir():
+        for folder in index_dir(self.state).iterdir():
             if not folder.is_dir() or folder.name == live:
                 continue
             marker = folder / BUILDING
@@ -339,7 +345,12 @@ class Store:
 
     def read(self, path: str) -> tuple[tantivy.Document, Indexed] | None:
         """A file's document and what the manifest records for it; ``None`` when it is gone."""
-        got = read_stable(self.root, path, MAX_INDEXED_BYTES)
+        if not _indexable(path):
+            return None
+        try:
+            got = self.drive.index_read(path, MAX_INDEXED_BYTES)
+        except FsmemError:  # a path the store refuses (a name no tool could give) is no memory file
+            return None
         if got is None:
             return None
         stamp, data = got
@@ -384,7 +395,7 @@ class Batch:
         self.manifest = store.manifest
         self.added: dict[str, Indexed] = {}
         self.gone: list[str] = []
-        self.applied: Mark | None = None  # how far into the pending list this batch reaches
+        self.applied: object = None  # how far into the store's feed this batch reaches (its mark)
         self.touched = False
 
     def seen(self) -> dict[str, Indexed]:
@@ -394,42 +405,48 @@ class Batch:
     def apply(self, changed: Iterable[str], removed: Iterable[str]) -> int:
         """(Re)index ``changed``, drop ``removed``. A path planned for removal that exists again by now
         is indexed instead; files are read as they are added (thousands never sit in memory whole)."""
-        changed = list(changed)
-        gone: list[str] = []
-        for path in removed:
-            (changed if stamp_of(self.store.root, path) is not None else gone).append(path)
-        for path in changed:
+        held = self.seen()
+        indexed = dropped = 0
+        for path in dict.fromkeys([*changed, *removed]):  # read now: a path found gone is dropped
             self.writer.delete_documents_by_term("path", path)
             got = self.store.read(path)
             if got is None:
-                gone.append(path)
+                self.gone.append(path)
+                dropped += path in held
             else:
                 self.writer.add_document(got[0])
                 self.added[path] = got[1]
-        for path in gone:
-            self.writer.delete_documents_by_term("path", path)
-        self.gone.extend(gone)
-        return len(changed) + len(gone)
+                indexed += 1
+        return indexed + dropped
 
     def refresh(self, paths: Iterable[str]) -> int:
-        """Bring ``paths`` (files or folders, root-relative) up to date: a path that no longer exists is
-        removed with everything under it; a folder path refreshes every file under it."""
+        """Bring ``paths`` (files or folders, root-relative; ``""`` the whole memory) up to date: a path
+        that no longer exists is removed with everything under it; a folder path refreshes every file
+        under it."""
         indexed = self.seen()
         changed: set[str] = set()
         removed: set[str] = set()
-        root = self.store.root
         for raw in paths:
             path = raw.strip("/")
-            full = on_disk(root, path)
-            if path and full.is_dir() and not full.is_symlink():
-                present = {f"{path}/{name}" for name in walk_files(full)}
+            present = self._files_under(path)
+            if present is not None:
+                prefix = path + "/" if path else ""
                 changed |= present
-                removed |= {p for p in indexed if p.startswith(path + "/") and p not in present}
-            elif os.path.lexists(full):
+                removed |= {p for p in indexed if p.startswith(prefix) and p not in present}
+            else:  # a file (read, or found gone, by ``apply``), or nothing any more
                 changed.add(path)
-            else:
-                removed |= {p for p in indexed if p == path or p.startswith(path + "/")}
+                removed |= {p for p in indexed if p.startswith(path + "/")}
         return self.apply(sorted(changed), sorted(removed - changed))
+
+    def _files_under(self, path: str) -> set[str] | None:
+        """The memory files under ``path`` when it is a folder (the store's walk), else ``None``."""
+        drive = self.store.drive
+        try:
+            if not drive.is_dir(path):
+                return None
+            return {entry.path for entry in drive.walk_files(path)}
+        except FsmemError:  # refused (a link leading out, a name no tool could give) or gone meanwhile
+            return None
 
     def settle(self, paths: Iterable[str]) -> None:
         """Record verified racy entries as settled (same stamp, same hash, indexed "now")."""
@@ -450,7 +467,19 @@ class Batch:
             self.manifest.rewrite(self.manifest.load())
             self.manifest.load()
         if self.applied is not None:
-            write_applied(self.store.folder, self.applied)
+            write_applied(self.store.folder, self.applied, self.store.feed.durable_marks)
+
+
+def _indexable(path: str) -> bool:
+    """Whether the manifest (lines of tab-separated fields) and tantivy (UTF-8) can hold ``path``: a
+    name with undecodable bytes or a line break is listed by the folder, but no tool could name it."""
+    if "\n" in path or "\t" in path:
+        return False
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _release_heap() -> None:

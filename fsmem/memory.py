@@ -37,8 +37,8 @@ from fsmem.store import Store
 if TYPE_CHECKING:
     from fsmem.facts import Facts
     from fsmem.index import Index
+    from fsmem.store import IndexWatcher
     from fsmem.tool import Run
-    from fsmem.watch import Watcher
 
 
 def open(
@@ -116,7 +116,7 @@ class Memory:
         self.settings = settings
         self.drive = drive
         self._index: Index | None = None
-        self._watcher: Watcher | None = None
+        self._watcher: IndexWatcher | None = None
         self._watch_refused = False
         self._watch_mutex = threading.Lock()
         if isinstance(drive, Drive):
@@ -163,7 +163,7 @@ class Memory:
 
     def _note_for_index(self, paths: set[str]) -> None:
         try:
-            note_pending(self.drive.state.parent, paths)
+            note_pending(self.drive.state, paths)
         except OSError as error:
             warnings.warn(
                 f"could not note a change for the search index ({error}); the next search's comparison will find it",
@@ -316,9 +316,7 @@ class Memory:
 
     def _start_watcher(self, **options: float) -> None:
         try:
-            from fsmem.watch import Watcher  # watchdog: only for a process that searches
-
-            watcher = Watcher(self.index, **options).start()
+            watcher = self.index.watcher(**options).start()  # the store's: watchdog, or LISTEN
         except (ImportError, OSError) as error:
             self._refuse_watching(str(error))
             return
@@ -335,15 +333,14 @@ class Memory:
             stacklevel=4,
         )
 
-    def watch(self, **options: float) -> Watcher:
-        """Keep the index current from this process (watchdog), with ``options`` (``debounce``, …);
-        replaces the watcher the first search started. ``stop()`` it, or ``close()`` the memory."""
-        from fsmem.watch import Watcher
-
+    def watch(self, **options: float) -> IndexWatcher:
+        """Keep the index current from this process (the folder: watchdog, with ``options`` such as
+        ``debounce``; PostgreSQL: LISTEN/NOTIFY); replaces the watcher the first search started.
+        ``stop()`` it, or ``close()`` the memory."""
         with self._watch_mutex:
             if self._watcher is not None:
                 self._watcher.stop()
-            self._watcher = Watcher(self.index, **options).start()
+            self._watcher = self.index.watcher(**options).start()
             return self._watcher
 
     def close(self) -> None:

@@ -26,8 +26,10 @@ from fsmem.atomic import make_dirs
 from fsmem.config import Settings
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name
+from fsmem.core.search import Stamp
 from fsmem.drive import Entry, LogEntry, Parked, VersionInfo
 from fsmem.errors import BadPath, Busy, Exists, NotFound, TooLarge
+from fsmem.pg_index import PgFeed, stamp_ns
 from fsmem.pg_store import PgStore, PgTransaction, StoreUnavailable
 from fsmem.proposals import ChangeProposal
 
@@ -251,3 +253,19 @@ class PgDrive:
         """The project's newest sequence number (one indexed query): every change to a row is logged,
         so while it stands still nothing changed, in the folders or anywhere."""
         return self.pg.newest_seq()
+
+    # ---- the search index (issue 12, pg-index) ----------------------------------------------------
+
+    def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
+        """The first ``limit`` bytes of a memory file and its stamp (size, modified), in one query."""
+        if "/." in f"/{path}" or not is_memory_file_name(path.rsplit("/", 1)[-1]):
+            return None  # what ``walk_files`` does not list is not in the index either
+        got = self.pg.read_stamped(path)
+        if got is None:
+            return None
+        data, modified = got
+        return Stamp(len(data), stamp_ns(modified.timestamp()), 0, 0), data[:limit]
+
+    def index_feed(self) -> PgFeed:
+        """The log's sequence number, and LISTEN/NOTIFY for long-lived workers (``fsmem.pg_index``)."""
+        return PgFeed(self)

@@ -267,6 +267,13 @@ class PgStore:
                 paths[new_path] = None
         return newest, list(paths)
 
+    # ---- the search index (issue 12, pg-index) ----------------------------------------------------
+
+    def read_stamped(self, path: str) -> tuple[bytes, datetime] | None:
+        """A file's bytes and when its row last changed, in one read (None: no file there)."""
+        row = self._one("SELECT content, modified FROM fsmem.files WHERE project = %s AND path = %s", (_file(path),))
+        return None if row is None else (bytes(row[0]), row[1])
+
     # ---- proposals ------------------------------------------------------------------------------
 
     def save_proposal(self, proposal: ChangeProposal) -> None:

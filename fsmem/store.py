@@ -16,13 +16,14 @@ can rebuild at any time (the search index, parse caches, the watcher's heartbeat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from fsmem.config import Settings
+    from fsmem.core.search import Indexed, Plan, Stamp
     from fsmem.drive import Entry, HandEdit, LogEntry, Parked, VersionInfo
 
 
@@ -95,3 +96,92 @@ class Store(Protocol):
     def stamp(self, path: str) -> Hashable | None: ...
     def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Hashable]]: ...  # none: no file
     def folders_mark(self, folders: Sequence[str]) -> Hashable | None: ...  # None: cannot tell, look at all
+    # ---- the search index (issue 12, pg-index) ---------------------------------------------------
+    def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
+        """The first ``limit`` bytes of a memory file, with the stamp its feed compares by."""
+        ...
+
+    def index_feed(self) -> IndexFeed:
+        """How this store tells its search index what changed (cheap to make; one per index)."""
+        ...
+
+
+# ---- the search index (issue 12, pg-index) ----------------------------------------------------------
+
+
+class IndexFeed(Protocol):
+    """What changed in a store since its search index last looked: the freshness keeper's one
+    question, answered the store's own way. The folder: the list changes through fsmem note, its
+    watcher's heartbeat, a walk of stats (``fsmem.freshness.FolderFeed``); PostgreSQL: the log's
+    sequence number, and LISTEN/NOTIFY (``fsmem.pg_index.PgFeed``).
+
+    A *mark* says how far a generation of the index applied the feed; it is the store's own JSON
+    value (the folder: the pending list's token and offset; PostgreSQL: a sequence number) and is
+    kept beside the generation, so a new process on the same index goes on from there.
+    """
+
+    origin: str  # where a rebuild reads the memory from, for messages: "the root", "the database"
+    hand_edits: bool  # files change outside the store (an editor): the text they replaced is kept
+    durable_marks: bool  # marks are fsynced (a log's number is worth it; a pending list re-reads cheaply)
+
+    def note(self, paths: set[str]) -> None:
+        """Called after each change through fsmem with the paths it touched."""
+        ...
+
+    def probe(self) -> object:
+        """Cheap, before every search: the same answer as last time when nothing changed since
+        (``None``: nothing was ever noted)."""
+        ...
+
+    def noted(self, applied: object) -> tuple[set[str], object] | None:
+        """The paths changed after the mark ``applied`` and the mark they reach (``None``: none)."""
+        ...
+
+    def mark(self) -> object:
+        """The mark as of now: a build that compares after taking it has seen everything up to it."""
+        ...
+
+    def vouched(self) -> bool:
+        """Whether ``noted`` is the whole story now (no comparison needed before a search)."""
+        ...
+
+    def compare(self, seen: Mapping[str, Indexed], memo: Any, limit: int) -> tuple[Plan, int]:
+        """What differs between the memory and ``seen`` (what the index holds), and the file count."""
+        ...
+
+    def unsettled(self, paths: Iterable[str], seen: Mapping[str, Indexed]) -> list[str]:
+        """``paths`` less those the index holds exactly as they are now."""
+        ...
+
+    def replaced_by_hand(
+        self, paths: Iterable[str], seen: Mapping[str, Indexed], text_seen: Callable[[str], bytes | None]
+    ) -> list[str]:
+        """Keep, as versions, texts the index holds that a person replaced outside fsmem; the paths kept."""
+        ...
+
+    def locked(self) -> AbstractContextManager[None]:
+        """What a swap of index generations holds (the folder: the root lock; PostgreSQL: the cache's)."""
+        ...
+
+    def health(self) -> tuple[bool, dict[str, Any] | None]:
+        """Whether a watcher keeps the index current between searches, and what it last said."""
+        ...
+
+    def watcher(self, index: Any, **options: float) -> IndexWatcher:
+        """This store's watcher for ``index`` (not started): watchdog for the folder, LISTEN for PostgreSQL."""
+        ...
+
+
+class IndexWatcher(Protocol):
+    """Keeps an index current while a process lives (started by the first search, stopped by close)."""
+
+    errors: list[str]
+
+    @property
+    def watching(self) -> bool: ...
+
+    def start(self) -> IndexWatcher: ...
+    def stop(self) -> None: ...
+    def unapplied(self) -> set[str] | None:
+        """Paths seen changing and not applied yet while it vouches for the rest; ``None``: it does not."""
+        ...

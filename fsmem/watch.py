@@ -36,8 +36,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from fsmem.core.layout import STATE_DIR
 from fsmem.core.search import is_indexable_name
+from fsmem.drive import Drive
 from fsmem.index import Index
 from fsmem.index_state import HEARTBEAT_INTERVAL, heartbeat_file, read_heartbeat, write_heartbeat
 
@@ -69,7 +69,7 @@ class _LostEvents(logging.Handler):
 
 
 class Watcher(FileSystemEventHandler):
-    """Watch ``index.root`` and apply what changes to ``index``."""
+    """Watch the root of ``index`` (a folder's) and apply what changes to ``index``."""
 
     def __init__(
         self,
@@ -81,7 +81,11 @@ class Watcher(FileSystemEventHandler):
         reconcile_every: float = 300.0,
     ) -> None:
         self.index = index
-        self.root = index.root
+        drive = index.drive
+        if not isinstance(drive, Drive):
+            raise TypeError("a folder watcher watches a folder's index; other stores bring their own watcher")
+        self.root = drive.root
+        self.state = drive.state
         self.debounce = debounce
         self.max_delay = max_delay
         self.heartbeat_interval = heartbeat
@@ -137,10 +141,10 @@ class Watcher(FileSystemEventHandler):
         if self._thread is not None:
             self._thread.join(timeout=10)
         logging.getLogger("watchdog").removeHandler(self._log_handler)
-        beat = read_heartbeat(self.root)
+        beat = read_heartbeat(self.state)
         if beat is not None and beat.get("pid") == os.getpid():  # another watcher's beat stays
             try:
-                heartbeat_file(self.root).unlink()
+                heartbeat_file(self.state).unlink()
             except FileNotFoundError:
                 pass
 
@@ -323,7 +327,7 @@ class Watcher(FileSystemEventHandler):
         if self._stop.is_set():
             return
         try:
-            (self.root / STATE_DIR).mkdir(exist_ok=True)
-            write_heartbeat(self.root, state)
+            self.state.mkdir(exist_ok=True)
+            write_heartbeat(self.state, state)
         except OSError as error:  # a heartbeat that cannot be written only costs searches a comparison
             self.errors.append(f"heartbeat: {error}")

@@ -311,7 +311,7 @@ def test_what_is_not_markdown_or_is_hidden_is_not_indexed(root: Path, tmp_path_f
 
 def test_a_deleted_index_is_rebuilt_with_a_warning(root: Path) -> None:
     index_of(root).search("ana")
-    shutil.rmtree(index_dir(root))
+    shutil.rmtree(index_dir(root / ".fsmem"))
     with pytest.warns(IndexWarning, match="was missing; rebuilt it from the 5 files"):
         assert paths(index_of(root).search("friday")) == ["MEMORY.md"]
 
@@ -325,15 +325,15 @@ def test_a_first_build_is_silent(root: Path) -> None:
 @pytest.mark.parametrize("damage", ["meta", "current", "schema", "segments", "generation"])
 def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> None:
     index_of(root).search("ana")
-    generation = index_dir(root) / read_current(root)["generation"]
+    generation = index_dir(root / ".fsmem") / read_current(root / ".fsmem")["generation"]
     if damage == "meta":
         (generation / "meta.json").write_text("{not json")
     elif damage == "current":
-        (index_dir(root) / "CURRENT").write_text("garbage")
+        (index_dir(root / ".fsmem") / "CURRENT").write_text("garbage")
     elif damage == "generation":
         shutil.rmtree(generation)
     elif damage == "schema":
-        (index_dir(root) / "CURRENT").write_text('{"schema": 999, "generation": "%s"}' % generation.name)
+        (index_dir(root / ".fsmem") / "CURRENT").write_text('{"schema": 999, "generation": "%s"}' % generation.name)
     else:
         for segment_file in generation.iterdir():
             if segment_file.suffix in {".idx", ".store", ".term"}:
@@ -346,7 +346,7 @@ def test_a_corrupt_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> N
 def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) -> None:
     index = index_of(root)
     assert paths(index.search("friday")) == ["MEMORY.md"]
-    shutil.rmtree(index_dir(root) / read_current(root)["generation"])
+    shutil.rmtree(index_dir(root / ".fsmem") / read_current(root / ".fsmem")["generation"])
     write(root, "MEMORY.md", "# Project\n\nnow on Tuesdays\n")
     with pytest.warns(IndexWarning, match="rebuilt it"):
         assert paths(index.search("tuesdays")) == ["MEMORY.md"]
@@ -355,7 +355,7 @@ def test_a_long_lived_index_survives_its_generation_being_deleted(root: Path) ->
 def test_a_torn_manifest_line_only_costs_a_reread(root: Path) -> None:
     index = index_of(root)
     index.search("ana")
-    manifest = index_dir(root) / read_current(root)["generation"] / MANIFEST
+    manifest = index_dir(root / ".fsmem") / read_current(root / ".fsmem")["generation"] / MANIFEST
     with open(manifest, "a") as handle:
         handle.write("+\tdeadbeef\t12")  # a crash mid-append
     write(root, "MEMORY.md", "# Project\n\nnew words: kiwi\n")
@@ -367,13 +367,13 @@ def test_a_torn_manifest_line_only_costs_a_reread(root: Path) -> None:
 def test_rebuild_swaps_in_a_new_generation_and_collects_the_old(root: Path) -> None:
     index = index_of(root)
     index.search("ana")
-    first = read_current(root)["generation"]
+    first = read_current(root / ".fsmem")["generation"]
     seen: list[tuple[int, int]] = []
     assert index.rebuild(lambda done, total: seen.append((done, total))) == 5
     assert seen[-1] == (5, 5)
-    second = read_current(root)["generation"]
+    second = read_current(root / ".fsmem")["generation"]
     assert second != first
-    assert sorted(p.name for p in index_dir(root).iterdir()) == sorted(["CURRENT", second])
+    assert sorted(p.name for p in index_dir(root / ".fsmem").iterdir()) == sorted(["CURRENT", second])
     assert paths(index.search("friday")) == ["MEMORY.md"]
 
 
@@ -404,7 +404,7 @@ def test_segment_files_orphaned_by_a_crashed_writer_are_collected(root: Path) ->
 
     index = index_of(root)
     index.search("ana")
-    generation = index_dir(root) / read_current(root)["generation"]
+    generation = index_dir(root / ".fsmem") / read_current(root / ".fsmem")["generation"]
     before = {p.name for p in generation.iterdir()}
     crash = (
         "import os, sys; sys.path.insert(0, sys.argv[2]); import tantivy;"

@@ -20,8 +20,8 @@ def test_a_write_is_noted_not_committed_and_found_by_a_search_in_another_process
     found = run_fsmem("search", "zephyrine", "--root", str(tmp_path), "--json")
     assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)] == ["seo/plan.md"]
-    generation = index_dir(tmp_path) / read_current(tmp_path)["generation"]
-    assert read_applied(generation) == pending_mark(tmp_path)  # applied to its end, by the other process
+    generation = index_dir(tmp_path / ".fsmem") / read_current(tmp_path / ".fsmem")["generation"]
+    assert read_applied(generation) == pending_mark(tmp_path / ".fsmem")  # applied to its end, by the other process
 
 
 def test_a_delete_is_noted_too(tmp_path):

@@ -133,10 +133,10 @@ def test_folders_moved_in_and_out_are_seen(root: Path, tmp_path_factory) -> None
 def test_a_broken_index_is_rebuilt_with_a_warning(root: Path, damage: str) -> None:
     assert search_paths(root, "friday") == ["MEMORY.md"]
     if damage == "delete":
-        shutil.rmtree(index_dir(root))
+        shutil.rmtree(index_dir(root / ".fsmem"))
         expected = "Warning: the search index was missing; rebuilt it from the 2 files of the root\n"
     else:
-        generation = index_dir(root) / read_current(root)["generation"]
+        generation = index_dir(root / ".fsmem") / read_current(root / ".fsmem")["generation"]
         (generation / "meta.json").write_text("{")
         expected = "Warning: the search index was corrupt: tantivy could not open it"
     result = run_fsmem("search", "friday", "--json", "--root", str(root))

@@ -79,9 +79,9 @@ def test_a_write_through_fsmem_is_found_at_once_without_a_comparison(memory, mon
 
 def test_closing_a_memory_stops_its_watcher(memory) -> None:
     memory.search("fridays")
-    assert heartbeat_file(memory.root).exists()
+    assert heartbeat_file(memory.drive.state).exists()
     memory.close()
-    assert not heartbeat_file(memory.root).exists()
+    assert not heartbeat_file(memory.drive.state).exists()
     assert memory.index.status()["watcher"] is False
     write(memory.root, "late.md", "# Late\n\nwombat\n")
     assert paths(memory.search("wombat")) == ["late.md"]  # compared: no watcher vouches any more
@@ -207,7 +207,7 @@ def test_fsmem_watch_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     watcher = subprocess.Popen([sys.executable, "-m", "fsmem", "watch", "--root", str(tmp_path)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        wait_until(lambda: heartbeat_file(tmp_path).exists(), timeout=30)
+        wait_until(lambda: heartbeat_file(tmp_path / ".fsmem").exists(), timeout=30)
         watcher.send_signal(signal.SIGTERM)
         watcher.communicate(timeout=30)
     finally:
@@ -215,4 +215,4 @@ def test_fsmem_watch_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             watcher.kill()
             watcher.communicate()
     assert watcher.returncode == 0
-    assert not heartbeat_file(tmp_path).exists()
+    assert not heartbeat_file(tmp_path / ".fsmem").exists()

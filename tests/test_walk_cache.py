@@ -110,9 +110,9 @@ def test_a_vanished_folder_makes_the_walk_unrecordable_not_wrong(tree: Path, mon
 
 
 def cache_file(root: Path) -> Path:
-    current = read_current(root)
+    current = read_current(root / ".fsmem")
     assert current is not None
-    return index_dir(root) / current["generation"] / WALK_CACHE
+    return index_dir(root / ".fsmem") / current["generation"] / WALK_CACHE
 
 
 @pytest.mark.slow

@@ -107,7 +107,7 @@ def test_lost_events_are_recovered_by_a_reconcile(root: Path, watched) -> None:
 @pytest.mark.slow
 def test_searches_skip_their_comparison_while_a_healthy_watcher_beats(root: Path, watched, monkeypatch) -> None:
     index, _ = watched
-    wait_until(lambda: watcher_health(root)[0])
+    wait_until(lambda: watcher_health(root / ".fsmem")[0])
     searcher = index_of(root)
     monkeypatch.setattr(Freshness, "reconcile", lambda self: pytest.fail("compared despite a healthy watcher"))
     assert [hit.path for hit in searcher.search("fridays")] == ["MEMORY.md"]
@@ -125,10 +125,10 @@ def test_temp_swap_and_hidden_files_are_ignored(root: Path) -> None:
 
 def test_a_stopped_watcher_no_longer_vouches_for_the_index(root: Path) -> None:
     watcher = Watcher(index_of(root), heartbeat=0.1).start()
-    wait_until(lambda: watcher_health(root)[0])
+    wait_until(lambda: watcher_health(root / ".fsmem")[0])
     watcher.stop()
-    assert not heartbeat_file(root).exists()
-    assert watcher_health(root) == (False, None)
+    assert not heartbeat_file(root / ".fsmem").exists()
+    assert watcher_health(root / ".fsmem") == (False, None)
 
 
 def test_memory_watch_runs_inside_the_harness_process(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_fsmem_watch_process(root: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "fsmem", "watch", "--root", str(root), "--debounce", "0.05"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until(lambda: watcher_health(root)[0], timeout=20)
+        wait_until(lambda: watcher_health(root / ".fsmem")[0], timeout=20)
         result = run_fsmem("index", "status", "--json", "--root", str(root))
         assert result.returncode == 0, result.stderr
         status = json.loads(result.stdout)
@@ -160,7 +160,7 @@ def test_fsmem_watch_process(root: Path) -> None:
         _, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 0, stderr
     assert stderr.startswith(f"Watching {root.resolve()} (Ctrl-C to stop).")
-    assert not heartbeat_file(root).exists()
+    assert not heartbeat_file(root / ".fsmem").exists()
 
 
 @pytest.mark.slow
@@ -191,7 +191,7 @@ def test_a_watch_limit_degrades_to_periodic_comparisons(root: Path, monkeypatch)
     index = index_of(root)
     with Watcher(index, heartbeat=0.1) as watcher:
         assert watcher.reconcile_every == 5.0
-        wait_until(lambda: (watcher_health(root)[1] or {}).get("state") == "degraded")
-        assert watcher_health(root)[0] is False  # searches keep comparing for themselves
+        wait_until(lambda: (watcher_health(root / ".fsmem")[1] or {}).get("state") == "degraded")
+        assert watcher_health(root / ".fsmem")[0] is False  # searches keep comparing for themselves
         write(root, "MEMORY.md", "# Project\n\nplums\n")
         assert [hit.path for hit in index_of(root).search("plums")] == ["MEMORY.md"]

@@ -182,9 +182,16 @@ def rebuild(root: str | None, as_json: bool) -> None:
 )
 def watch(root: str | None, debounce: float) -> None:
     """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
+    from fsmem.drive import Drive
+    from fsmem.errors import BadRequest
     from fsmem.watch import Watcher
 
     memory = open_root(root)
+    if not isinstance(memory.drive, Drive):
+        raise BadRequest(
+            "there is no folder to watch: on PostgreSQL each search catches up from the log first, "
+            "and a long-lived process (memory.watch()) listens for changes"
+        )
     click.echo(f"Watching {memory.drive.label} (Ctrl-C to stop).", err=True)
     with _warnings_to_stderr():
         Watcher(memory.index, debounce=debounce).run_forever()

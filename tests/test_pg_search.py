@@ -1,0 +1,250 @@
+"""Search on every worker: each keeps its own index of a project in its cache folder, fed from the log.
+
+Two ``Memory`` objects on one project with two cache folders stand for two machines; a subprocess for
+another worker. A change acknowledged on one is found by the next search on any other; a long-lived
+worker's listener catches up between searches; a search asks the database one question when nothing
+changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import fsmem
+from fsmem.config import Settings
+from fsmem.index import IndexWarning
+from fsmem.index_state import index_dir, read_applied, read_current
+from fsmem.levels import Scope
+from fsmem.pg_index import PgWatcher, applied_seq
+
+
+def _project() -> str:
+    return f"s-{uuid.uuid4().hex[:8]}"
+
+
+def wait_until(condition, timeout: float = 15.0) -> None:
+    """Poll until ``condition()`` holds (a listener works asynchronously); fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.02)
+
+
+def paths(hits) -> list[str]:
+    return sorted({hit.path for hit in hits})
+
+
+@pytest.fixture
+def project() -> str:
+    return _project()
+
+
+@pytest.fixture
+def open_worker(postgres: str, project: str, tmp_path: Path):
+    """``open_worker(name, watch=…)``: a Memory on the project with its own cache folder (a machine)."""
+    opened = []
+
+    def open_worker(name: str, watch: bool = False) -> fsmem.Memory:
+        settings = dataclasses.replace(Settings(), watch=watch)
+        memory = fsmem.open(postgres, project=project, create=True, cache=tmp_path / name, settings=settings)
+        opened.append(memory)
+        return memory
+
+    yield open_worker
+    for memory in opened:
+        memory.close()
+
+
+def write(memory: fsmem.Memory, path: str, text: str) -> None:
+    run = memory.run(Scope.chat(), thread_id=f"t-{uuid.uuid4().hex[:6]}")
+    if memory.drive.exists(path):
+        run.call({"command": "read", "path": path})
+    result = run.call({"command": "write", "path": path, "content": text})
+    assert result["ok"], result
+
+
+def test_a_write_on_one_worker_is_found_by_the_next_search_on_another(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "seo/titles.md", "# Titles\nkeep them under sixty characters\n")
+    assert paths(b.search("sixty")) == ["seo/titles.md"]  # B's first search builds its index from the rows
+    write(a, "brand.md", "# Brand\nthe quokka is our mascot\n")
+    assert paths(b.search("quokka")) == ["brand.md"]  # the next search: caught up from the log
+    write(a, "brand.md", "# Brand\nthe wombat is our mascot now\n")
+    assert paths(b.search("quokka")) == []
+    assert paths(b.search("wombat")) == ["brand.md"]
+    assert b.drive.state != a.drive.state and index_dir(b.drive.state).is_dir()
+
+
+def test_a_rename_or_delete_on_one_worker_is_gone_from_the_next_search_on_another(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "seo/titles.md", "# Titles\nmeta descriptions matter\n")
+    write(a, "seo/slugs.md", "# Slugs\nshort meta slugs\n")
+    assert paths(b.search("meta")) == ["seo/slugs.md", "seo/titles.md"]
+    run = a.run(Scope.chat(), thread_id="mover")
+    assert run.call({"command": "rename", "path": "seo", "new_path": "search"})["ok"]
+    assert paths(b.search("meta")) == ["search/slugs.md", "search/titles.md"]
+    run.call({"command": "read", "path": "search/slugs.md"})
+    assert run.call({"command": "delete", "path": "search/slugs.md"})["ok"]
+    assert paths(b.search("meta")) == ["search/titles.md"]
+    assert paths(b.search("meta", regex=True)) == ["search/titles.md"]  # regex reads the rows themselves
+
+
+def test_a_change_made_by_another_process_is_found_by_this_process_next_search(
+    open_worker, postgres: str, project: str, tmp_path: Path
+) -> None:
+    b = open_worker("b")
+    assert b.search("okapi") == []
+    script = (
+        "import sys, fsmem\n"
+        "m = fsmem.open(sys.argv[1], project=sys.argv[2], cache=sys.argv[3])\n"
+        "r = m.run(fsmem.Scope.chat(), thread_id='other')\n"
+        "assert r.call({'command': 'write', 'path': 'zoo.md', 'content': 'an okapi lives here\\n'})['ok']\n"
+        "m.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, postgres, project, str(tmp_path / "other")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert paths(b.search("okapi")) == ["zoo.md"]
+
+
+def test_a_new_process_on_the_same_cache_goes_on_from_the_sequence_it_applied(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nteal and sand\n")
+    assert paths(b.search("teal")) == ["brand.md"]
+    generation = read_current(b.drive.state)["generation"]
+    applied = read_applied(index_dir(b.drive.state) / generation)
+    assert isinstance(applied, int) and applied == a.drive.pg.newest_seq()  # kept beside the generation
+    b.close()
+    write(a, "brand.md", "# Brand\nteal, sand and coral\n")
+    again = open_worker("b")  # the same cache folder, a new Memory (as a restarted worker)
+    assert paths(again.search("coral")) == ["brand.md"]
+    assert read_current(again.drive.state)["generation"] == generation  # caught up, not rebuilt
+    assert read_applied(index_dir(again.drive.state) / generation) == a.drive.pg.newest_seq()
+
+
+def test_a_cache_folder_deleted_or_corrupt_is_rebuilt_from_the_rows(open_worker, tmp_path: Path) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nthe capybara is calm\n")
+    assert paths(b.search("capybara")) == ["brand.md"]
+    shutil.rmtree(tmp_path / "b")  # the whole cache folder, as a machine's cleanup would
+    write(a, "notes.md", "a second capybara\n")
+    with pytest.warns(IndexWarning, match="was missing; rebuilt it from the 3 files of the database"):
+        assert paths(b.search("capybara")) == ["brand.md", "notes.md"]
+    assert oct(b.drive.state.stat().st_mode & 0o777) == "0o700"  # made again, the owner's alone
+    (index_dir(b.drive.state) / "CURRENT").write_text("garbage")
+    write(a, "more.md", "a third capybara\n")
+    with pytest.warns(IndexWarning, match="unreadable"):
+        assert paths(b.search("capybara")) == ["brand.md", "more.md", "notes.md"]
+    fresh = open_worker("c")
+    shutil.rmtree(tmp_path / "c")  # gone before its first search: built, no warning needed
+    assert paths(fresh.search("capybara")) == ["brand.md", "more.md", "notes.md"]
+
+
+def test_a_long_lived_worker_catches_up_between_searches_and_stops_listening_on_close(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b", watch=True)
+    assert b.search("heron") == []  # the first search starts the listener
+    watcher = b._watcher
+    assert isinstance(watcher, PgWatcher) and watcher.watching
+    assert b.index.status()["watcher"] is True
+    before = applied_seq(b.index)
+    write(a, "birds.md", "a grey heron at dawn\n")
+    newest = a.drive.pg.newest_seq()
+    assert newest > before
+    wait_until(lambda: applied_seq(b.index) == newest)  # no search: the notification brought it in
+    assert watcher.wakes >= 1 and watcher.errors == []
+    assert paths(b.search("heron")) == ["birds.md"]
+    listener = watcher._listener
+    assert listener is not None
+    b.close()
+    assert not watcher.watching and not listener._thread.is_alive()
+    write(a, "birds.md", "a grey heron and an egret\n")
+    time.sleep(1.0)  # a notification now would find no listener: the index stays where it was
+    assert applied_seq(b.index) == newest
+
+
+def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, monkeypatch) -> None:
+    a, b = open_worker("a"), open_worker("b", watch=True)
+    write(a, "brand.md", "# Brand\nthe lynx\n")
+    assert paths(b.search("lynx")) == ["brand.md"]  # built, caught up, listening
+    store = b.drive.pg
+    asked: list[str] = []
+    real_run, real_newest = store._run, store.newest_seq
+
+    def counted_run(work):
+        asked.append("query")
+        return real_run(work)
+
+    def counted_newest():
+        asked.append("newest_seq")
+        return real_newest()
+
+    monkeypatch.setattr(store, "_run", counted_run)
+    monkeypatch.setattr(store, "newest_seq", counted_newest)
+    assert paths(b.search("lynx")) == ["brand.md"]
+    assert asked == ["newest_seq", "query"]  # one query: the newest sequence number
+    asked.clear()
+    write(a, "brand.md", "# Brand\nthe lynx and the ibex\n")
+    newest = real_newest()
+    watcher = b._watcher
+    assert isinstance(watcher, PgWatcher)
+    wait_until(lambda: watcher._applied == newest)  # the listener's catch-up has returned
+    asked.clear()
+    assert paths(b.search("ibex")) == ["brand.md"]  # the listener applied it: still one query
+    assert asked == ["newest_seq", "query"]
+
+
+def test_a_search_without_a_listener_still_finds_every_commit(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b", watch=False)
+    for number in range(5):
+        write(a, f"notes/n{number}.md", f"note {number} about lemurs\n")
+        assert len(b.search("lemurs", limit=50)) == number + 1
+    assert b._watcher is None
+    status = b.index.status()
+    assert status["stale"] == 0 and status["files"] == 6 and status["documents"] == 6
+
+
+def test_the_shell_searches_a_project_and_says_there_is_no_folder_to_watch(
+    open_worker, postgres: str, project: str, tmp_path: Path
+) -> None:
+    from conftest import run_fsmem
+
+    a = open_worker("a")
+    write(a, "brand.md", "# Brand\nthe pangolin\n")
+    env = {"FSMEM_STORE": postgres, "FSMEM_PROJECT": project, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    found = run_fsmem("search", "pangolin", env=env)
+    assert found.returncode == 0 and "brand.md" in found.stdout, found.stderr
+    status = run_fsmem("index", "status", "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    assert '"stale": 0' in status.stdout and '"documents": 2' in status.stdout, status.stdout
+    watched = run_fsmem("watch", env=env)
+    assert watched.returncode != 0 and "no folder to watch" in watched.stderr, watched.stderr
+
+
+def test_an_index_ahead_of_the_log_is_read_again_from_the_rows(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nthe axolotl\n")
+    assert paths(b.search("axolotl")) == ["brand.md"]
+    generation = index_dir(b.drive.state) / read_current(b.drive.state)["generation"]
+    (generation / "applied").write_text("1000000000")  # as after the database was restored from a backup
+    b.close()
+    run = a.run(Scope.chat(), thread_id="restorer")
+    run.call({"command": "read", "path": "brand.md"})
+    assert run.call({"command": "delete", "path": "brand.md"})["ok"]
+    write(a, "zoo.md", "an axolotl in the zoo\n")
+    again = open_worker("b")
+    assert paths(again.search("axolotl")) == ["zoo.md"]
+    assert read_applied(generation) == a.drive.pg.newest_seq()
