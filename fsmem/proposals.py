@@ -57,15 +57,23 @@ def _folder(memory: Memory):
 def save(memory: Memory, proposal: ChangeProposal) -> None:
     folder = _folder(memory)
     folder.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(asdict(proposal), ensure_ascii=False, indent=2).encode("utf-8")
-    write_atomic(folder / f"{proposal.id}.json", data, durable=memory.settings.durable)
+    write_atomic(folder / f"{proposal.id}.json", to_json(proposal), durable=memory.settings.durable)
+
+
+def to_json(proposal: ChangeProposal) -> bytes:
+    """A proposal as its file holds it (``from_json`` reads it back)."""
+    return json.dumps(asdict(proposal), ensure_ascii=False, indent=2).encode("utf-8")
+
+
+def from_json(data: bytes) -> ChangeProposal:
+    return ChangeProposal(**json.loads(data.decode("utf-8")))
 
 
 def load(memory: Memory, proposal_id: str) -> ChangeProposal:
     path = _folder(memory) / f"{proposal_id}.json"
     if "/" in proposal_id or not path.is_file():
         raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
-    return ChangeProposal(**json.loads(path.read_text(encoding="utf-8")))
+    return from_json(path.read_bytes())
 
 
 def resolve_id(memory: Memory, typed: str) -> str:

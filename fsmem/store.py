@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -77,3 +78,47 @@ class Store(Protocol):
     def delete_proposal(self, proposal_id: str) -> None: ...
 
     def close(self) -> None: ...
+
+    # ---- copy (fsmem/copy.py: a whole project from one store to another) ------------------------
+    def export_project(self) -> ProjectCopy: ...
+    def import_project(self, copy: ProjectCopy) -> None: ...
+
+
+# ---- copy -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopiedFile:
+    path: str
+    data: bytes
+    modified: float  # seconds since the epoch
+
+
+@dataclass(frozen=True)
+class CopiedVersion:
+    """A kept version with its bytes, as ``export_project`` reads it."""
+
+    path: str
+    version: str
+    kept_at: str  # ISO time, as ``VersionInfo.kept_at``
+    command: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ProjectCopy:
+    """Everything a project holds, read at one moment: ``Store.export_project`` gives it,
+    ``Store.import_project`` writes it (all or nothing, into a store that holds no memory yet).
+
+    ``versions`` are oldest first (per path, the order ``versions()`` shows reversed); ``log`` in its
+    order. ``skipped`` names what the source held that is not memory (not copied)."""
+
+    files: list[CopiedFile]
+    versions: list[CopiedVersion]
+    log: list[LogEntry]
+    proposals: list[ChangeProposal]
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.files or self.versions or self.log or self.proposals)
