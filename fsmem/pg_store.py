@@ -421,6 +421,13 @@ class PgStore:
 
     # ---- sync (fsmem/sync.py: a folder people edit, mirrored from the project) ------------------
 
+    def file_versions(self) -> dict[str, str]:
+        """Every file's path and version (one query, no content): what a full comparison needs."""
+        return {
+            str(path): str(version)
+            for path, version in self._rows("SELECT path, version FROM fsmem.files WHERE project = %s", ())
+        }
+
     def keep_version(self, path: str, data: bytes, command: str) -> str:
         """Keep ``data`` as a version of ``path`` without changing the file (a person's text that
         lost a conflict); trimmed to the newest N like any kept version. Returns its version."""
