@@ -19,9 +19,9 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
-from fsmem.errors import RootNotFound, SetupError
+from fsmem.errors import BadStore, RootNotFound
 from fsmem.store import ProjectCopy
 
 URL_SCHEMES = ("postgresql", "postgres")
@@ -45,7 +45,9 @@ class Place:
     def __str__(self) -> str:
         if self.folder is not None:
             return str(self.folder)
-        return f"project {self.project!r} in {shown_url(self.url or '')}"
+        from fsmem.pg_drive import redacted
+
+        return f"project {self.project!r} in {redacted(self.url or '')}"
 
 
 @dataclass(frozen=True)
@@ -64,20 +66,11 @@ def place(text: str, project: str | None = None) -> Place:
     parts = urlsplit(text)
     name = unquote(parts.fragment) if parts.fragment else project
     if not name:
-        raise SetupError(
-            f"{shown_url(text)} needs a project: add it to the URL as #NAME "
+        raise BadStore(
+            "a PostgreSQL side of a copy needs a project: add it to the URL as #NAME "
             "(postgresql://host/db#rye-and-ember) or pass --project NAME"
         )
     return Place(url=text.partition("#")[0], project=name)
-
-
-def shown_url(url: str) -> str:
-    """A URL fit for a message: its password (if any) hidden."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def copy(source: str, destination: str, project: str | None = None) -> Copied:
@@ -108,7 +101,7 @@ def _open(where: Place, opened: contextlib.ExitStack, *, create: bool) -> _Copya
     try:
         from fsmem.pg_store import PgStore
     except ImportError as error:
-        raise SetupError(
+        raise BadStore(
             "copying to or from PostgreSQL needs the postgres extra: pip install 'fsmem[postgres]'"
         ) from error
     assert where.url is not None and where.project is not None

@@ -20,6 +20,7 @@ Paths here are already normalized by ``fsmem.core.paths``; the drive adds the sy
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from fsmem import walk
 from fsmem.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
@@ -49,6 +51,7 @@ VERSIONS_DIR = "versions"
 _VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
 LOG_FILE = "log.jsonl"
 LOCK_FILE = "lock"
+PROPOSALS_DIR = "proposals"
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class VersionInfo:
     kept_at: str  # ISO time the content was replaced
     command: str  # what replaced it: write, delete, rename, revert, ...
     size: int
-    file: Path
+    file: Path | None = None  # where a folder keeps it (None in a database: ``store.read_version``)
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,11 @@ class Drive:
         self.in_write_window: Callable[[str], None] | None = None
         self.after_swap: Callable[[str], None] | None = None  # test hook: just after the swap
         self._case_blind: bool | None = None  # found out on first use (once .fsmem/ can tell)
+        self.name = self.root.name
+        self.label = str(self.root)
+
+    def close(self) -> None:
+        """Nothing to let go: a folder holds no connection (the lock is taken per change)."""
 
     # ---- locating ---------------------------------------------------------------------------
 
@@ -285,11 +293,13 @@ class Drive:
         if not stat_module.S_ISREG(mode) and not stat_module.S_ISDIR(mode):
             raise not_regular(path, mode)
 
-    def stat(self, path: str) -> os.stat_result | None:
+    def info(self, path: str) -> Entry | None:
+        """What is at ``path`` (a file or a folder, its size as ``stat`` gives it, modified time), or None."""
         try:
-            return os.stat(self.resolve(path))
-        except FileNotFoundError:
+            found = os.stat(self.resolve(path))
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        return Entry(path, stat_module.S_ISDIR(found.st_mode), found.st_size, found.st_mtime)
 
     def entries(self, path: str) -> list[Entry]:
         """The visible children of a folder, sorted: no dot-names, no links leading out."""
@@ -381,6 +391,47 @@ class Drive:
             )
         return kept
 
+    def read_version(self, kept: VersionInfo) -> bytes:
+        if kept.file is None:
+            raise NotFound(f"version {kept.version} of {kept.path} is not kept in this folder")
+        return kept.file.read_bytes()
+
+    # ---- proposals: .fsmem/proposals/<id>.json ------------------------------------------------
+
+    def _proposal_file(self, proposal_id: str) -> Path | None:
+        if not proposal_id or "/" in proposal_id or proposal_id.startswith("."):
+            return None
+        return self.state / PROPOSALS_DIR / f"{proposal_id}.json"
+
+    def save_proposal(self, record: dict[str, Any]) -> None:
+        file = self._proposal_file(str(record["id"]))
+        if file is None:
+            raise BadPath(f"{record['id']!r} is not a proposal id")
+        make_dirs(file.parent)
+        data = json.dumps(record, ensure_ascii=False, indent=2).encode("utf-8")
+        write_atomic(file, data, durable=self.settings.durable)
+
+    def load_proposal(self, proposal_id: str) -> dict[str, Any] | None:
+        file = self._proposal_file(proposal_id)
+        try:
+            return None if file is None else dict(json.loads(file.read_text(encoding="utf-8")))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def proposal_ids(self) -> list[str]:
+        folder = self.state / PROPOSALS_DIR
+        return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+    def delete_proposal(self, proposal_id: str) -> None:
+        file = self._proposal_file(proposal_id)
+        try:
+            if file is not None:
+                os.unlink(file)
+                return
+        except FileNotFoundError:
+            pass
+        raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
+
     def log(self) -> Iterator[LogEntry]:
         log_file = self.state / LOG_FILE
         if not log_file.exists():
@@ -413,8 +464,6 @@ class Drive:
     def export_project(self) -> ProjectCopy:
         """Every memory file (and each level folder's identity file), kept version, log entry and
         proposal, read under the root's lock (when the root has one) so no change lands halfway."""
-        from fsmem.proposals import PROPOSALS_DIR, from_json
-
         if not self.root.is_dir():
             raise RootNotFound(f"there is no folder {self.root} to copy; check the path")
         with self.locked("copy") if self.state.is_dir() else contextlib.nullcontext():
@@ -431,12 +480,7 @@ class Drive:
                         CopiedVersion(path, version, _stamp_to_iso(stamp), command.removesuffix(".md"), data)
                     )
             versions.sort(key=lambda kept: kept.kept_at)  # stable: each path's own order stays
-            proposals_folder = self.state / PROPOSALS_DIR
-            proposals = (
-                [from_json(file.read_bytes()) for file in sorted(proposals_folder.glob("*.json"))]
-                if proposals_folder.is_dir()
-                else []
-            )
+            proposals = [record for record in map(self.load_proposal, self.proposal_ids()) if record is not None]
             return ProjectCopy(files, versions, list(self.log()), proposals, skipped)
 
     def _export_files(self) -> tuple[list[CopiedFile], list[str]]:
@@ -469,7 +513,6 @@ class Drive:
         at the end, so the root is whole or absent, never half made. Refuses (``EXISTS``) a root that
         is there and not empty."""
         from fsmem.memory import init_root
-        from fsmem.proposals import PROPOSALS_DIR, to_json
 
         if os.path.lexists(self.root) and (not self.root.is_dir() or any(os.scandir(self.root))):
             raise Exists(f"{self.root} already exists and is not empty; copy into a new folder, or remove it first")
@@ -498,12 +541,9 @@ class Drive:
                 write_atomic(
                     folder / f"{_format_stamp(micros)}-{kept.version}-{kept.command}.md", kept.data, durable=False
                 )
-            if copy.proposals:
-                make_dirs(temp / STATE_DIR / PROPOSALS_DIR)
-                for proposal in copy.proposals:
-                    write_atomic(
-                        temp / STATE_DIR / PROPOSALS_DIR / f"{proposal.id}.json", to_json(proposal), durable=False
-                    )
+            made = Drive(temp, dataclasses.replace(self.settings, durable=False))
+            for record in copy.proposals:
+                made.save_proposal(record)
             if copy.log:
                 lines = "".join(_log_line(entry) + "\n" for entry in copy.log)
                 write_atomic(temp / STATE_DIR / LOG_FILE, lines.encode("utf-8"), durable=False)

@@ -186,6 +186,13 @@ class Unsupported(SetupError):
     code = "UNSUPPORTED"
 
 
+class BadStore(SetupError):
+    """The store named cannot be opened as given: a database URL without a project, a project for a
+    folder, a missing driver."""
+
+    code = "BAD_STORE"
+
+
 class LevelParked(SetupError):
     """A ``deleting_*`` block could not put a level folder back (or drop it): the folder stays moved
     aside, whole, and the message (and ``kept_at``) says where, so a person moves it back by hand."""

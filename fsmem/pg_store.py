@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Self, TypeVar
 
@@ -37,9 +37,10 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from fsmem import pg_schema
 from fsmem.core.paths import normalize_path
 from fsmem.core.versions import version_of
-from fsmem.drive import Entry, LogEntry
+from fsmem.drive import Entry, HandEdit, LogEntry
 from fsmem.errors import (
     BadPath,
+    BadStore,
     Busy,
     Conflict,
     Exists,
@@ -47,6 +48,7 @@ from fsmem.errors import (
     RequestError,
     RootNotFound,
     SetupError,
+    Storage,
 )
 from fsmem.proposals import ChangeProposal
 from fsmem.store import CopiedFile, CopiedVersion, ProjectCopy
@@ -56,11 +58,9 @@ ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller
 _FOLDER_LOCK, _COMMIT_LOCK = 1, 2  # advisory lock classes, keyed by project id
 
 
-class StoreUnavailable(RequestError):
+class StoreUnavailable(Storage):
     """The database cannot be reached (down, restarting, pool exhausted); nothing was changed
     unless the message says the commit's outcome is unknown."""
-
-    code = "STORAGE"
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class PgStore:
     ) -> PgStore:
         """Connect, migrate the schema if it is older than this fsmem, and find (or make) the project."""
         if not isinstance(project, str) or not project.strip() or len(project) > 200:
-            raise SetupError("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
+            raise BadStore("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
         options = f"-c lock_timeout={int(lock_timeout * 1000)}"
         pool = ConnectionPool(
             url,
@@ -185,13 +185,30 @@ class PgStore:
         return sorted(children.values(), key=lambda entry: entry.path)
 
     def walk_files(self, path: str = "") -> Iterator[Entry]:
-        """Every ``.md`` file under a folder, in path order."""
+        """Every file under a folder, in path order."""
         for child, size, modified in self._rows(
             "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
-            "AND path >= %s AND path < %s AND path LIKE '%%.md' ORDER BY path",
+            "AND path >= %s AND path < %s ORDER BY path",
             _range(_folder(path)),
         ):
             yield Entry(child, False, size, modified.timestamp())
+
+    def info(self, path: str) -> Entry | None:
+        """A file (its size and modified time), a folder (while it holds a file), or None."""
+        if path == "":
+            return Entry("", True, 0, 0.0)
+        low, high = _range(_folder(path))
+        row = self._run(
+            lambda conn: conn.execute(
+                "SELECT octet_length(content), modified, path = %s FROM fsmem.files WHERE project = %s "
+                "AND (path = %s OR (path >= %s AND path < %s)) ORDER BY path = %s DESC, modified DESC LIMIT 1",
+                (path, self.project_id, path, low, high, path),
+            ).fetchone()
+        )
+        if row is None:
+            return None
+        size, modified, is_file = row
+        return Entry(path, not is_file, size if is_file else 0, modified.timestamp())
 
     # ---- history --------------------------------------------------------------------------------
 
@@ -312,6 +329,17 @@ class PgStore:
             for hook in self.on_commit:
                 hook(set(tx.changed))
 
+    @contextlib.contextmanager
+    def session(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection of its own, outside any transaction, for session-level locks."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as error:
+            raise StoreUnavailable(
+                f"PostgreSQL does not answer ({_first_line(error)}); try again in a moment"
+            ) from error
+
     def listen(self, callback: Callable[[int], None]) -> Listener:
         """Call ``callback(newest_seq)`` from a thread after each commit (and after a reconnect)."""
         return Listener(self, callback)
@@ -347,7 +375,7 @@ class PgStore:
                     ).fetchall()
                 ]
                 proposals = [
-                    ChangeProposal(*row)
+                    asdict(ChangeProposal(*row))
                     for row in conn.execute(
                         f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s ORDER BY id", project
                     ).fetchall()
@@ -398,11 +426,11 @@ class PgStore:
                             for e in copy.log
                         ],
                     )
-                for proposal in copy.proposals:
+                for record in copy.proposals:
                     conn.execute(
                         "INSERT INTO fsmem.proposals (project, id, made_at, thread, scope, request, base, summary, "
                         "diff, extra) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        _proposal_row(project, proposal),
+                        _proposal_row(project, ChangeProposal(**record)),
                     )
                 conn.execute(
                     "SELECT pg_notify(%s, coalesce(max(seq), 0)::text) FROM fsmem.log WHERE project = %s",
@@ -505,6 +533,7 @@ class PgTransaction:
         self.store, self.conn = store, conn
         self.command, self.thread = command, thread
         self.changed: list[str] = []
+        self.hand_edits: list[HandEdit] = []  # rows have no editor saving behind a change's back
         self._entries: list[tuple[str, str | None, str | None, str | None]] = []
         self._lock_held: Literal["", "shared", "exclusive"] = ""
         self._seen: dict[str, str | None] = {}  # path -> version read: later operations expect it

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from urllib.parse import quote
 
@@ -74,8 +75,6 @@ def made_root(folder: Path) -> Path:
 
 def history(drive: Drive) -> dict[str, object]:
     """What a copy must keep of a folder root, in a comparable form."""
-    from fsmem.proposals import PROPOSALS_DIR, from_json
-
     files = {
         path: value
         for path, value in tree_snapshot(drive.root).items()
@@ -86,13 +85,12 @@ def history(drive: Drive) -> dict[str, object]:
         path = Path(folder).relative_to(drive.state / "versions").as_posix()
         if any(not name.startswith(".") for name in names):
             versions[path] = [(k.version, k.kept_at, k.command, k.file.read_bytes()) for k in drive.versions(path)]
-    proposals = sorted((drive.state / PROPOSALS_DIR).glob("*.json"))
     return {
         "files": files,
         "mtimes": {path: int(os.stat(drive.root / path).st_mtime) for path in files},
         "versions": versions,
         "log": list(drive.log()),
-        "proposals": [from_json(file.read_bytes()) for file in proposals],
+        "proposals": [drive.load_proposal(proposal_id) for proposal_id in drive.proposal_ids()],
     }
 
 
@@ -119,7 +117,7 @@ def test_folder_to_postgres_to_folder_keeps_files_versions_log_and_proposals(tmp
         ]
         assert store.read_kept("gone.md", titles[0].version) is None  # each path keeps its own
         assert [k.command for k in store.versions("gone.md")] == ["delete"]
-        assert store.proposals() == before["proposals"]
+        assert [asdict(proposal) for proposal in store.proposals()] == before["proposals"]
         assert store.newest_seq() == len(before["log"])
 
     exported = run_fsmem("copy", pg_url(postgres), str(tmp_path / "back"), "--project", project)
@@ -145,6 +143,7 @@ def test_folder_to_folder_copies_a_backup(tmp_path) -> None:
 
 
 def test_a_hand_made_folder_with_no_log_copies_and_what_is_not_memory_is_left_out(tmp_path, postgres) -> None:
+    from fsmem.copy import place
     from fsmem.pg_store import PgStore
 
     folder = tmp_path / "notes"
@@ -158,7 +157,7 @@ def test_a_hand_made_folder_with_no_log_copies_and_what_is_not_memory_is_left_ou
     result = cli("copy", str(folder), pg_url(postgres, project))
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
-        f"Copied 2 files, 0 kept versions, 0 log entries and 0 proposals to project {project!r} in {pg_url(postgres)}.",
+        f"Copied 2 files, 0 kept versions, 0 log entries and 0 proposals to {place(pg_url(postgres, project))}.",
         "Left out, not memory: link.md, photo.png",
     ]
     with PgStore.open(postgres, project, create=False) as store:
@@ -223,14 +222,14 @@ def test_a_postgres_side_without_a_project_is_a_usage_error(tmp_path, postgres) 
     source = made_root(tmp_path / "source")
     result = cli("copy", str(source), pg_url(postgres))
     assert result.exit_code == 2
-    assert "needs a project: add it to the URL as #NAME" in result.output
+    assert result.output.startswith("Error: [BAD_STORE] ") and "add it to the URL as #NAME" in result.output
 
 
 def test_a_password_in_the_url_is_never_shown() -> None:
     from fsmem.copy import place
 
     where = place("postgresql://worker:hunter2@db.internal/fsmem#rye")
-    assert str(where) == "project 'rye' in postgresql://worker:***@db.internal/fsmem"
+    assert str(where) == "project 'rye' in postgresql://db.internal/fsmem"
     assert where.url == "postgresql://worker:hunter2@db.internal/fsmem"
 
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from test_copy import pg_url
 
+import fsmem
 from fsmem.core.versions import version_of
 from fsmem.errors import Busy, SetupError
 from fsmem.sync import Sync, decide
@@ -101,7 +103,7 @@ def test_changes_in_the_database_are_pulled_writes_deletes_and_renames(tmp_path,
     assert not (tmp_path / "mirror" / "old").exists()  # an emptied folder goes with its last file
 
 
-def test_a_hand_edit_is_pushed_conditionally_and_seen_by_another_worker(tmp_path, store, reader) -> None:
+def test_a_hand_edit_is_pushed_conditionally_and_seen_by_another_worker(tmp_path, store, reader, postgres) -> None:
     first = put(store, "MEMORY.md", "# Project\n")
     folder = tmp_path / "mirror"
     once(folder, store)
@@ -119,6 +121,10 @@ def test_a_hand_edit_is_pushed_conditionally_and_seen_by_another_worker(tmp_path
     assert change is not None and (change.command, change.before) == ("hand_edit", first)
     assert [kept.version for kept in reader.versions("MEMORY.md")] == [first]
     assert not once(folder, store).changed  # its own pushes come back through the log as nothing new
+
+    memory = fsmem.open(pg_url(postgres), project=store.project, cache=tmp_path / "cache")  # a Memory elsewhere
+    assert memory.read("notes/new.md") == "made by hand\n"
+    memory.close()
 
 
 def test_a_deletion_by_hand_is_pushed_as_a_delete_and_versions_keep_the_file(tmp_path, store, reader) -> None:
@@ -242,6 +248,16 @@ def test_sync_once_at_the_shell_exits_3_after_a_conflict(tmp_path, store, postgr
     second = cli("sync", folder, "--store", postgres, "--project", store.project, "--once", "--json")
     assert second.exit_code == 3
     assert json.loads(second.output)["conflicts"] == ["a.md.conflict"]
+
+
+def test_sync_needs_a_project_that_exists(tmp_path, postgres) -> None:
+    missing = cli("sync", str(tmp_path / "mirror"), "--store", postgres, "--project", "no-such-project", "--once")
+    assert missing.exit_code == 2
+    assert missing.output.startswith("Error: [NO_ROOT] there is no project 'no-such-project'")
+    assert "fsmem init --store URL --project no-such-project" in missing.output
+    unnamed = cli("sync", str(tmp_path / "mirror"), "--once")
+    assert unnamed.exit_code == 2 and unnamed.output.startswith("Error: [BAD_STORE] ")
+    assert not (tmp_path / "mirror").exists()
 
 
 def test_a_running_sync_follows_both_sides_and_stops_on_sigterm(tmp_path, store, reader, postgres) -> None:

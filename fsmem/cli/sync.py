@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fsmem.cli.options import echo_json, json_line, json_option
+from fsmem.cli.options import chosen_store, echo_json, json_line, json_option, store_option
 
 if TYPE_CHECKING:
     from fsmem.sync import Report
@@ -20,13 +20,10 @@ EXIT_CONFLICT = 3  # a pass left a conflict note to read
 
 @click.command()
 @click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
-@click.option(
-    "--store", "url", envvar="FSMEM_STORE", metavar="URL", required=True, help="The PostgreSQL URL ($FSMEM_STORE)."
-)
-@click.option("--project", envvar="FSMEM_PROJECT", metavar="NAME", required=True, help="The project ($FSMEM_PROJECT).")
+@store_option
 @click.option("--once", is_flag=True, help="One pull and push pass, then exit (for cron and scripts).")
 @json_option
-def sync(folder: str, url: str, project: str, once: bool, as_json: bool) -> None:
+def sync(folder: str, once: bool, as_json: bool) -> None:
     """Mirror a project from PostgreSQL into DIR, and each hand edit in DIR back.
 
     Pulls every change of the project into DIR; pushes each file saved or deleted in DIR as a
@@ -38,11 +35,22 @@ def sync(folder: str, url: str, project: str, once: bool, as_json: bool) -> None
     Runs until Ctrl-C or SIGTERM, printing what each pass did; with --once, one pass: exit 0
     done, 1 some path could not be synced (listed), 3 a conflict note was written.
     """
+    from fsmem.errors import BadStore, RootNotFound
     from fsmem.pg_store import PgStore
     from fsmem.sync import Sync
 
+    url, project = chosen_store()
+    if url is None or project is None:
+        raise BadStore("fsmem sync mirrors a project in PostgreSQL: give --store URL --project NAME")
+    try:
+        store = PgStore.open(url, project, create=False)
+    except RootNotFound as error:
+        raise RootNotFound(
+            f"{error.message.split(';')[0]}; make it with `fsmem init --store URL --project {project}`, "
+            "or fill it from a folder with `fsmem copy`"
+        ) from error
     Path(folder).mkdir(parents=True, exist_ok=True)
-    with PgStore.open(url, project) as store, Sync.open(Path(folder), store) as mirror:
+    with store, Sync.open(Path(folder), store) as mirror:
         if once:
             report = mirror.run_once(None)
             _show(report, as_json)
