@@ -515,7 +515,10 @@ class Drive:
         from fsmem.memory import init_root
 
         if os.path.lexists(self.root) and (not self.root.is_dir() or any(os.scandir(self.root))):
-            raise Exists(f"{self.root} already exists and is not empty; copy into a new folder, or remove it first")
+            raise Exists(
+                f"{self.root} already exists and is not empty; copy into a new folder (fsmem copy makes it: "
+                "no `fsmem init` needed), or remove it first"
+            )
         for file in copy.files:
             _check_copied_path(file.path)
         for kept in copy.versions:

@@ -404,8 +404,8 @@ class PgStore:
                 ).fetchone()
                 if held and held[0]:
                     raise Exists(
-                        f"project {self.project!r} already holds memory; copy into a new project, "
-                        "or delete this one first"
+                        f"project {self.project!r} already holds memory; copy into a new project (fsmem copy "
+                        "makes it: no `fsmem init` needed), or delete this one first"
                     )
                 with conn.cursor() as cursor:
                     cursor.executemany(

@@ -139,6 +139,18 @@ def test_a_deletion_by_hand_is_pushed_as_a_delete_and_versions_keep_the_file(tmp
     assert reader.read_kept("seo/titles.md", version) == b"# Titles\n"
 
 
+def test_a_rename_by_hand_is_pushed_as_a_delete_and_a_new_file(tmp_path, store, reader) -> None:
+    version = put(store, "draft.md", "# Draft\n")
+    folder = tmp_path / "mirror"
+    once(folder, store)
+    (folder / "final").mkdir()
+    (folder / "draft.md").rename(folder / "final" / "post.md")
+    report = once(folder, store)
+    assert sorted(report.pushed) == ["draft.md", "final/post.md"]
+    assert reader.read("draft.md") is None and reader.read("final/post.md") == b"# Draft\n"
+    assert reader.read_kept("draft.md", version) == b"# Draft\n"
+
+
 # ---- conflicts: nothing lost ---------------------------------------------------------------------------
 
 
@@ -166,6 +178,29 @@ def test_an_edit_on_both_sides_keeps_the_database_and_the_persons_text(tmp_path,
     (folder / "brand.md").write_text("# Brand mine again\n")
     assert once(folder, store).conflicts == ["brand.md.conflict-2"]
     assert (folder / "brand.md.conflict").read_bytes() == note
+
+
+def test_a_save_that_lands_while_a_pull_writes_the_file_is_kept(tmp_path, store, reader, monkeypatch) -> None:
+    """The person saves between the pass's comparison and its swap: the swap brings their save out
+    under the temp name, and it is kept as a conflict, never overwritten unseen."""
+    import fsmem.sync
+
+    put(store, "a.md", "one\n")
+    folder = tmp_path / "mirror"
+    once(folder, store)
+    put(store, "a.md", "two\n")
+    real_exchange = fsmem.sync.exchange
+
+    def save_first(temp, target):
+        target.write_bytes(b"saved in the window\n")
+        return real_exchange(temp, target)
+
+    monkeypatch.setattr(fsmem.sync, "exchange", save_first)
+    report = once(folder, store)
+    assert report.conflicts == ["a.md.conflict"] and not report.pulled
+    assert (folder / "a.md").read_text() == "two\n" and reader.read("a.md") == b"two\n"
+    assert reader.read_kept("a.md", version_of(b"saved in the window\n")) == b"saved in the window\n"
+    assert (folder / "a.md.conflict").read_bytes().endswith(b"saved in the window\n")
 
 
 def test_a_file_deleted_by_hand_but_changed_in_the_database_comes_back(tmp_path, store) -> None:
