@@ -119,6 +119,12 @@ def test_folder_to_postgres_to_folder_keeps_files_versions_log_and_proposals(tmp
         assert [k.command for k in store.versions("gone.md")] == ["delete"]
         assert [asdict(proposal) for proposal in store.proposals()] == before["proposals"]
         assert store.newest_seq() == len(before["log"])
+    on_postgres = fsmem.open(pg_url(postgres), project=project, cache=tmp_path / "cache")  # the tool's view of it
+    assert on_postgres.read("MEMORY.md") == "# Rye & Ember\n\n- bakery\n- Lisbon\n"
+    assert [kept.version for kept in on_postgres.versions("seo/titles.md")] == [
+        version for version, *_ in before["versions"]["seo/titles.md"]
+    ]
+    on_postgres.close()
 
     exported = run_fsmem("copy", pg_url(postgres), str(tmp_path / "back"), "--project", project)
     assert exported.returncode == 0, exported.stderr
