@@ -231,6 +231,17 @@ def test_a_postgres_side_without_a_project_is_a_usage_error(tmp_path, postgres) 
     assert result.output.startswith("Error: [BAD_STORE] ") and "add it to the URL as #NAME" in result.output
 
 
+def test_the_project_may_come_from_fsmem_project(tmp_path, postgres, monkeypatch) -> None:
+    from fsmem.pg_store import PgStore
+
+    source = made_root(tmp_path / "source")
+    project = new_project()
+    monkeypatch.setenv("FSMEM_PROJECT", project)
+    assert cli("copy", str(source), pg_url(postgres)).exit_code == 0
+    with PgStore.open(postgres, project, create=False) as store:
+        assert store.read("seo/titles.md") == b"# Titles 2\n"
+
+
 def test_a_password_in_the_url_is_never_shown() -> None:
     from fsmem.copy import place
 

@@ -14,7 +14,8 @@ from fsmem.cli.options import echo_json, json_option
     "--project",
     metavar="NAME",
     default=None,
-    help="The project of a postgresql:// side that does not name one as #NAME.",
+    envvar="FSMEM_PROJECT",
+    help="The project of a postgresql:// side that does not name one as #NAME (default: $FSMEM_PROJECT).",
 )
 @json_option
 def copy(source: str, destination: str, project: str | None, as_json: bool) -> None:
