@@ -315,7 +315,12 @@ class Sync:
         notifications, and every ``POLL`` seconds; a full comparison first and every ``FULL_EVERY``."""
         from fsmem.watch import watch_folder
 
-        stop_watching = watch_folder(str(self.folder), self._changed_here)
+        full_every = FULL_EVERY
+        try:
+            stop_watching = watch_folder(str(self.folder), self._changed_here)
+        except OSError as error:  # a watch limit reached: compare everything at every look instead
+            log.warning("cannot watch %s (%s); comparing the whole folder every %g s", self.folder, error, POLL)
+            stop_watching, full_every = (lambda: None), 0.0
         listener = self.store.listen(lambda _seq: self._poke())
         next_full = 0.0
         try:
@@ -334,7 +339,7 @@ class Sync:
                     stop.wait(POLL)
                     continue
                 if full:
-                    next_full = time.monotonic() + FULL_EVERY
+                    next_full = time.monotonic() + full_every
                 if on_pass is not None and report.changed:
                     on_pass(report)
                 with self._wake:

@@ -329,3 +329,43 @@ def test_a_running_sync_follows_both_sides_and_stops_on_sigterm(tmp_path, store,
     assert "pushed MEMORY.md" in out
     with Sync.open(folder, store):  # the lock went with the process
         pass
+
+
+def test_a_running_sync_outlives_a_restart_of_postgresql(tmp_path, store, postgres, pg_server) -> None:
+    """A save made while the server restarts is pushed once it is back; a change made after it is
+    pulled (the listener reconnects; the passes meanwhile fail and are tried again)."""
+    from fsmem.pg_store import PgStore
+
+    put(store, "MEMORY.md", "# Project\n")
+    folder = tmp_path / "mirror"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env.update(PYTHONPATH=str(REPO), FSMEM_STORE=postgres, FSMEM_PROJECT=store.project)
+    running = subprocess.Popen(
+        [sys.executable, "-m", "fsmem", "sync", str(folder)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+
+        def until(check, what: str) -> None:
+            deadline = time.monotonic() + 60
+            while not check():
+                assert running.poll() is None, running.communicate()
+                assert time.monotonic() < deadline, f"{what} did not happen"
+                time.sleep(0.1)
+
+        until(lambda: (folder / "MEMORY.md").is_file(), "the first pull")
+        pg_server.control("down")
+        (folder / "MEMORY.md").write_text("# Project\n\n- saved while the server was down\n")
+        time.sleep(1)  # let a pass try, and fail, while it is down
+        pg_server.control("up")
+        with PgStore.open(postgres, store.project, create=False) as after:
+            until(
+                lambda: after.read("MEMORY.md") == b"# Project\n\n- saved while the server was down\n",
+                "the push after the restart",
+            )
+            with after.change("write") as tx:
+                tx.write("later.md", b"after the restart\n")
+            until(lambda: (folder / "later.md").is_file(), "the pull after the restart")
+    finally:
+        running.send_signal(signal.SIGTERM)
+        running.communicate(timeout=30)
+    assert running.returncode == 0
