@@ -327,8 +327,9 @@ def test_a_running_sync_follows_both_sides_and_stops_on_sigterm(tmp_path, store,
         out, err = running.communicate(timeout=30)
     assert running.returncode == 0, err
     assert "pushed MEMORY.md" in out
-    with Sync.open(folder, store):  # the lock went with the process
-        pass
+    with Sync.open(folder, store) as mirror:  # the lock went with the process, its state saved
+        assert mirror.base["notes/agent.md"] == version_of(b"from an agent\n")
+        assert not mirror.run_once(None).changed
 
 
 def test_a_running_sync_outlives_a_restart_of_postgresql(tmp_path, store, postgres, pg_server) -> None:
@@ -366,6 +367,6 @@ def test_a_running_sync_outlives_a_restart_of_postgresql(tmp_path, store, postgr
                 tx.write("later.md", b"after the restart\n")
             until(lambda: (folder / "later.md").is_file(), "the pull after the restart")
     finally:
-        running.send_signal(signal.SIGTERM)
+        running.send_signal(signal.SIGINT)  # Ctrl-C: as clean as SIGTERM
         running.communicate(timeout=30)
     assert running.returncode == 0

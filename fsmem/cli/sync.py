@@ -64,10 +64,8 @@ def sync(folder: str, once: bool, as_json: bool) -> None:
             mirror.stop_waiting()
 
         signal.signal(signal.SIGTERM, stopping)
-        try:
-            mirror.run(stop, on_pass=lambda report: _show(report, as_json, line=True))
-        except KeyboardInterrupt:
-            pass
+        signal.signal(signal.SIGINT, stopping)  # Ctrl-C too: the pass under way ends whole, its state saved
+        mirror.run(stop, on_pass=lambda report: _show(report, as_json, line=True))
 
 
 def _show(report: Report, as_json: bool, line: bool = False) -> None:
