@@ -112,6 +112,23 @@ class LogEntry:
         )
 
 
+def log_line(entry: LogEntry) -> str:
+    """An entry as its line of log.jsonl (``LogEntry.from_json`` reads it back)."""
+    line: dict[str, str | bool | None] = {
+        "time": entry.time,
+        "command": entry.command,
+        "path": entry.path,
+        "before": entry.before,
+        "after": entry.after,
+        "thread": entry.thread,
+    }
+    if entry.command == "hand":
+        line["hand"] = True  # a person's save found under a change; kept in versions/
+    if entry.new_path is not None:
+        line["new_path"] = entry.new_path
+    return json.dumps(line, ensure_ascii=False)
+
+
 _SPECIAL_KINDS = (
     (stat_module.S_ISFIFO, "a FIFO (named pipe)"),
     (stat_module.S_ISCHR, "a character device"),
@@ -548,7 +565,7 @@ class Drive:
             for record in copy.proposals:
                 made.save_proposal(record)
             if copy.log:
-                lines = "".join(_log_line(entry) + "\n" for entry in copy.log)
+                lines = "".join(log_line(entry) + "\n" for entry in copy.log)
                 write_atomic(temp / STATE_DIR / LOG_FILE, lines.encode("utf-8"), durable=False)
             if self.settings.durable:
                 os.sync()  # once for every file above, before the rename makes them the root
@@ -896,19 +913,9 @@ class Change:
     def _log(
         self, path: str, before: str | None, after: str | None, new_path: str | None = None, command: str | None = None
     ) -> None:
-        entry: dict[str, str | bool | None] = {
-            "time": now_iso(),
-            "command": command or self.command,
-            "path": path,
-            "before": before,
-            "after": after,
-            "thread": None if command == "hand" else self.thread,
-        }
-        if command == "hand":
-            entry["hand"] = True  # a person's save found under a change; kept in versions/
-        if new_path is not None:
-            entry["new_path"] = new_path
-        _append_line(self.drive.state / LOG_FILE, json.dumps(entry, ensure_ascii=False))
+        thread = None if command == "hand" else self.thread
+        entry = LogEntry(now_iso(), command or self.command, path, before, after, thread, new_path)
+        _append_line(self.drive.state / LOG_FILE, log_line(entry))
         self.changed.append(path)
 
 
@@ -978,23 +985,6 @@ def _iso_to_micros(moment: str) -> int:
         parsed = parsed.replace(tzinfo=UTC)
     delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _log_line(entry: LogEntry) -> str:
-    """One line of log.jsonl, as ``Change._log`` writes it."""
-    line: dict[str, str | bool | None] = {
-        "time": entry.time,
-        "command": entry.command,
-        "path": entry.path,
-        "before": entry.before,
-        "after": entry.after,
-        "thread": entry.thread,
-    }
-    if entry.command == "hand":
-        line["hand"] = True
-    if entry.new_path is not None:
-        line["new_path"] = entry.new_path
-    return json.dumps(line, ensure_ascii=False)
 
 
 def _check_copied_path(path: str) -> None:
