@@ -272,8 +272,7 @@ class PgStore:
         try:
             self._run(
                 lambda conn: conn.execute(
-                    "INSERT INTO fsmem.proposals (project, id, made_at, thread, scope, request, base, summary, "
-                    "diff, extra) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    _INSERT_PROPOSAL,
                     _proposal_row(self.project_id, proposal),
                 )
             )
@@ -428,8 +427,7 @@ class PgStore:
                     )
                 for record in copy.proposals:
                     conn.execute(
-                        "INSERT INTO fsmem.proposals (project, id, made_at, thread, scope, request, base, summary, "
-                        "diff, extra) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        _INSERT_PROPOSAL,
                         _proposal_row(project, ChangeProposal(**record)),
                     )
                 conn.execute(
@@ -468,12 +466,7 @@ class PgStore:
                     "VALUES (%s, %s, %s, %s, %s)",
                     (self.project_id, _file(path), version, command, data),
                 )
-                conn.execute(
-                    "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
-                    "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s "
-                    "ORDER BY id DESC OFFSET %s LIMIT 1)",
-                    (self.project_id, path, self.project_id, path, self.versions_kept),
-                )
+                conn.execute(_TRIM_KEPT, (self.project_id, path, self.project_id, path, self.versions_kept))
 
         self._run(keep)
         return version
@@ -708,12 +701,7 @@ class PgTransaction:
             (self.command, self.store.project_id, path),
             project_first=False,
         )
-        self._execute(
-            "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
-            "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s "
-            "ORDER BY id DESC OFFSET %s LIMIT 1)",
-            (path, self.store.project_id, path, self.store.versions_kept),
-        )
+        self._execute(_TRIM_KEPT, (path, self.store.project_id, path, self.store.versions_kept))
 
     def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None) -> None:
         self._entries.append((path, new_path, before, after))
@@ -778,6 +766,14 @@ class Listener:
 
 _LOG_COLUMNS = "time, command, path, before, after, thread, new_path"
 _PROPOSAL_COLUMNS = "id, made_at, thread, scope, request, base, summary, diff, extra"
+_INSERT_PROPOSAL = (
+    f"INSERT INTO fsmem.proposals (project, {_PROPOSAL_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+# Keep a path's newest N kept versions (params: project, path, project, path, N).
+_TRIM_KEPT = (
+    "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
+    "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s ORDER BY id DESC OFFSET %s LIMIT 1)"
+)
 
 
 def _migrate(conn: psycopg.Connection[Any]) -> None:
