@@ -20,6 +20,7 @@ Paths here are already normalized by ``fsmem.core.paths``; the drive adds the sy
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -41,9 +42,10 @@ from fsmem.core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.search import Indexed, Plan, Stamp
 from fsmem.core.versions import version_of
-from fsmem.errors import BadPath, Exists, LevelParked, NotFound, Storage, TooLarge
+from fsmem.errors import BadPath, BadRequest, Exists, LevelParked, NotFound, RootNotFound, Storage, TooLarge
 from fsmem.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 from fsmem.rootlock import CRASH_MARK, RootLock, storage_error
+from fsmem.store import CopiedFile, CopiedVersion, ProjectCopy
 
 if TYPE_CHECKING:
     from fsmem.freshness import FolderFeed
@@ -123,6 +125,23 @@ class LogEntry:
             thread=data.get("thread"),
             new_path=data.get("new_path"),
         )
+
+
+def log_line(entry: LogEntry) -> str:
+    """An entry as its line of log.jsonl (``LogEntry.from_json`` reads it back)."""
+    line: dict[str, str | bool | None] = {
+        "time": entry.time,
+        "command": entry.command,
+        "path": entry.path,
+        "before": entry.before,
+        "after": entry.after,
+        "thread": entry.thread,
+    }
+    if entry.command == "hand":
+        line["hand"] = True  # a person's save found under a change; kept in versions/
+    if entry.new_path is not None:
+        line["new_path"] = entry.new_path
+    return json.dumps(line, ensure_ascii=False)
 
 
 _SPECIAL_KINDS = (
@@ -651,6 +670,112 @@ class Drive:
                 return entry
         return None
 
+    # ---- copy (fsmem/copy.py: a whole project into another store) ---------------------------
+
+    def export_project(self) -> ProjectCopy:
+        """Every memory file (and each level folder's identity file), kept version, log entry and
+        proposal, read under the root's lock (when the root has one) so no change lands halfway."""
+        if not self.root.is_dir():
+            raise RootNotFound(f"there is no folder {self.root} to copy; check the path")
+        with self.locked("copy") if self.state.is_dir() else contextlib.nullcontext():
+            files, skipped = self._export_files()
+            versions: list[CopiedVersion] = []
+            versions_root = self.state / VERSIONS_DIR
+            for folder, _, names in sorted(os.walk(versions_root)):
+                path = nfc(Path(folder).relative_to(versions_root).as_posix())
+                for name in sorted(name for name in names if _VERSION_NAME.match(name)):
+                    stamp, _, rest = name.partition("-")
+                    version, _, command = rest.partition("-")
+                    data = (Path(folder) / name).read_bytes()
+                    versions.append(
+                        CopiedVersion(path, version, _stamp_to_iso(stamp), command.removesuffix(".md"), data)
+                    )
+            versions.sort(key=lambda kept: kept.kept_at)  # stable: each path's own order stays
+            proposals = [record for record in map(self.load_proposal, self.proposal_ids()) if record is not None]
+            return ProjectCopy(files, versions, list(self.log()), proposals, skipped)
+
+    def _export_files(self) -> tuple[list[CopiedFile], list[str]]:
+        from fsmem.levels import IDENTITY_FILE
+
+        files: list[CopiedFile] = []
+        skipped: list[str] = []
+        for folder, folders, names in os.walk(self.root):
+            here = Path(folder)
+            folders[:] = sorted(name for name in folders if not name.startswith("."))
+            for name in list(folders):
+                if (here / name).is_symlink():
+                    folders.remove(name)
+                    skipped.append(nfc((here / name).relative_to(self.root).as_posix()))
+            for name in sorted(names):
+                path = nfc((here / name).relative_to(self.root).as_posix())
+                if name.startswith(".") and name != IDENTITY_FILE:
+                    continue  # an editor's swap file, a crash's temp file: never memory
+                info = os.lstat(here / name)
+                if not stat_module.S_ISREG(info.st_mode) or not (is_memory_file_name(name) or name == IDENTITY_FILE):
+                    skipped.append(path)
+                    continue
+                data = self._read_real(here / name, path)
+                if data is not None:
+                    files.append(CopiedFile(path, data, info.st_mtime))
+        return sorted(files, key=lambda file: file.path), sorted(skipped)
+
+    def import_project(self, copy: ProjectCopy) -> None:
+        """Make this root from ``copy``: written into a temp folder beside it and renamed into place
+        at the end, so the root is whole or absent, never half made. Refuses (``EXISTS``) a root that
+        is there and not empty."""
+        from fsmem.memory import init_root
+
+        if os.path.lexists(self.root) and (not self.root.is_dir() or any(os.scandir(self.root))):
+            raise Exists(
+                f"{self.root} already exists and is not empty; copy into a new folder (fsmem copy makes it: "
+                "no `fsmem init` needed), or remove it first"
+            )
+        for file in copy.files:
+            _check_copied_path(file.path)
+        for kept in copy.versions:
+            _check_copied_path(kept.path)
+        try:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            temp = Path(tempfile.mkdtemp(prefix=f".{self.root.name}.copy-", dir=self.root.parent))
+        except OSError as error:
+            raise storage_error(f"making {self.root}", error, changed=False) from error
+        try:
+            for file in copy.files:
+                target = temp / file.path
+                make_dirs(target.parent)
+                write_atomic(target, file.data, durable=False)
+                os.utime(target, (file.modified, file.modified))
+            init_root(temp)  # .fsmem/ as `fsmem init` makes it (and MEMORY.md, if the copy had none)
+            last: dict[str, int] = {}
+            for kept in copy.versions:  # oldest first: each path's stamps must rise, as _stamp() makes them
+                micros = max(_iso_to_micros(kept.kept_at), last.get(kept.path, -1) + 1)
+                last[kept.path] = micros
+                folder = temp / STATE_DIR / VERSIONS_DIR / kept.path
+                make_dirs(folder)
+                write_atomic(
+                    folder / f"{_format_stamp(micros)}-{kept.version}-{kept.command}.md", kept.data, durable=False
+                )
+            made = Drive(temp, dataclasses.replace(self.settings, durable=False))
+            for record in copy.proposals:
+                made.save_proposal(record)
+            if copy.log:
+                lines = "".join(log_line(entry) + "\n" for entry in copy.log)
+                write_atomic(temp / STATE_DIR / LOG_FILE, lines.encode("utf-8"), durable=False)
+            if self.settings.durable:
+                os.sync()  # once for every file above, before the rename makes them the root
+            if os.path.isdir(self.root) and not os.path.islink(self.root):
+                os.rmdir(self.root)  # empty (checked above): the rename below never replaces
+            if not place_new(temp, self.root):
+                raise Exists(f"{self.root} appeared while copying; nothing was changed there")
+            if self.settings.durable:
+                fsync_dir(self.root.parent)
+        except OSError as error:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise storage_error(f"copying into {self.root}", error, changed=False) from error
+        except BaseException:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
+
 
 LOG_TAIL_BLOCK = 1 << 16
 
@@ -996,19 +1121,9 @@ class Change:
     def _log(
         self, path: str, before: str | None, after: str | None, new_path: str | None = None, command: str | None = None
     ) -> None:
-        entry: dict[str, str | bool | None] = {
-            "time": now_iso(),
-            "command": command or self.command,
-            "path": path,
-            "before": before,
-            "after": after,
-            "thread": None if command == "hand" else self.thread,
-        }
-        if command == "hand":
-            entry["hand"] = True  # a person's save found under a change; kept in versions/
-        if new_path is not None:
-            entry["new_path"] = new_path
-        _append_line(self.drive.state / LOG_FILE, json.dumps(entry, ensure_ascii=False))
+        thread = None if command == "hand" else self.thread
+        entry = LogEntry(now_iso(), command or self.command, path, before, after, thread, new_path)
+        _append_line(self.drive.state / LOG_FILE, log_line(entry))
         self.changed.append(path)
 
 
@@ -1047,6 +1162,10 @@ def _stamp() -> str:
     global _last_stamp
     micros = max(time.time_ns() // 1000, _last_stamp + 1)
     _last_stamp = micros
+    return _format_stamp(micros)
+
+
+def _format_stamp(micros: int) -> str:
     moment = datetime.fromtimestamp(micros / 1_000_000, UTC)
     return moment.strftime("%Y%m%dT%H%M%S") + f"{micros % 1_000_000:06d}Z"
 
@@ -1057,3 +1176,31 @@ def _stamp_to_iso(stamp: str) -> str:
     except ValueError:
         return stamp
     return moment.isoformat().replace("+00:00", "") + f".{stamp[15:21]}Z"
+
+
+# ---- copy -----------------------------------------------------------------------------------------
+
+
+def _iso_to_micros(moment: str) -> int:
+    """Microseconds since the epoch of an ISO time as the log and kept versions write it."""
+    try:
+        parsed = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise BadRequest(
+            f"{moment!r} is not a time fsmem wrote (ISO 8601, e.g. 2026-12-01T17:06:21.000000Z)"
+        ) from error
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _check_copied_path(path: str) -> None:
+    """Refuse a path from another store that could lead out of the root or into its state."""
+    parts = path.split("/")
+    if (
+        not path
+        or any(part in ("", ".", "..") or "\\" in part or "\0" in part for part in parts)
+        or parts[0] == STATE_DIR
+    ):
+        raise BadPath(f"the source holds a path fsmem cannot place in a folder ({path!r}); nothing was copied")

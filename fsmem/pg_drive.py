@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -28,12 +27,11 @@ from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name
 from fsmem.core.search import Stamp
 from fsmem.drive import Entry, LogEntry, Parked, VersionInfo
-from fsmem.errors import BadPath, Busy, Exists, NotFound, TooLarge
+from fsmem.errors import BadPath, Exists, NotFound, TooLarge
 from fsmem.pg_index import PgFeed, stamp_ns
-from fsmem.pg_store import PgStore, PgTransaction, StoreUnavailable
+from fsmem.pg_store import PgStore, PgTransaction
 from fsmem.proposals import ChangeProposal
-
-_MEMORY_LOCK = 3  # advisory lock class of ``locked()``, keyed by project id (1, 2: pg_store's)
+from fsmem.store import ProjectCopy
 
 
 def is_database_url(target: str | os.PathLike[str]) -> bool:
@@ -90,7 +88,6 @@ class PgDrive:
         make_dirs(self.state)
         os.chmod(self.state, 0o700)
         self.on_commit: list[Callable[[set[str]], None]] = store.on_commit
-        self._held = threading.local()  # locked(): this thread's depth and connection
         self._deleting: dict[str, Parked] = {}  # level folders this process's deleting_* blocks are deleting
 
     def close(self) -> None:
@@ -151,37 +148,6 @@ class PgDrive:
                 )
 
     # ---- changing -------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def locked(self, command: str = "lock") -> Iterator[None]:
-        """The project's memory-wide lock, across every worker: an advisory lock of its own session,
-        re-entrant per thread. It holds off other ``locked()`` blocks (facts' resolution, a level's
-        claim), not single changes: those are kept apart row by row in their own transactions."""
-        depth = getattr(self._held, "depth", 0)
-        if depth:
-            self._held.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._held.depth -= 1
-            return
-        with self.pg.session() as conn:
-            try:
-                conn.execute("SELECT pg_advisory_lock(%s, %s)", (_MEMORY_LOCK, self.pg.project_id))
-            except psycopg.errors.LockNotAvailable as error:
-                raise Busy(
-                    f"the memory is busy: another worker's {command} held its lock longer than "
-                    f"{self.settings.lock_timeout:g} s; nothing was changed; try again in a moment"
-                ) from error
-            except psycopg.OperationalError as error:
-                raise StoreUnavailable(f"PostgreSQL could not be reached ({error}); nothing was changed") from error
-            self._held.depth = 1
-            try:
-                yield
-            finally:
-                self._held.depth = 0
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_MEMORY_LOCK, self.pg.project_id))
 
     def change(self, command: str, thread: str | None = None) -> contextlib.AbstractContextManager[PgTransaction]:
         return self.pg.change(command, thread)
@@ -269,3 +235,11 @@ class PgDrive:
     def index_feed(self) -> PgFeed:
         """The log's sequence number, and LISTEN/NOTIFY for long-lived workers (``fsmem.pg_index``)."""
         return PgFeed(self)
+
+    # ---- copy (fsmem/copy.py) -------------------------------------------------------------------
+
+    def export_project(self) -> ProjectCopy:
+        return self.pg.export_project()
+
+    def import_project(self, copy: ProjectCopy) -> None:
+        self.pg.import_project(copy)

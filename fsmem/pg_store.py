@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Self, TypeVar
 
@@ -52,6 +52,7 @@ from fsmem.errors import (
     Storage,
 )
 from fsmem.proposals import ChangeProposal
+from fsmem.store import CopiedFile, CopiedVersion, ProjectCopy
 
 T = TypeVar("T")
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
@@ -280,20 +281,8 @@ class PgStore:
         try:
             self._run(
                 lambda conn: conn.execute(
-                    "INSERT INTO fsmem.proposals (project, id, made_at, thread, scope, request, base, summary, "
-                    "diff, extra) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (
-                        self.project_id,
-                        proposal.id,
-                        proposal.made_at,
-                        proposal.thread,
-                        proposal.scope,
-                        Jsonb(proposal.request),
-                        Jsonb(proposal.base),
-                        proposal.summary,
-                        proposal.diff,
-                        Jsonb(proposal.extra),
-                    ),
+                    _INSERT_PROPOSAL,
+                    _proposal_row(self.project_id, proposal),
                 )
             )
         except psycopg.errors.UniqueViolation as error:
@@ -348,20 +337,137 @@ class PgStore:
             for hook in self.on_commit:
                 hook(set(tx.changed))
 
-    @contextlib.contextmanager
-    def session(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection of its own, outside any transaction, for session-level locks."""
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except PoolTimeout as error:
-            raise StoreUnavailable(
-                f"PostgreSQL does not answer ({_first_line(error)}); try again in a moment"
-            ) from error
-
     def listen(self, callback: Callable[[int], None]) -> Listener:
         """Call ``callback(newest_seq)`` from a thread after each commit (and after a reconnect)."""
         return Listener(self, callback)
+
+    # ---- copy (fsmem/copy.py: a whole project into another store) -------------------------------
+
+    def export_project(self) -> ProjectCopy:
+        """Every file, kept version, log entry and proposal of the project, read in one snapshot
+        (REPEATABLE READ): a change committing meanwhile is in all of it or in none of it."""
+
+        def read(conn: psycopg.Connection[Any]) -> ProjectCopy:
+            project = (self.project_id,)
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            try:
+                files = [
+                    CopiedFile(path, bytes(content), modified.timestamp())
+                    for path, content, modified in conn.execute(
+                        "SELECT path, content, modified FROM fsmem.files WHERE project = %s ORDER BY path", project
+                    ).fetchall()
+                ]
+                versions = [
+                    CopiedVersion(path, version, _iso(kept_at), command, bytes(content))
+                    for path, version, kept_at, command, content in conn.execute(
+                        "SELECT path, version, kept_at, command, content FROM fsmem.kept_versions "
+                        "WHERE project = %s ORDER BY id",
+                        project,
+                    ).fetchall()
+                ]
+                log = [
+                    _log_entry(row)
+                    for row in conn.execute(
+                        f"SELECT {_LOG_COLUMNS} FROM fsmem.log WHERE project = %s ORDER BY seq", project
+                    ).fetchall()
+                ]
+                proposals = [
+                    asdict(ChangeProposal(*row))
+                    for row in conn.execute(
+                        f"SELECT {_PROPOSAL_COLUMNS} FROM fsmem.proposals WHERE project = %s ORDER BY id", project
+                    ).fetchall()
+                ]
+            finally:
+                if not conn.broken:
+                    conn.execute("ROLLBACK")
+            return ProjectCopy(files, versions, log, proposals)
+
+        return self._run(read)
+
+    def import_project(self, copy: ProjectCopy) -> None:
+        """Write ``copy`` into this project in ONE transaction: all of it or, on any failure (a
+        killed process, a lost server), nothing. Refuses (``EXISTS``) a project that holds anything."""
+        project = self.project_id
+        with self._connection() as conn:
+            try:
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_FOLDER_LOCK, project))
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_COMMIT_LOCK, project))
+                held = conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %(p)s) "
+                    "OR EXISTS (SELECT 1 FROM fsmem.kept_versions WHERE project = %(p)s) "
+                    "OR EXISTS (SELECT 1 FROM fsmem.log WHERE project = %(p)s) "
+                    "OR EXISTS (SELECT 1 FROM fsmem.proposals WHERE project = %(p)s)",
+                    {"p": project},
+                ).fetchone()
+                if held and held[0]:
+                    raise Exists(
+                        f"project {self.project!r} already holds memory; copy into a new project (fsmem copy "
+                        "makes it: no `fsmem init` needed), or delete this one first"
+                    )
+                with conn.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO fsmem.files (project, path, content, version, modified) "
+                        "VALUES (%s, %s, %s, %s, to_timestamp(%s))",
+                        [(project, f.path, f.data, version_of(f.data), f.modified) for f in copy.files],
+                    )
+                    cursor.executemany(
+                        "INSERT INTO fsmem.kept_versions (project, path, version, kept_at, command, content) "
+                        "VALUES (%s, %s, %s, %s, %s, %s)",
+                        [(project, k.path, k.version, k.kept_at, k.command, k.data) for k in copy.versions],
+                    )
+                    cursor.executemany(  # in order: the identity gives them rising sequence numbers
+                        "INSERT INTO fsmem.log (project, time, command, path, new_path, before, after, thread) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        [
+                            (project, e.time, e.command, e.path, e.new_path, e.before, e.after, e.thread)
+                            for e in copy.log
+                        ],
+                    )
+                for record in copy.proposals:
+                    conn.execute(
+                        _INSERT_PROPOSAL,
+                        _proposal_row(project, ChangeProposal(**record)),
+                    )
+                conn.execute(
+                    "SELECT pg_notify(%s, coalesce(max(seq), 0)::text) FROM fsmem.log WHERE project = %s",
+                    (self.channel, project),
+                )
+            except BaseException as error:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                if isinstance(error, psycopg.Error):
+                    raise _translated(error, "nothing was copied") from error
+                raise
+            try:
+                conn.execute("COMMIT")
+            except psycopg.Error as error:
+                raise _translated(error, "the copy may or may not have been made; look at the project") from error
+
+    # ---- sync (fsmem/sync.py: a folder people edit, mirrored from the project) ------------------
+
+    def file_versions(self) -> dict[str, str]:
+        """Every file's path and version (one query, no content): what a full comparison needs."""
+        return {
+            str(path): str(version)
+            for path, version in self._rows("SELECT path, version FROM fsmem.files WHERE project = %s", ())
+        }
+
+    def keep_version(self, path: str, data: bytes, command: str) -> str:
+        """Keep ``data`` as a version of ``path`` without changing the file (a person's text that
+        lost a conflict); trimmed to the newest N like any kept version. Returns its version."""
+        version = version_of(data)
+
+        def keep(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                conn.execute(
+                    "INSERT INTO fsmem.kept_versions (project, path, version, command, content) "
+                    "VALUES (%s, %s, %s, %s, %s)",
+                    (self.project_id, _file(path), version, command, data),
+                )
+                conn.execute(_TRIM_KEPT, (self.project_id, path, self.project_id, path, self.versions_kept))
+
+        self._run(keep)
+        return version
 
     # ---- connections ----------------------------------------------------------------------------
 
@@ -621,12 +727,7 @@ class PgTransaction:
             (self.command, self.store.project_id, path),
             project_first=False,
         )
-        self._execute(
-            "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
-            "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s "
-            "ORDER BY id DESC OFFSET %s LIMIT 1)",
-            (path, self.store.project_id, path, self.store.versions_kept),
-        )
+        self._execute(_TRIM_KEPT, (path, self.store.project_id, path, self.store.versions_kept))
 
     def _log(self, path: str, before: str | None, after: str | None, new_path: str | None = None) -> None:
         self._entries.append((path, new_path, before, after))
@@ -691,6 +792,14 @@ class Listener:
 
 _LOG_COLUMNS = "time, command, path, before, after, thread, new_path"
 _PROPOSAL_COLUMNS = "id, made_at, thread, scope, request, base, summary, diff, extra"
+_INSERT_PROPOSAL = (
+    f"INSERT INTO fsmem.proposals (project, {_PROPOSAL_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+# Keep a path's newest N kept versions (params: project, path, project, path, N).
+_TRIM_KEPT = (
+    "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
+    "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s ORDER BY id DESC OFFSET %s LIMIT 1)"
+)
 
 
 def _migrate(conn: psycopg.Connection[Any]) -> None:
@@ -770,6 +879,21 @@ def _iso(moment: datetime) -> str:
 def _log_entry(row: Sequence[Any]) -> LogEntry:
     time, command, path, before, after, thread, new_path = row
     return LogEntry(_iso(time), command, path, before, after, thread, new_path)
+
+
+def _proposal_row(project: int, proposal: ChangeProposal) -> tuple[object, ...]:
+    return (
+        project,
+        proposal.id,
+        proposal.made_at,
+        proposal.thread,
+        proposal.scope,
+        Jsonb(proposal.request),
+        Jsonb(proposal.base),
+        proposal.summary,
+        proposal.diff,
+        Jsonb(proposal.extra),
+    )
 
 
 def _first_line(error: BaseException) -> str:

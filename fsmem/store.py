@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -66,7 +67,6 @@ class Store(Protocol):
     def check_free(self, destination: str, label: str = "the new path") -> None: ...
 
     # ---- changing -----------------------------------------------------------------------------
-    def locked(self, command: str = "lock") -> AbstractContextManager[None]: ...
     def change(self, command: str, thread: str | None = None) -> AbstractContextManager[StoreChange]: ...
 
     # ---- history ------------------------------------------------------------------------------
@@ -96,6 +96,11 @@ class Store(Protocol):
     def stamp(self, path: str) -> Hashable | None: ...
     def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Hashable]]: ...  # none: no file
     def folders_mark(self, folders: Sequence[str]) -> Hashable | None: ...  # None: cannot tell, look at all
+
+    # ---- copy (fsmem/copy.py: a whole project from one store to another) ------------------------
+    def export_project(self) -> ProjectCopy: ...
+    def import_project(self, copy: ProjectCopy) -> None: ...
+
     # ---- the search index (issue 12, pg-index) ---------------------------------------------------
     def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
         """The first ``limit`` bytes of a memory file, with the stamp its feed compares by."""
@@ -185,3 +190,43 @@ class IndexWatcher(Protocol):
     def unapplied(self) -> set[str] | None:
         """Paths seen changing and not applied yet while it vouches for the rest; ``None``: it does not."""
         ...
+
+
+# ---- copy -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopiedFile:
+    path: str
+    data: bytes
+    modified: float  # seconds since the epoch
+
+
+@dataclass(frozen=True)
+class CopiedVersion:
+    """A kept version with its bytes, as ``export_project`` reads it."""
+
+    path: str
+    version: str
+    kept_at: str  # ISO time, as ``VersionInfo.kept_at``
+    command: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ProjectCopy:
+    """Everything a project holds, read at one moment: ``Store.export_project`` gives it,
+    ``Store.import_project`` writes it (all or nothing, into a store that holds no memory yet).
+
+    ``versions`` are oldest first (per path, the order ``versions()`` shows reversed); ``log`` in its
+    order. ``skipped`` names what the source held that is not memory (not copied)."""
+
+    files: list[CopiedFile]
+    versions: list[CopiedVersion]
+    log: list[LogEntry]
+    proposals: list[dict[str, Any]]  # records, as ``save_proposal`` takes them
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.files or self.versions or self.log or self.proposals)

@@ -20,6 +20,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from watchdog.events import (
@@ -331,3 +332,36 @@ class Watcher(FileSystemEventHandler):
             write_heartbeat(self.state, state)
         except OSError as error:  # a heartbeat that cannot be written only costs searches a comparison
             self.errors.append(f"heartbeat: {error}")
+
+
+# ---- a plain folder's changes (fsmem/sync.py) ----------------------------------------------------
+
+
+class _FolderEvents(FileSystemEventHandler):
+    def __init__(self, folder: str, on_change: Callable[[str, bool], None]) -> None:
+        self.folder, self.on_change = folder, on_change
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write") or (event.is_directory and event.event_type == "modified"):
+            return
+        for raw in (event.src_path, getattr(event, "dest_path", "") or ""):
+            text = os.fsdecode(raw)
+            if not text.startswith(self.folder + os.sep):
+                continue
+            relative = text[len(self.folder) + 1 :].replace(os.sep, "/")
+            if not any(part.startswith(".") for part in relative.split("/")):  # temp, swap and state files
+                self.on_change(relative, event.is_directory)
+
+
+def watch_folder(folder: str, on_change: Callable[[str, bool], None]) -> Callable[[], None]:
+    """Call ``on_change(relative_path, is_folder)`` from watchdog's thread for each change under
+    ``folder`` (dot-names left out); returns the function that stops watching."""
+    observer = Observer()
+    observer.schedule(_FolderEvents(folder, on_change), folder, recursive=True, event_filter=EVENTS)
+    observer.start()
+
+    def stop() -> None:
+        observer.stop()
+        observer.join(timeout=5)
+
+    return stop

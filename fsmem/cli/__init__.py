@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "edit": "fsmem.cli.files:edit",
     "status": "fsmem.cli.status:status",
 }
+COMMANDS["copy"] = "fsmem.cli.copy:copy"  # issue 12: a project between stores
+COMMANDS["sync"] = "fsmem.cli.sync:sync"  # issue 12: a folder people edit, mirrored from PostgreSQL
 
 # Exit codes by error family; one place, so scripts can rely on them (the README's table).
 EXIT_REQUEST_REFUSED = 1

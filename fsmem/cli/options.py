@@ -109,6 +109,18 @@ def _remember(key: str) -> Callable[[click.Context, click.Parameter, str | None]
 
 def root_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--root DIR``, or ``--store URL --project NAME`` for a project kept in PostgreSQL."""
+    return click.option(
+        "--root",
+        "root",
+        metavar="DIR",
+        default=None,
+        callback=_remember_root,
+        help="The memory root (default: $FSMEM_ROOT, else the nearest folder upward with .fsmem/).",
+    )(store_option(command))
+
+
+def store_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--store URL --project NAME`` (read back with ``chosen_store``)."""
     command = click.option(
         "--project",
         metavar="NAME",
@@ -117,21 +129,13 @@ def root_option(command: Callable[..., Any]) -> Callable[..., Any]:
         callback=_remember(_PROJECT_KEY),
         help="The project in the --store database (default: $FSMEM_PROJECT).",
     )(command)
-    command = click.option(
+    return click.option(
         "--store",
         metavar="URL",
         default=None,
         expose_value=False,
         callback=_remember(_STORE_KEY),
         help="Keep memory in PostgreSQL (postgresql://…) instead of a folder (default: $FSMEM_STORE).",
-    )(command)
-    return click.option(
-        "--root",
-        "root",
-        metavar="DIR",
-        default=None,
-        callback=_remember_root,
-        help="The memory root (default: $FSMEM_ROOT, else the nearest folder upward with .fsmem/).",
     )(command)
 
 
