@@ -26,6 +26,10 @@ from fsmem.errors import Exists, NotFound
 
 STORES = ["folder"]
 
+# Cases that need another helper's branch on PostgreSQL, until the lead merges it: test name -> branch.
+# Marked xfail(strict=True) on the postgres store only, so each turns into a failure once it passes.
+PG_NEEDS: dict[str, str] = {}
+
 AGENT = "5c81d0e4-7f2a-4b6e-9d13-2a8c4e6f0b71"
 ROUTINE = "a27f3b90-1c4d-4e8a-b5f2-6d9e0c3a7b14"
 AGENT_FOLDER = "agents/seo-5c81d0e4"
@@ -52,6 +56,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
             opened.append(fsmem.open(root))
             return opened[-1]
     else:
+        needs = PG_NEEDS.get(request.node.originalname)
+        if needs:
+            request.node.add_marker(pytest.mark.xfail(strict=True, reason=f"needs branch {needs}"))
         url = request.getfixturevalue("postgres")
         project = f"conformance-{uuid.uuid4().hex[:12]}"
         caches = iter(range(1000))
