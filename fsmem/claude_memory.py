@@ -213,9 +213,10 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
             relative = normalize_path("/".join(kept))
         except BadPath as error:
             raise ToolError(self._bad_path(error, {}, shown)) from None
-        real = Path(os.path.realpath(self.memory.root / relative))
-        if real != self.memory.root and self.memory.root not in real.parents:
-            raise ToolError(f"Path would escape {MEMORIES} directory via symlink")
+        try:
+            self.memory.drive.canonical(relative)  # the store's guard: no link on the way leads out
+        except BadPath:
+            raise ToolError(f"Path would escape {MEMORIES} directory via symlink") from None
         return relative
 
     @staticmethod
@@ -420,8 +421,8 @@ def _format_file_size(size: int) -> str:
 
 
 def _size(drive: Any, path: str) -> int:
-    info = drive.stat(path)
-    return info.st_size if info else 0
+    info = drive.info(path)
+    return info.size if info else 0
 
 
 def _with_display_path(text: str, relative: str, display: str) -> str:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from fsmem import walk
 from fsmem.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
@@ -47,6 +48,7 @@ VERSIONS_DIR = "versions"
 _VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as _stamp() writes it
 LOG_FILE = "log.jsonl"
 LOCK_FILE = "lock"
+PROPOSALS_DIR = "proposals"
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class VersionInfo:
     kept_at: str  # ISO time the content was replaced
     command: str  # what replaced it: write, delete, rename, revert, ...
     size: int
-    file: Path
+    file: Path | None = None  # where a folder keeps it (None in a database: ``store.read_version``)
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,11 @@ class Drive:
         self.in_write_window: Callable[[str], None] | None = None
         self.after_swap: Callable[[str], None] | None = None  # test hook: just after the swap
         self._case_blind: bool | None = None  # found out on first use (once .fsmem/ can tell)
+        self.name = self.root.name
+        self.label = str(self.root)
+
+    def close(self) -> None:
+        """Nothing to let go: a folder holds no connection (the lock is taken per change)."""
 
     # ---- locating ---------------------------------------------------------------------------
 
@@ -283,11 +290,13 @@ class Drive:
         if not stat_module.S_ISREG(mode) and not stat_module.S_ISDIR(mode):
             raise not_regular(path, mode)
 
-    def stat(self, path: str) -> os.stat_result | None:
+    def info(self, path: str) -> Entry | None:
+        """What is at ``path`` (a file or a folder, its size as ``stat`` gives it, modified time), or None."""
         try:
-            return os.stat(self.resolve(path))
-        except FileNotFoundError:
+            found = os.stat(self.resolve(path))
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        return Entry(path, stat_module.S_ISDIR(found.st_mode), found.st_size, found.st_mtime)
 
     def entries(self, path: str) -> list[Entry]:
         """The visible children of a folder, sorted: no dot-names, no links leading out."""
@@ -378,6 +387,47 @@ class Drive:
                 VersionInfo(path, version, _stamp_to_iso(stamp), command.removesuffix(".md"), item.stat().st_size, item)
             )
         return kept
+
+    def read_version(self, kept: VersionInfo) -> bytes:
+        if kept.file is None:
+            raise NotFound(f"version {kept.version} of {kept.path} is not kept in this folder")
+        return kept.file.read_bytes()
+
+    # ---- proposals: .fsmem/proposals/<id>.json ------------------------------------------------
+
+    def _proposal_file(self, proposal_id: str) -> Path | None:
+        if not proposal_id or "/" in proposal_id or proposal_id.startswith("."):
+            return None
+        return self.state / PROPOSALS_DIR / f"{proposal_id}.json"
+
+    def save_proposal(self, record: dict[str, Any]) -> None:
+        file = self._proposal_file(str(record["id"]))
+        if file is None:
+            raise BadPath(f"{record['id']!r} is not a proposal id")
+        make_dirs(file.parent)
+        data = json.dumps(record, ensure_ascii=False, indent=2).encode("utf-8")
+        write_atomic(file, data, durable=self.settings.durable)
+
+    def load_proposal(self, proposal_id: str) -> dict[str, Any] | None:
+        file = self._proposal_file(proposal_id)
+        try:
+            return None if file is None else dict(json.loads(file.read_text(encoding="utf-8")))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def proposal_ids(self) -> list[str]:
+        folder = self.state / PROPOSALS_DIR
+        return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+    def delete_proposal(self, proposal_id: str) -> None:
+        file = self._proposal_file(proposal_id)
+        try:
+            if file is not None:
+                os.unlink(file)
+                return
+        except FileNotFoundError:
+            pass
+        raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
 
     def log(self) -> Iterator[LogEntry]:
         log_file = self.state / LOG_FILE

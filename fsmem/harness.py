@@ -118,7 +118,7 @@ class Session:
         self.model = model
         self.thread_id = thread_id or f"thread-{uuid.uuid4().hex[:12]}"
         self.run = memory.run(scope, thread_id=self.thread_id)
-        self.system = prompts.system_prompt(project or memory.root.name)
+        self.system = prompts.system_prompt(project or memory.name)
         self.tools = [memory_tool_spec()]
         self.recall = recall
         self.recall_tokens = recall_tokens

@@ -278,14 +278,14 @@ def _serve(
         files = await anyio.to_thread.run_sync(memory.scope_files, state.run.scope)
         resources = []
         for path in files:
-            info = await anyio.to_thread.run_sync(memory.drive.stat, path)
+            info = await anyio.to_thread.run_sync(memory.drive.info, path)
             resources.append(
                 types.Resource(
                     name=path,
                     uri=resource_uri(path),
                     description=_describe(path),
                     mime_type=MARKDOWN,
-                    size=info.st_size if info else 0,
+                    size=info.size if info else 0,
                 )
             )
         return types.ListResourcesResult(resources=resources)

@@ -27,11 +27,12 @@ from fsmem.core.paths import normalize_path
 from fsmem.core.requests import check_text
 from fsmem.core.search import SearchHit
 from fsmem.drive import Drive, LogEntry, VersionInfo
-from fsmem.errors import Exists, FsmemError, NotFound, RootNotFound, Storage
+from fsmem.errors import Exists, FsmemError, NotFound, RootNotFound, SetupError, Storage
 from fsmem.grep import grep
 from fsmem.index_state import note_pending
 from fsmem.levels import Scope
 from fsmem.rootlock import CRASH_MARK
+from fsmem.store import Store
 
 if TYPE_CHECKING:
     from fsmem.facts import Facts
@@ -40,11 +41,25 @@ if TYPE_CHECKING:
     from fsmem.watch import Watcher
 
 
-def open(root: str | os.PathLike[str], create: bool = False, settings: Settings | None = None) -> Memory:
-    """Open a memory root; with ``create``, make it first (``.fsmem/`` and an empty ``MEMORY.md``)."""
+def open(
+    root: str | os.PathLike[str],
+    create: bool = False,
+    settings: Settings | None = None,
+    *,
+    project: str | None = None,
+    cache: str | os.PathLike[str] | None = None,
+) -> Memory:
+    """Open a project's memory: a folder (``root``), or a project in PostgreSQL (``root`` a
+    ``postgresql://`` URL and ``project`` its name; ``cache`` the folder this worker keeps its search
+    index in, by default under ``~/.cache/fsmem``). With ``create``, make it first (an empty
+    ``MEMORY.md``; a folder also gets its ``.fsmem/``)."""
     from fsmem.system import check_system
 
     check_system()  # Linux and macOS; elsewhere, say what is missing before anything is touched
+    if isinstance(root, str) and root.startswith(("postgresql://", "postgres://")):
+        return _open_database(root, project, create, settings, cache)
+    if project is not None:
+        raise SetupError("a project name is for a PostgreSQL store; a folder is its own project (drop project=)")
     root_path = Path(root).expanduser()
     if not (root_path / STATE_DIR).is_dir():
         if not create:
@@ -53,7 +68,23 @@ def open(root: str | os.PathLike[str], create: bool = False, settings: Settings 
                 "or open it with create=True"
             )
         init_root(root_path)
-    return Memory(root_path, settings or load_settings(root_path))
+    settings = settings or load_settings(root_path)
+    return Memory(Drive(root_path, settings), settings)
+
+
+def _open_database(
+    url: str, project: str | None, create: bool, settings: Settings | None, cache: str | os.PathLike[str] | None
+) -> Memory:
+    if not project:
+        raise SetupError("a PostgreSQL store holds many projects: name one (project='rye-and-ember', --project)")
+    try:
+        from fsmem.pg_drive import open_store
+    except ImportError as error:
+        raise SetupError(
+            f"PostgreSQL needs the postgres extra ({error}); install it with pip install 'fsmem[postgres]'"
+        ) from error
+    settings = settings or load_settings(None)
+    return Memory(open_store(url, project, settings, create=create, cache=cache), settings)
 
 
 def init_root(root: Path) -> None:
@@ -81,51 +112,58 @@ def _create(file: Path, data: bytes) -> None:
 class Memory:
     """One project's memory folder. Safe to share between threads and processes."""
 
-    def __init__(self, root: Path, settings: Settings) -> None:
+    def __init__(self, drive: Store, settings: Settings) -> None:
         self.settings = settings
-        self.drive = Drive(root, settings)
+        self.drive = drive
         self._index: Index | None = None
         self._watcher: Watcher | None = None
         self._watch_refused = False
         self._watch_mutex = threading.Lock()
+        if isinstance(drive, Drive):
+            self._open_folder(drive)
+
+    def _open_folder(self, drive: Drive) -> None:
+        """What a folder needs before use: notes for the index, folders a dead ``deleting_*`` block
+        left parked, a killed change's repair, debris of derived state, ``.fsmem/`` kept private."""
         # Every change notes its paths, under its lock, for the next search (any process) to index first:
         # searchable when it returns, without a tantivy commit (or even a tantivy import) on the write path.
-        self.drive.on_commit.append(self._note_for_index)
-        if any(self.drive.state.glob(f"{levels.PARKED_PREFIX}*")):
+        drive.on_commit.append(self._note_for_index)
+        if any(drive.state.glob(f"{levels.PARKED_PREFIX}*")):
             levels.restore_parked(self)
-        if self.drive.crash_left():
-            self._repair_after_crash()
+        if drive.crash_left():
+            self._repair_after_crash(drive)
         else:  # derived state is written outside the lock too (caches): its debris is looked for here
-            for folder in (self.drive.state, self.drive.state / "cache"):
+            for folder in (drive.state, drive.state / "cache"):
                 remove_dead_temps(folder, deep=False)
-        self._keep_state_private()
+        self._keep_state_private(drive)
 
-    def _repair_after_crash(self) -> None:
+    def _repair_after_crash(self, drive: Drive) -> None:
         """A change was killed holding the lock (its lock file was left signed): remove the temp files
         of writers that are gone, finish the facts change it cut short, then forget the mark."""
         try:
-            with self.drive.held_if_free("repair") as held:  # taking it finds a dead holder's signature
-                if not held or not os.path.lexists(self.drive.state / CRASH_MARK):
+            with drive.held_if_free("repair") as held:  # taking it finds a dead holder's signature
+                if not held or not os.path.lexists(drive.state / CRASH_MARK):
                     return  # a live change holds it (it was signed by one at work): nothing to repair
-                remove_dead_temps(self.root)
-                if (self.root / layout.FACTS_DIR).is_dir():
+                remove_dead_temps(drive.root)
+                if (drive.root / layout.FACTS_DIR).is_dir():
                     self.facts.repair()
-                os.unlink(self.drive.state / CRASH_MARK)
+                os.unlink(drive.state / CRASH_MARK)
         except (FsmemError, OSError):
             pass  # a read-only root: the next open tries again; reads never need the repair
 
-    def _keep_state_private(self) -> None:
+    @staticmethod
+    def _keep_state_private(drive: Drive) -> None:
         """``.fsmem/`` (full text in the index, the log, versions) is the owner's alone, even in a root
         made by an older fsmem or under a loose umask; everything inside is reached only through it."""
         try:
-            if os.stat(self.drive.state).st_mode & 0o077:
-                os.chmod(self.drive.state, 0o700)
+            if os.stat(drive.state).st_mode & 0o077:
+                os.chmod(drive.state, 0o700)
         except OSError:
             pass  # read-only, or not ours: nothing to do that would not fail
 
     def _note_for_index(self, paths: set[str]) -> None:
         try:
-            note_pending(self.root, paths)
+            note_pending(self.drive.state.parent, paths)
         except OSError as error:
             warnings.warn(
                 f"could not note a change for the search index ({error}); the next search's comparison will find it",
@@ -133,11 +171,17 @@ class Memory:
             )
 
     @property
-    def root(self) -> Path:
-        return self.drive.root
+    def root(self) -> Path | None:
+        """The memory folder (None for a store that is no folder: a database)."""
+        return self.drive.root if isinstance(self.drive, Drive) else None
+
+    @property
+    def name(self) -> str:
+        """The project's name: its folder's, or the one it has in the database."""
+        return self.drive.name
 
     def __repr__(self) -> str:
-        return f"<fsmem.Memory {self.root}>"
+        return f"<fsmem.Memory {self.drive.label}>"
 
     # ---- runs -------------------------------------------------------------------------------
 
@@ -287,7 +331,8 @@ class Memory:
     def _refuse_watching(self, reason: str) -> None:
         self._watch_refused = True
         warnings.warn(
-            f"cannot watch {self.root} for changes ({reason}); every search compares the files instead", stacklevel=4
+            f"cannot watch {self.drive.label} for changes ({reason}); every search compares the files instead",
+            stacklevel=4,
         )
 
     def watch(self, **options: float) -> Watcher:
@@ -302,12 +347,14 @@ class Memory:
             return self._watcher
 
     def close(self) -> None:
-        """Stop what this memory started (its watcher). Searches after it compare again."""
+        """Stop what this memory started (its watcher; a database's connections). Searches after it
+        compare again."""
         with self._watch_mutex:
             watcher, self._watcher = self._watcher, None
             self._watch_refused = True
         if watcher is not None:
             watcher.stop()
+        self.drive.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -332,7 +379,7 @@ class Memory:
         if not kept:
             which = f"version {version}" if version else "an earlier version"
             raise NotFound(f"{path!r} has no {which} kept; `fsmem versions {path}` lists what there is")
-        data = kept[0].file.read_bytes()
+        data = self.drive.read_version(kept[0])
         with self.drive.change("revert", thread) as tx:
             return tx.write(path, data)
 

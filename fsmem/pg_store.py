@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from fsmem import pg_schema
 from fsmem.core.paths import normalize_path
 from fsmem.core.versions import version_of
-from fsmem.drive import Entry, LogEntry
+from fsmem.drive import Entry, HandEdit, LogEntry
 from fsmem.errors import (
     BadPath,
     Busy,
@@ -184,13 +184,30 @@ class PgStore:
         return sorted(children.values(), key=lambda entry: entry.path)
 
     def walk_files(self, path: str = "") -> Iterator[Entry]:
-        """Every ``.md`` file under a folder, in path order."""
+        """Every file under a folder, in path order."""
         for child, size, modified in self._rows(
             "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
-            "AND path >= %s AND path < %s AND path LIKE '%%.md' ORDER BY path",
+            "AND path >= %s AND path < %s ORDER BY path",
             _range(_folder(path)),
         ):
             yield Entry(child, False, size, modified.timestamp())
+
+    def info(self, path: str) -> Entry | None:
+        """A file (its size and modified time), a folder (while it holds a file), or None."""
+        if path == "":
+            return Entry("", True, 0, 0.0)
+        low, high = _range(_folder(path))
+        row = self._run(
+            lambda conn: conn.execute(
+                "SELECT octet_length(content), modified, path = %s FROM fsmem.files WHERE project = %s "
+                "AND (path = %s OR (path >= %s AND path < %s)) ORDER BY path = %s DESC, modified DESC LIMIT 1",
+                (path, self.project_id, path, low, high, path),
+            ).fetchone()
+        )
+        if row is None:
+            return None
+        size, modified, is_file = row
+        return Entry(path, not is_file, size if is_file else 0, modified.timestamp())
 
     # ---- history --------------------------------------------------------------------------------
 
@@ -322,6 +339,17 @@ class PgStore:
             for hook in self.on_commit:
                 hook(set(tx.changed))
 
+    @contextlib.contextmanager
+    def session(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection of its own, outside any transaction, for session-level locks."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as error:
+            raise StoreUnavailable(
+                f"PostgreSQL does not answer ({_first_line(error)}); try again in a moment"
+            ) from error
+
     def listen(self, callback: Callable[[int], None]) -> Listener:
         """Call ``callback(newest_seq)`` from a thread after each commit (and after a reconnect)."""
         return Listener(self, callback)
@@ -381,6 +409,7 @@ class PgTransaction:
         self.store, self.conn = store, conn
         self.command, self.thread = command, thread
         self.changed: list[str] = []
+        self.hand_edits: list[HandEdit] = []  # rows have no editor saving behind a change's back
         self._entries: list[tuple[str, str | None, str | None, str | None]] = []
         self._lock_held: Literal["", "shared", "exclusive"] = ""
         self._seen: dict[str, str | None] = {}  # path -> version read: later operations expect it

@@ -1,4 +1,4 @@
-"""Changes a reviewer made that wait for a person: kept in ``.fsmem/proposals/<id>.json``.
+"""Changes a reviewer made that wait for a person: kept by the store (``.fsmem/proposals/<id>.json`` in a folder).
 
 A proposal records the request, the scope and thread it came from, and the version of every file it
 would change as it was when the proposal was made (its base). ``approve`` applies it only if those
@@ -7,13 +7,10 @@ files still hold what they held; ``discard`` drops it.
 
 from __future__ import annotations
 
-import json
-import os
 import secrets as random_ids
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fsmem.atomic import write_atomic
 from fsmem.core.requests import parse_request
 from fsmem.core.versions import version_of
 from fsmem.drive import now_iso
@@ -21,8 +18,6 @@ from fsmem.errors import Conflict, NotFound, RequestError
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
-
-PROPOSALS_DIR = "proposals"
 
 
 @dataclass(frozen=True)
@@ -50,38 +45,26 @@ def new_id() -> str:
     return f"{stamp[:10].replace('-', '')}T{stamp[11:19].replace(':', '')}-{random_ids.token_hex(3)}"
 
 
-def _folder(memory: Memory):
-    return memory.drive.state / PROPOSALS_DIR
-
-
 def save(memory: Memory, proposal: ChangeProposal) -> None:
-    folder = _folder(memory)
-    folder.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(asdict(proposal), ensure_ascii=False, indent=2).encode("utf-8")
-    write_atomic(folder / f"{proposal.id}.json", data, durable=memory.settings.durable)
+    memory.drive.save_proposal(asdict(proposal))
 
 
 def load(memory: Memory, proposal_id: str) -> ChangeProposal:
-    path = _folder(memory) / f"{proposal_id}.json"
-    if "/" in proposal_id or not path.is_file():
+    record = memory.drive.load_proposal(proposal_id)
+    if record is None:
         raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
-    return ChangeProposal(**json.loads(path.read_text(encoding="utf-8")))
+    return ChangeProposal(**record)
 
 
 def resolve_id(memory: Memory, typed: str) -> str:
     """The full id an unambiguous prefix stands for, as a person types it (``fsmem proposals approve 2026``)."""
     from fsmem.core.prefix import resolve_prefix
 
-    folder = _folder(memory)
-    ids = [p.stem for p in folder.glob("*.json")] if folder.is_dir() else []
-    return resolve_prefix(typed, ids, "proposal", "fsmem proposals")
+    return resolve_prefix(typed, memory.drive.proposal_ids(), "proposal", "fsmem proposals")
 
 
 def all_proposals(memory: Memory) -> list[ChangeProposal]:
-    folder = _folder(memory)
-    if not folder.is_dir():
-        return []
-    return sorted((load(memory, p.stem) for p in folder.glob("*.json")), key=lambda p: p.made_at)
+    return sorted((load(memory, proposal_id) for proposal_id in memory.drive.proposal_ids()), key=lambda p: p.made_at)
 
 
 def stale_paths(memory: Memory, proposal: ChangeProposal) -> list[str]:
@@ -124,5 +107,4 @@ def approve(memory: Memory, proposal_id: str) -> dict[str, Any]:
 
 
 def discard(memory: Memory, proposal_id: str) -> None:
-    load(memory, proposal_id)
-    os.unlink(_folder(memory) / f"{proposal_id}.json")
+    memory.drive.delete_proposal(proposal_id)

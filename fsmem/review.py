@@ -168,7 +168,7 @@ def review_messages(
 ) -> list[dict[str, Any]]:
     """What the model is given: the harness's system prompt, the conversation copy, the scope's memory
     copies (which ``run`` now counts as read) and the review prompt, last."""
-    system = prompts.system_prompt(project or run.memory.root.name)
+    system = prompts.system_prompt(project or run.memory.name)
     conversation = [dict(turn) for turn in turns]
     if dropped:
         conversation.insert(

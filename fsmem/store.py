@@ -19,12 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from fsmem.config import Settings
     from fsmem.drive import Entry, HandEdit, LogEntry, VersionInfo
-    from fsmem.proposals import ChangeProposal
 
 
 class StoreChange(Protocol):
@@ -71,8 +70,9 @@ class Store(Protocol):
     def last_change(self, path: str) -> LogEntry | None: ...
 
     # ---- proposals ----------------------------------------------------------------------------
-    def save_proposal(self, proposal: ChangeProposal) -> None: ...
-    def load_proposal(self, proposal_id: str) -> ChangeProposal: ...
+    # A proposal is kept as the plain record ``fsmem.proposals.ChangeProposal`` turns into (asdict).
+    def save_proposal(self, record: dict[str, Any]) -> None: ...
+    def load_proposal(self, proposal_id: str) -> dict[str, Any] | None: ...
     def proposal_ids(self) -> list[str]: ...
     def delete_proposal(self, proposal_id: str) -> None: ...
 

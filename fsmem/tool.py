@@ -177,12 +177,12 @@ class Run:
                 "routines/ only routine folders); only the harness creates, renames or deletes those. "
                 "Put the file in an existing agent's or routine's folder, or in a project topic folder"
             )
-        if role.agent_folder and not self.drive.resolve(role.agent_folder).is_dir():
+        if role.agent_folder and not self.drive.is_dir(role.agent_folder):
             raise Protected(
                 f"there is no agent folder {role.agent_folder}; agents are created by the harness, so "
                 "write to an existing agent's folder or to a project file"
             )
-        if role.routine_folder and not self.drive.resolve(role.routine_folder).is_dir():
+        if role.routine_folder and not self.drive.is_dir(role.routine_folder):
             raise Protected(
                 f"there is no routine folder {role.routine_folder}; routines are created by the harness, "
                 "so write to an existing routine's folder"
@@ -223,9 +223,9 @@ class Run:
                 f"{path} is not UTF-8 text (edited outside fsmem?), so it cannot be shown; write it whole "
                 "with content to replace it (its bytes stay in the versions kept)"
             ) from error
-        info = self.drive.stat(path)
+        info = self.drive.info(path)
         view = render.file_view(
-            path, text, version, info.st_mtime if info else 0.0, request.start_line, request.end_line
+            path, text, version, info.modified if info else 0.0, request.start_line, request.end_line
         )
         if len(view) > cap:
             raise TooLarge(

@@ -154,9 +154,22 @@ def postgres(pg_server: PgServer):
     name = f"fsmem_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server.url, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield make_conninfo(pg_server.url, dbname=name)
+    yield as_url(make_conninfo(pg_server.url, dbname=name))
     with psycopg.connect(pg_server.url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def as_url(conninfo: str) -> str:
+    """A libpq connection string as the ``postgresql://`` URL a user passes to ``fsmem.open``."""
+    from urllib.parse import quote, urlencode
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = {key: str(value) for key, value in conninfo_to_dict(conninfo).items()}
+    user = quote(params.pop("user", ""), safe="")
+    dbname = quote(params.pop("dbname", ""), safe="")
+    query = urlencode(params)
+    return f"postgresql://{user + '@' if user else ''}/{dbname}{'?' + query if query else ''}"
 
 
 def index_of(root: Path):

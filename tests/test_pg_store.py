@@ -128,9 +128,9 @@ def test_entries_walk_and_folders(store) -> None:
         ("MEMORY.md", False, 9), ("seo", True, 0), ("seoish.md", False, 9)]
     assert [(e.path, e.is_dir) for e in store.entries("seo")] == [
         ("seo/a.md", False), ("seo/b.md", False), ("seo/data.csv", False), ("seo/deep", True)]
-    assert [e.path for e in store.walk_files("seo")] == ["seo/a.md", "seo/b.md", "seo/deep/c.md"]
-    assert [e.path for e in store.walk_files()] == ["MEMORY.md", "seo/a.md", "seo/b.md", "seo/deep/c.md",
-                                                    "seoish.md"]
+    assert [e.path for e in store.walk_files("seo")] == ["seo/a.md", "seo/b.md", "seo/data.csv", "seo/deep/c.md"]
+    assert [e.path for e in store.walk_files()] == ["MEMORY.md", "seo/a.md", "seo/b.md", "seo/data.csv",
+                                                    "seo/deep/c.md", "seoish.md"]
     assert store.is_dir("seo") and store.exists("seo") and not store.is_dir("seoish.md")
     with pytest.raises(NotFound):
         store.entries("nothing")

@@ -12,7 +12,7 @@ import click
 
 from fsmem.atomic import write_atomic
 from fsmem.cli.model_options import make_model, model_options
-from fsmem.cli.options import echo_json, find_root, json_option, root_option
+from fsmem.cli.options import echo_json, json_option, open_memory, root_option
 from fsmem.errors import ModelError, ScopeError, SetupError
 
 
@@ -122,7 +122,6 @@ def chat(
 
     Reads one message a line from stdin (or takes -m). `/compact` compacts the thread; `/quit` ends.
     """
-    import fsmem
     from fsmem.harness import Session
 
     if not model_settings.url:
@@ -131,7 +130,7 @@ def chat(
             "$FSMEM_MODEL_URL and $FSMEM_MODEL); try `fsmem demo` for the scripted one"
         )
     model = make_model(model_settings)
-    memory = fsmem.open(find_root(root))
+    memory = open_memory(root)
     scope, scope_key = _scope(agent_id, agent_name, routine_id, routine_name)
     thread_id, history = _load_thread(thread_file, scope_key)
     session = Session(memory, scope, model, thread_id=thread_id, recall=recall, messages=history)

@@ -17,6 +17,7 @@ from fsmem.cli.options import (
     expect_option,
     json_line,
     json_option,
+    open_memory,
     open_root,
     root_option,
     shell_path,
@@ -73,10 +74,20 @@ def init(directory: Path | None, root: str | None, as_json: bool) -> None:
     A folder of notes you already have becomes a root as it is: its files stay where they are and
     are searchable at once.
     """
+    from fsmem.cli.options import chosen_store
     from fsmem.memory import init_root
     from fsmem.system import check_system
 
     check_system()
+    url, project = chosen_store()
+    if url is not None and directory is None and not root:
+        memory = open_memory(None, watch=False, create=True)
+        if as_json:
+            echo_json({"store": memory.drive.label, "project": memory.name})
+        else:
+            click.echo(f"Ready: {memory.drive.label}")
+        memory.close()
+        return
     target = (directory or (Path(root).expanduser() if root else None) or Path.cwd()).resolve()
     existed = (target / ".fsmem").is_dir()
     init_root(target)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from fsmem.cli.options import find_root, root_option
+from fsmem.cli.options import open_memory, root_option
 from fsmem.errors import FsmemError, RootNotFound
 
 
@@ -35,7 +35,6 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
     A configuration that cannot serve (no root, a bad scope) still starts: every call is answered
     with a tool error that says what to fix, and the reason goes to stderr.
     """
-    import fsmem
     from fsmem.levels import Scope
 
     try:
@@ -46,7 +45,7 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
         ) from error
     try:
         scope = Scope.parse(scope_text)
-        memory = fsmem.open(find_root(root), create=create)
+        memory = open_memory(root, create=create)
     except RootNotFound as error:
         hint = "" if create else "; or add --create to the server's args to make it"
         mcp_server.serve(None, None, thread_prefix, problem=RootNotFound(error.message + hint))

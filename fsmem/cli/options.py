@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fsmem.core.layout import STATE_DIR
-from fsmem.errors import BadPath, RootNotFound
+from fsmem.errors import BadPath, RootNotFound, SetupError
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
@@ -24,17 +24,43 @@ _ROOT_KEY = "fsmem.root"
 _JSON_KEY = "fsmem.json"
 
 
+_STORE_KEY = "fsmem.store"
+_PROJECT_KEY = "fsmem.project"
+
+
 def open_root(explicit: str | None, near: str | None = None) -> Memory:
-    """The memory a one-shot command works on (``find_root``), with the root's settings but no watcher:
-    a process that searches once would only pay for starting one (and leave it to die with it)."""
+    """The memory a one-shot command works on, with its settings but no watcher: a process that
+    searches once would only pay for starting one (and leave it to die with it)."""
+    return open_memory(explicit, near, watch=False)
+
+
+def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = True, create: bool = False) -> Memory:
+    """The memory a command names: ``--store URL --project NAME`` (or ``$FSMEM_STORE`` and
+    ``$FSMEM_PROJECT``) for a project in PostgreSQL, else the folder ``find_root`` finds."""
     import dataclasses
 
     import fsmem
     from fsmem.config import load_settings
 
+    url, project = chosen_store()
+    if url is not None and not explicit:
+        settings = load_settings(None)
+        return fsmem.open(url, create=create, project=project, settings=dataclasses.replace(settings, watch=watch))
     folder = find_root(explicit, near)
-    settings = load_settings(folder) if (folder / STATE_DIR).is_dir() else None
-    return fsmem.open(folder, settings=dataclasses.replace(settings, watch=False) if settings else None)
+    settings = load_settings(folder) if (folder / STATE_DIR).is_dir() else load_settings(None)
+    return fsmem.open(folder, create=create, settings=dataclasses.replace(settings, watch=watch))
+
+
+def chosen_store() -> tuple[str | None, str | None]:
+    """The PostgreSQL URL and project given by ``--store``/``--project`` or their variables, if any."""
+    meta = ctx.meta if (ctx := click.get_current_context(silent=True)) is not None else {}
+    url = meta.get(_STORE_KEY) or os.environ.get("FSMEM_STORE") or None
+    project = meta.get(_PROJECT_KEY) or os.environ.get("FSMEM_PROJECT") or None
+    if url is None and project is not None:
+        raise SetupError("--project names a project in PostgreSQL: give --store URL too (or $FSMEM_STORE)")
+    if url is not None and project is None:
+        raise SetupError("a PostgreSQL store holds many projects: name one with --project NAME (or $FSMEM_PROJECT)")
+    return url, project
 
 
 def find_root(explicit: str | None, near: str | None = None) -> Path:
@@ -73,7 +99,32 @@ def wants_json(ctx: click.Context) -> bool:
     return bool(ctx.meta.get(_JSON_KEY))
 
 
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, str | None], None]:
+    def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value:
+            ctx.meta[key] = value
+
+    return remember
+
+
 def root_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--root DIR``, or ``--store URL --project NAME`` for a project kept in PostgreSQL."""
+    command = click.option(
+        "--project",
+        metavar="NAME",
+        default=None,
+        expose_value=False,
+        callback=_remember(_PROJECT_KEY),
+        help="The project in the --store database (default: $FSMEM_PROJECT).",
+    )(command)
+    command = click.option(
+        "--store",
+        metavar="URL",
+        default=None,
+        expose_value=False,
+        callback=_remember(_STORE_KEY),
+        help="Keep memory in PostgreSQL (postgresql://…) instead of a folder (default: $FSMEM_STORE).",
+    )(command)
     return click.option(
         "--root",
         "root",
@@ -118,14 +169,17 @@ def json_line(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).translate(_LINE_ENDS)
 
 
-def shell_path(typed: str | None, root: Path) -> str:
+def shell_path(typed: str | None, root: Path | None) -> str:
     """The root-relative path a person means by ``typed`` at the shell.
 
     Inside the root, a relative path is taken from the current folder (``cd notes/ops && fsmem read
     deploy.md`` reads ``notes/ops/deploy.md``; ``..`` may climb back up as far as the root) and no
     path means the current folder. An absolute path inside the root is taken as that file. Anything
     else is the tool's form, relative to the root (a leading ``/`` is the root), checked by its rules.
+    A store that is no folder (``root`` None: a database) takes every path in the tool's form.
     """
+    if root is None:
+        return typed or ""
     root = Path(os.path.realpath(root))
     try:
         here: Path | None = Path(os.path.realpath(os.getcwd()))

@@ -185,6 +185,6 @@ def watch(root: str | None, debounce: float) -> None:
     from fsmem.watch import Watcher
 
     memory = open_root(root)
-    click.echo(f"Watching {memory.root} (Ctrl-C to stop).", err=True)
+    click.echo(f"Watching {memory.drive.label} (Ctrl-C to stop).", err=True)
     with _warnings_to_stderr():
         Watcher(memory.index, debounce=debounce).run_forever()

@@ -26,7 +26,7 @@ def gather(memory: Any) -> dict[str, Any]:
     ]
     changes = list(memory.log())[-LAST_CHANGES:]
     return {
-        "root": str(memory.root),
+        "root": memory.drive.label,
         "agents": describe_levels(memory),
         "files": len(files),
         "bytes": sum(entry.size for entry in files),

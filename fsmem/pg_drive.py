@@ -1,0 +1,215 @@
+"""A project's memory in PostgreSQL, behind the store interface (``fsmem.store.Store``).
+
+``fsmem.open("postgresql://host/db", project="rye-and-ember")`` returns a ``Memory`` on this store:
+the same tool, levels, facts, versions, log, proposals and search as on a folder. The record is the
+database's rows (``fsmem.pg_store``: one transaction per change, conditional on the versions read);
+what this worker derives from them and can rebuild at any time (its search index, parse caches)
+lives in a cache folder of its own, ``state``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from fsmem.atomic import make_dirs
+from fsmem.config import Settings
+from fsmem.core.layout import PROJECT_FILE, STATE_DIR
+from fsmem.core.paths import is_memory_file_name
+from fsmem.drive import Entry, LogEntry, VersionInfo
+from fsmem.errors import BadPath, Busy, Exists, NotFound, TooLarge
+from fsmem.pg_store import PgStore, PgTransaction, StoreUnavailable
+from fsmem.proposals import ChangeProposal
+
+_MEMORY_LOCK = 3  # advisory lock class of ``locked()``, keyed by project id (1, 2: pg_store's)
+
+
+def is_database_url(target: str | os.PathLike[str]) -> bool:
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages and cache names."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return url.split("@")[-1]
+    parts.pop("password", None)
+    host, dbname = parts.get("host") or "localhost", parts.get("dbname") or ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{host}{port}/{dbname}"
+
+
+def default_cache(url: str, project: str) -> Path:
+    """``$XDG_CACHE_HOME/fsmem/<project>-<hash of server, database and project>``: one per project per
+    user on this machine, whichever way the URL is spelled or its password changes."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(f"{redacted(url)}\0{project}".encode()).hexdigest()[:12]
+    slug = "".join(char if char.isalnum() or char in "-_" else "-" for char in project)[:40]
+    return base / "fsmem" / f"{slug}-{key}"
+
+
+def open_store(
+    url: str, project: str, settings: Settings, *, create: bool = False, cache: str | os.PathLike[str] | None = None
+) -> PgDrive:
+    """Connect to the project (made, with an empty ``MEMORY.md``, when ``create``)."""
+    store = PgStore.open(
+        url, project, create=create, lock_timeout=settings.lock_timeout, versions_kept=settings.versions_kept
+    )
+    drive = PgDrive(store, Path(cache) if cache is not None else default_cache(url, project), settings, url)
+    if create and not drive.exists(PROJECT_FILE):
+        with contextlib.suppress(Exists), drive.change("init") as tx:
+            if tx.read(PROJECT_FILE) is None:
+                tx.write(PROJECT_FILE, b"")
+    return drive
+
+
+class PgDrive:
+    """The store interface over one project's rows; this worker's derived state in ``cache``."""
+
+    def __init__(self, store: PgStore, cache: Path, settings: Settings, url: str) -> None:
+        self.pg = store
+        self.settings = settings
+        self.url = url
+        self.name = store.project
+        self.label = f"project {store.project} in {redacted(url)}"
+        self.cache = Path(os.path.realpath(cache))
+        self.state = self.cache / STATE_DIR
+        make_dirs(self.state)
+        os.chmod(self.state, 0o700)
+        self.on_commit: list[Callable[[set[str]], None]] = store.on_commit
+        self._held = threading.local()  # locked(): this thread's depth and connection
+
+    def close(self) -> None:
+        self.pg.close()
+
+    # ---- reading --------------------------------------------------------------------------------
+
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        if path == "":
+            return None
+        data = self.pg.read(path)
+        if data is not None and limit is not None and len(data) > limit:
+            raise TooLarge(
+                f"{path} is {len(data):,} bytes, more than the {limit:,} a read shows whole; read part of "
+                "it with start_line and end_line (say lines 1-200), or search it"
+            )
+        return data
+
+    def exists(self, path: str) -> bool:
+        return path == "" or self.pg.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return path == "" or self.pg.is_dir(path)
+
+    def info(self, path: str) -> Entry | None:
+        return self.pg.info(path)
+
+    def canonical(self, path: str) -> str:
+        """Rows hold no links: a path is where it is."""
+        return path
+
+    def entries(self, path: str) -> list[Entry]:
+        return [entry for entry in self.pg.entries(path) if not entry.path.rsplit("/", 1)[-1].startswith(".")]
+
+    def walk_files(self, path: str = "") -> Iterator[Entry]:
+        for entry in self.pg.walk_files(path):
+            if "/." not in f"/{entry.path}" and is_memory_file_name(entry.path.rsplit("/", 1)[-1]):
+                yield entry
+
+    def refuse_special(self, path: str) -> None:
+        """Rows are only ever files: nothing here can be a FIFO, a device or a socket."""
+
+    def check_free(self, destination: str, label: str = "the new path") -> None:
+        if self.pg.exists(destination):
+            raise Exists(f"{label} {destination} already exists; choose another name or delete it first")
+        parts = destination.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            folder = "/".join(parts[:end])
+            if self.pg.version(folder) is not None:
+                raise BadPath(
+                    f"{label} {destination} cannot be made: {folder} is a file, not a folder; "
+                    "choose a path inside a folder"
+                )
+
+    # ---- changing -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self, command: str = "lock") -> Iterator[None]:
+        """The project's memory-wide lock, across every worker: an advisory lock of its own session,
+        re-entrant per thread. It holds off other ``locked()`` blocks (facts' resolution, a level's
+        claim), not single changes: those are kept apart row by row in their own transactions."""
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth -= 1
+            return
+        with self.pg.session() as conn:
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s, %s)", (_MEMORY_LOCK, self.pg.project_id))
+            except psycopg.errors.LockNotAvailable as error:
+                raise Busy(
+                    f"the memory is busy: another worker's {command} held its lock longer than "
+                    f"{self.settings.lock_timeout:g} s; nothing was changed; try again in a moment"
+                ) from error
+            except psycopg.OperationalError as error:
+                raise StoreUnavailable(f"PostgreSQL could not be reached ({error}); nothing was changed") from error
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_MEMORY_LOCK, self.pg.project_id))
+
+    def change(self, command: str, thread: str | None = None) -> contextlib.AbstractContextManager[PgTransaction]:
+        return self.pg.change(command, thread)
+
+    # ---- history --------------------------------------------------------------------------------
+
+    def versions(self, path: str) -> list[VersionInfo]:
+        return [
+            VersionInfo(kept.path, kept.version, kept.kept_at, kept.command, kept.size)
+            for kept in self.pg.versions(path)
+        ]
+
+    def read_version(self, kept: VersionInfo) -> bytes:
+        data = self.pg.read_kept(kept.path, kept.version)
+        if data is None:
+            raise NotFound(f"version {kept.version} of {kept.path} is no longer kept; list them again")
+        return data
+
+    def log(self) -> Iterator[LogEntry]:
+        return self.pg.log()
+
+    def last_change(self, path: str) -> LogEntry | None:
+        return self.pg.last_change(path)
+
+    # ---- proposals ------------------------------------------------------------------------------
+
+    def save_proposal(self, record: dict[str, Any]) -> None:
+        self.pg.save_proposal(ChangeProposal(**record))
+
+    def load_proposal(self, proposal_id: str) -> dict[str, Any] | None:
+        try:
+            return asdict(self.pg.load_proposal(proposal_id))
+        except NotFound:
+            return None
+
+    def proposal_ids(self) -> list[str]:
+        return [proposal.id for proposal in self.pg.proposals()]
+
+    def delete_proposal(self, proposal_id: str) -> None:
+        self.pg.delete_proposal(proposal_id)
