@@ -73,7 +73,7 @@ def open_memory(target: str, project: str | None, cache: Path | None):
 
     if project is None:
         return fsmem.open(target, create=True)
-    return fsmem.open(target, project=project, cache=cache)
+    return fsmem.open(target, create=True, project=project, cache=cache)
 
 
 class Journal:
