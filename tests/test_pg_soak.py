@@ -37,6 +37,7 @@ def test_eight_workers_killed_and_a_restart_lose_no_file_change(postgres, pg_ser
     _soak(postgres, pg_server, tmp_path, FILE_OPS)
 
 
+@pytest.mark.xfail(strict=True, reason="needs branch levels-facts (facts on PostgreSQL) and branch pg-index (search)")
 def test_with_facts_and_searches_every_search_is_fresh(postgres, pg_server, tmp_path: Path) -> None:
     report = _soak(postgres, pg_server, tmp_path, ALL_OPS)
     assert report["search_hits_that_had_to_be_found"] > 0 and report["fact_attributes_checked"] > 0
