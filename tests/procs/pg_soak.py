@@ -628,6 +628,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--url", default="", help="a PostgreSQL conninfo (default: a throwaway cluster)")
     parser.add_argument("--pg-dir", default="", help="the folder of the cluster at --url, to restart it")
     parser.add_argument("--workers", type=int, default=WORKERS)
+    parser.add_argument("--ops", default=",".join(ALL_OPS), help=f"what the workers do (default: {','.join(ALL_OPS)})")
     options = parser.parse_args(argv)
     folder = None
     url, pg_dir = options.url, options.pg_dir or None
@@ -641,7 +642,9 @@ def main(argv: list[str]) -> int:
             return 2
         url, pg_dir = started.stdout.strip(), folder
     try:
-        report = soak(options.seconds, url, restart=_restarter(pg_dir), workers=options.workers)
+        report = soak(
+            options.seconds, url, restart=_restarter(pg_dir), workers=options.workers, ops=tuple(options.ops.split(","))
+        )
     finally:
         if folder:
             subprocess.run([str(REPO / "bin" / "pg-throwaway"), "stop", folder], capture_output=True, check=False)
