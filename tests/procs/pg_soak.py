@@ -516,7 +516,7 @@ def audit(target: str, project: str | None, journals: Path, killed: list[int]) -
     kept_ok = 0
     for path in [p for p in files if p.startswith("own/")][:20]:
         for info in memory.versions(path):
-            data = memory.drive.read_version(info) if hasattr(memory.drive, "read_version") else info.file.read_bytes()
+            data = memory.drive.read_version(info)
             if version_of(data) != info.version:
                 problems.append(f"kept version {info.version} of {path} does not hash to its name")
             kept_ok += 1
