@@ -15,6 +15,15 @@ as the folder drive's fsync'd writes) and removes it afterwards. Rows:
 - search on every worker: two Memories on one project with their own cache folders (two machines):
   the freshness check a search makes when nothing changed (the newest-seq query; target ≤ 0.5 ms p50),
   a whole search, and a write on worker A until the next search on worker B finds it (≤ 50 ms p50).
+
+Then the same through ``Memory`` and the tool (``run.call``), as a model's calls arrive:
+
+- a tool write and a tool read on PostgreSQL (``fsmem.open(url, project=..., cache=...)``) beside the
+  folder store (``fsmem.open(root)``), interleaved in the same run (target: the write's p50 at most
+  2x the folder store's);
+- tool writes per second with 1, 2, 4 and 8 worker processes, each its own ``Memory`` (on PostgreSQL
+  its own cache folder, as if on its own machine), on distinct files and on one shared file (read,
+  then write; the CONFLICT rate is reported), on both stores.
 """
 
 from __future__ import annotations
@@ -56,8 +65,13 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the cluster below is still removed
     folder = tempfile.mkdtemp(prefix="fsmem-pg.", dir="/tmp")
     script = str(REPO / "bin" / "pg-throwaway")
-    started = subprocess.run([script, "start", folder], capture_output=True, text=True, check=False,
-                             env={**os.environ, "FSMEM_PG_DURABLE": "1"})
+    started = subprocess.run(
+        [script, "start", folder],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "FSMEM_PG_DURABLE": "1"},
+    )
     try:
         if started.returncode != 0:
             print(f"skipped: no PostgreSQL server could start ({started.stderr.strip()})")
@@ -107,9 +121,16 @@ def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where:
             with store.change("write") as tx:
                 tx.write(path, data, expect=version)
 
-        times: dict[str, list[float]] = {name: [] for name in (
-            "folder drive conditional write", "PostgreSQL conditional write", "PostgreSQL read",
-            "PostgreSQL newest_seq()", "PostgreSQL changes_since(newest)")}
+        times: dict[str, list[float]] = {
+            name: []
+            for name in (
+                "folder drive conditional write",
+                "PostgreSQL conditional write",
+                "PostgreSQL read",
+                "PostgreSQL newest_seq()",
+                "PostgreSQL changes_since(newest)",
+            )
+        }
         rng = random.Random(12)
         for number in range(rounds + 5):
             path = rng.choice(paths)
@@ -131,12 +152,16 @@ def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where:
         for name, samples in times.items():
             median, p95 = median_p95(samples)
             print(f"{name:<40} p50 {median * 1000:7.3f} ms   p95 {p95 * 1000:7.3f} ms")
-        ratio = median_p95(times["PostgreSQL conditional write"])[0] / median_p95(
-            times["folder drive conditional write"])[0]
+        ratio = (
+            median_p95(times["PostgreSQL conditional write"])[0]
+            / median_p95(times["folder drive conditional write"])[0]
+        )
         seq = median_p95(times["PostgreSQL newest_seq()"])[0] * 1000
         print(f"PostgreSQL write / folder write (p50): {ratio:.2f}x")
-        print(f"target: newest_seq() p50 <= {SEQ_TARGET_MS} ms: {seq:.3f} ms "
-              f"({'met' if seq <= SEQ_TARGET_MS else 'NOT met'})")
+        print(
+            f"target: newest_seq() p50 <= {SEQ_TARGET_MS} ms: {seq:.3f} ms "
+            f"({'met' if seq <= SEQ_TARGET_MS else 'NOT met'})"
+        )
 
     _search_rows(url, rounds)
     print(f"{'workers':<8} {'distinct files, writes/s':>26} {'one shared file, writes/s':>27} {'conflicts':>10}")
@@ -144,6 +169,129 @@ def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where:
         distinct = _throughput(url, workers, seconds, shared=False)[0]
         shared, conflict_rate = _throughput(url, workers, seconds, shared=True)
         print(f"{workers:<8} {distinct:>26.0f} {shared:>27.0f} {conflict_rate:>9.1%}")
+    _tool_rows(url, rounds, seconds, worker_counts)
+
+
+# ---- through Memory and the tool ------------------------------------------------------------------
+
+TOOL_TARGET = 2.0  # PostgreSQL's tool write p50 at most this many times the folder store's
+
+
+def _open(kind: str, place: str, project: str, cache: str):
+    """A ``Memory`` on the folder root ``place``, or on PostgreSQL ``place`` with its own cache."""
+    import fsmem
+
+    if kind == "folder":
+        return fsmem.open(place, create=True)
+    return fsmem.open(place, create=True, project=project, cache=cache)
+
+
+def _tool_rows(url: str, rounds: int, seconds: float, worker_counts: list[int]) -> None:
+    print("Through Memory and the tool (run.call), PostgreSQL beside the folder store:")
+    project = f"bench-tool-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch:
+        stores = {
+            "folder store": _open("folder", str(Path(scratch) / "root"), "", ""),
+            "PostgreSQL": _open("pg", url, project, str(Path(scratch) / "cache")),
+        }
+        paths = [f"notes/page-{n:03d}.md" for n in range(50)]
+        runs = {name: memory.run(thread_id="bench") for name, memory in stores.items()}
+        for run in runs.values():
+            for path in paths:
+                run.call({"command": "write", "path": path, "content": f"# {path}\n"})
+        times: dict[str, list[float]] = {f"{name} tool {what}": [] for name in stores for what in ("write", "read")}
+        rng = random.Random(12)
+        for number in range(rounds + 5):
+            path = rng.choice(paths)
+            request = {"command": "write", "path": path, "content": f"# {path}\n\n- note {number}\n"}
+            order = [
+                (f"{name} tool {what}", run, request if what == "write" else {"command": "read", "path": path})
+                for name, run in runs.items()
+                for what in ("write", "read")
+            ]
+            rng.shuffle(order)
+            for label, run, call in order:
+                start = time.perf_counter()
+                result = run.call(call)
+                elapsed = time.perf_counter() - start
+                if not result["ok"]:
+                    raise RuntimeError(f"{label}: {result['error']}")
+                if number >= 5:
+                    times[label].append(elapsed)
+        for memory in stores.values():
+            memory.close()
+    for label, samples in times.items():
+        median, p95 = median_p95(samples)
+        print(f"{label:<40} p50 {median * 1000:7.3f} ms   p95 {p95 * 1000:7.3f} ms")
+    ratio = median_p95(times["PostgreSQL tool write"])[0] / median_p95(times["folder store tool write"])[0]
+    print(
+        f"target: PostgreSQL tool write p50 <= {TOOL_TARGET:g}x the folder store's: {ratio:.2f}x "
+        f"({'met' if ratio <= TOOL_TARGET else 'NOT met'})"
+    )
+    print(
+        f"{'store':<13} {'workers':<8} {'distinct files, tool writes/s':>30} "
+        f"{'one shared file, tool writes/s':>31} {'conflicts':>10}"
+    )
+    for kind, name in (("folder", "folder store"), ("pg", "PostgreSQL")):
+        for workers in worker_counts:
+            distinct = _tool_throughput(kind, url, workers, seconds, shared=False)[0]
+            shared, conflict_rate = _tool_throughput(kind, url, workers, seconds, shared=True)
+            print(f"{name:<13} {workers:<8} {distinct:>30.0f} {shared:>31.0f} {conflict_rate:>9.1%}")
+
+
+def _tool_throughput(kind: str, url: str, workers: int, seconds: float, shared: bool) -> tuple[float, float]:
+    """Tool writes per second over all workers (each its own Memory), and the share refused with CONFLICT."""
+    project = f"bench-tool-{uuid.uuid4().hex[:8]}"
+    with (
+        tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch,
+        multiprocessing.get_context("spawn").Pool(workers) as pool,
+    ):
+        place = url if kind == "pg" else str(Path(scratch) / "root")
+        setup = _open(kind, place, project, str(Path(scratch) / "cache-setup"))
+        setup.run(thread_id="setup").call({"command": "write", "path": "shared.md", "content": "0\n"})
+        setup.close()
+        go = Path(scratch) / "go"
+        pending = [
+            pool.apply_async(
+                _tool_worker, (kind, place, project, str(Path(scratch) / f"cache-{n}"), n, seconds, shared, str(go))
+            )
+            for n in range(workers)
+        ]
+        while len(list(Path(scratch).glob("ready-*"))) < workers:  # every worker has opened its Memory
+            time.sleep(0.05)
+        go.touch()
+        results = [item.get(timeout=seconds + 120) for item in pending]
+    done = sum(ok for ok, _ in results)
+    conflicts = sum(refused for _, refused in results)
+    return done / seconds, conflicts / max(1, done + conflicts)
+
+
+def _tool_worker(
+    kind: str, place: str, project: str, cache: str, number: int, seconds: float, shared: bool, go: str
+) -> tuple[int, int]:
+    memory = _open(kind, place, project, cache)
+    run = memory.run(thread_id=f"w{number}")
+    path = "shared.md" if shared else f"w{number}.md"
+    if not shared:
+        run.call({"command": "write", "path": path, "content": "0\n"})
+    Path(go).with_name(f"ready-{number}").touch()
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    done = conflicts = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        read = run.call({"command": "read", "path": path})
+        if not read["ok"]:
+            raise RuntimeError(f"worker {number}: {read['error']}")
+        result = run.call({"command": "write", "path": path, "content": f"{int(read['content']) + 1}\n"})
+        if result["ok"]:
+            done += 1
+        elif result["error"]["code"] in ("CONFLICT", "BUSY"):
+            conflicts += 1
+        else:
+            raise RuntimeError(f"worker {number}: {result['error']}")
+    memory.close()
+    return done, conflicts
 
 
 def _search_rows(url: str, rounds: int) -> None:
@@ -209,8 +357,10 @@ def _throughput(url: str, workers: int, seconds: float, shared: bool) -> tuple[f
     project = f"bench-{uuid.uuid4().hex[:8]}"
     with PgStore.open(url, project) as store, store.change("write") as tx:
         tx.write("shared.md", b"0")
-    with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch, \
-            multiprocessing.get_context("spawn").Pool(workers) as pool:
+    with (
+        tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch,
+        multiprocessing.get_context("spawn").Pool(workers) as pool,
+    ):
         go = str(Path(scratch) / "go")
         pending = [pool.apply_async(_worker, (url, project, n, seconds, shared, go)) for n in range(workers)]
         _wait_ready(url, project, workers)
