@@ -27,7 +27,7 @@ import re
 import shutil
 import stat as stat_module
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -348,10 +348,11 @@ class Drive:
 
     # ---- the search index (issue 12, pg-index) ----------------------------------------------
 
-    def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
-        """The first ``limit`` bytes of a memory file with the stamp taken before reading them (a
-        save racing the read leaves a stamp the next comparison finds changed); ``None`` when gone."""
-        return walk.read_stable(self.root, path, limit)
+    def index_read(self, paths: Iterable[str], limit: int) -> Iterator[tuple[str, tuple[Stamp, bytes] | None]]:
+        """Each file's first ``limit`` bytes with the stamp taken before reading them (a save racing
+        the read leaves a stamp the next comparison finds changed); ``None`` when gone."""
+        for path in paths:
+            yield path, walk.read_stable(self.root, path, limit)
 
     def index_feed(self) -> FolderFeed:
         """The folder's answers to the index's freshness keeper: its pending list, its watcher, a walk."""

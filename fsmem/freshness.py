@@ -80,7 +80,7 @@ class Freshness:
             if got is None:
                 return 0
             paths, batch.applied = got
-            changed = batch.refresh(paths)
+            changed = batch.refresh(paths, files=self.feed.noted_files)
         self._probed = (self.store.generation, probe)
         return changed
 
@@ -159,6 +159,7 @@ class FolderFeed:
 
     origin = "the root"
     hand_edits = True
+    noted_files = False  # a change's paths: a folder moved or deleted is noted as the folder
     durable_marks = False  # a lost mark re-reads the list from its start: cheap
 
     def __init__(self, drive: Drive) -> None:

@@ -292,8 +292,7 @@ class Store:
         entries: dict[str, Indexed] = {}
         writer = self._new_writer(tv, big=True)
         try:
-            for done, path in enumerate(files, 1):
-                got = self.read(path)
+            for done, (path, got) in enumerate(self.read(files), 1):
                 if got is not None:
                     writer.add_document(got[0])
                     entries[path] = got[1]
@@ -343,23 +342,26 @@ class Store:
 
     # --- documents -------------------------------------------------------------------------------
 
-    def read(self, path: str) -> tuple[tantivy.Document, Indexed] | None:
-        """A file's document and what the manifest records for it; ``None`` when it is gone."""
-        if not _indexable(path):
-            return None
-        try:
-            got = self.drive.index_read(path, MAX_INDEXED_BYTES)
-        except FsmemError:  # a path the store refuses (a name no tool could give) is no memory file
-            return None
-        if got is None:
-            return None
-        stamp, data = got
-        text = data.decode("utf-8", "replace")
-        doc = file_doc(path, text)
-        return (
-            self._document(doc, text[: len(text) - len(doc.body)], stamp.mtime_ns),
-            Indexed(stamp, version_of(data), time.time_ns()),
-        )
+    def read(self, paths: Iterable[str]) -> Iterator[tuple[str, tuple[tantivy.Document, Indexed] | None]]:
+        """Each path with its file's document and what the manifest records for it (``None``: gone,
+        or no memory file), read through the store a few at a time."""
+        paths = list(paths)
+        reads = self.drive.index_read([path for path in paths if _indexable(path)], MAX_INDEXED_BYTES)
+        for path in paths:
+            got = next(reads)[1] if _indexable(path) else None
+            if got is None:
+                yield path, None
+                continue
+            stamp, data = got
+            text = data.decode("utf-8", "replace")
+            doc = file_doc(path, text)
+            yield (
+                path,
+                (
+                    self._document(doc, text[: len(text) - len(doc.body)], stamp.mtime_ns),
+                    Indexed(stamp, version_of(data), time.time_ns()),
+                ),
+            )
 
     def _document(self, doc: FileDoc, head: str, modified_ns: int) -> tantivy.Document:
         out = tantivy.Document()
@@ -407,9 +409,8 @@ class Batch:
         is indexed instead; files are read as they are added (thousands never sit in memory whole)."""
         held = self.seen()
         indexed = dropped = 0
-        for path in dict.fromkeys([*changed, *removed]):  # read now: a path found gone is dropped
+        for path, got in self.store.read(dict.fromkeys([*changed, *removed])):  # a path read as gone is dropped
             self.writer.delete_documents_by_term("path", path)
-            got = self.store.read(path)
             if got is None:
                 self.gone.append(path)
                 dropped += path in held
@@ -419,15 +420,18 @@ class Batch:
                 indexed += 1
         return indexed + dropped
 
-    def refresh(self, paths: Iterable[str]) -> int:
+    def refresh(self, paths: Iterable[str], files: bool = False) -> int:
         """Bring ``paths`` (files or folders, root-relative; ``""`` the whole memory) up to date: a path
         that no longer exists is removed with everything under it; a folder path refreshes every file
-        under it."""
+        under it. ``files``: every path but ``""`` names a file (none needs listing as a folder)."""
         indexed = self.seen()
         changed: set[str] = set()
         removed: set[str] = set()
         for raw in paths:
             path = raw.strip("/")
+            if files and path:  # a file: read, or found gone, by ``apply``
+                changed.add(path)
+                continue
             present = self._files_under(path)
             if present is not None:
                 prefix = path + "/" if path else ""

@@ -50,6 +50,7 @@ class PgFeed:
 
     origin = "the database"
     hand_edits = False  # rows change only through fsmem
+    noted_files = True  # the log names each file a change touched, a folder's one by one
     durable_marks = True  # the number applied is the whole story of what this index holds
 
     def __init__(self, drive: PgDrive) -> None:
