@@ -268,18 +268,21 @@ class Store:
     ) -> int:
         """Rebuild from the memory beside the live index, then swap it in (under the feed's lock, after
         ``catch_up`` brought it level with changes made meanwhile). Returns the file count."""
-        generation, count = self._build_generation(progress)
+        generation, count, mark = self._build_generation(progress)
         with self.feed.locked():
-            self._finish_build(generation, catch_up)
+            self._finish_build(generation, mark, catch_up)
         return count
 
     def build_locked(self, catch_up: Callable[[], None] | None = None) -> int:
-        generation, count = self._build_generation(None)
-        self._finish_build(generation, catch_up)
+        generation, count, mark = self._build_generation(None)
+        self._finish_build(generation, mark, catch_up)
         return count
 
-    def _build_generation(self, progress: Callable[[int, int], None] | None) -> tuple[str, int]:
-        """Fill a new generation from the memory, beside the live one (which keeps serving searches)."""
+    def _build_generation(self, progress: Callable[[int, int], None] | None) -> tuple[str, int, object]:
+        """Fill a new generation from the memory, beside the live one (which keeps serving searches).
+        Returns it, its file count, and the feed's mark taken before the memory was read: the feed's
+        lock may not hold writers off (PostgreSQL's does not), so what the build may have missed is
+        applied after it from there."""
         base = index_dir(self.state)
         make_dirs(base)  # the state too, 0700, when it was removed (a worker's cache folder)
         generation = new_generation_name()
@@ -288,6 +291,7 @@ class Store:
         (folder / BUILDING).write_text(str(os.getpid()))
         tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
         tv.register_tokenizer("fsmem", self.analyzer)
+        mark = self.feed.mark()
         files = sorted(entry.path for entry in self.drive.walk_files() if _indexable(entry.path))
         entries: dict[str, Indexed] = {}
         writer = self._new_writer(tv, big=True)
@@ -303,14 +307,13 @@ class Store:
             writer.wait_merging_threads()
             del writer
         Manifest(folder / MANIFEST).rewrite(entries)
-        return generation, len(entries)
+        return generation, len(entries), mark
 
-    def _finish_build(self, generation: str, catch_up: Callable[[], None] | None) -> None:
+    def _finish_build(self, generation: str, mark: object, catch_up: Callable[[], None] | None) -> None:
         """Under the feed's lock: catch up with changes made while building, then swap CURRENT to it."""
         with self._mutex:
             self._open_generation(generation)
             self._pinned = True
-        mark = self.feed.mark()  # taken first: the catch-up below sees at least everything up to it
         try:
             if catch_up is not None:
                 catch_up()

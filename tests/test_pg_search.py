@@ -295,3 +295,18 @@ def test_a_rebuild_holds_the_cache_folder_lock_not_the_project(open_worker) -> N
     finally:
         release.set()
         thread.join()
+
+
+def test_a_change_committed_while_a_worker_builds_its_index_is_found_after(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nthe marmot\n")
+    listed = b.drive.walk_files
+
+    def walk_then_a_writes(path: str = ""):
+        yield from listed(path)
+        write(a, "late.md", "a marmot written while B was reading the rows\n")  # the build never sees it
+
+    b.drive.walk_files = walk_then_a_writes  # type: ignore[method-assign]
+    assert paths(b.search("marmot")) == ["brand.md", "late.md"]  # the first search: build, then the log since
+    del b.drive.walk_files
+    assert paths(b.search("marmot")) == ["brand.md", "late.md"]
