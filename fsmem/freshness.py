@@ -31,7 +31,6 @@ from fsmem.drive import Drive
 from fsmem.errors import FsmemError
 from fsmem.index_state import (
     Manifest,
-    note_pending,
     pending_file,
     pending_mark,
     read_applied,
@@ -166,9 +165,6 @@ class FolderFeed:
         self.drive = drive
         self.state = drive.state
         self._pending_file = str(pending_file(drive.state))
-
-    def note(self, paths: set[str]) -> None:
-        note_pending(self.state, paths)
 
     def probe(self) -> object:
         return _stat_key(self._pending_file)

@@ -61,9 +61,6 @@ class PgFeed:
         self.watchers: set[PgWatcher] = set()  # this process's, running: what ``health`` says
         self._local = threading.local()
 
-    def note(self, paths: set[str]) -> None:
-        """Nothing to note: the log already holds every change, in commit order."""
-
     def probe(self) -> object:
         return self.pg.newest_seq()
 

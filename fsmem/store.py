@@ -110,10 +110,6 @@ class IndexFeed(Protocol):
     noted_files: bool  # ``noted`` names files only (a log's entries), never a folder to list again
     durable_marks: bool  # marks are fsynced (a log's number is worth it; a pending list re-reads cheaply)
 
-    def note(self, paths: set[str]) -> None:
-        """Called after each change through fsmem with the paths it touched."""
-        ...
-
     def probe(self) -> object:
         """Cheap, before every search: the same answer as last time when nothing changed since
         (``None``: nothing was ever noted)."""
