@@ -29,7 +29,7 @@ import shutil
 import stat as stat_module
 import tempfile
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -380,10 +380,11 @@ class Drive:
 
     # ---- the search index (issue 12, pg-index) ----------------------------------------------
 
-    def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
-        """The first ``limit`` bytes of a memory file with the stamp taken before reading them (a
-        save racing the read leaves a stamp the next comparison finds changed); ``None`` when gone."""
-        return walk.read_stable(self.root, path, limit)
+    def index_read(self, paths: Iterable[str], limit: int) -> Iterator[tuple[str, tuple[Stamp, bytes] | None]]:
+        """Each file's first ``limit`` bytes with the stamp taken before reading them (a save racing
+        the read leaves a stamp the next comparison finds changed); ``None`` when gone."""
+        for path in paths:
+            yield path, walk.read_stable(self.root, path, limit)
 
     def index_feed(self) -> FolderFeed:
         """The folder's answers to the index's freshness keeper: its pending list, its watcher, a walk."""

@@ -31,7 +31,6 @@ from fsmem.drive import Drive
 from fsmem.errors import FsmemError
 from fsmem.index_state import (
     Manifest,
-    note_pending,
     pending_file,
     pending_mark,
     read_applied,
@@ -80,7 +79,7 @@ class Freshness:
             if got is None:
                 return 0
             paths, batch.applied = got
-            changed = batch.refresh(paths)
+            changed = batch.refresh(paths, files=self.feed.noted_files)
         self._probed = (self.store.generation, probe)
         return changed
 
@@ -159,15 +158,13 @@ class FolderFeed:
 
     origin = "the root"
     hand_edits = True
+    noted_files = False  # a change's paths: a folder moved or deleted is noted as the folder
     durable_marks = False  # a lost mark re-reads the list from its start: cheap
 
     def __init__(self, drive: Drive) -> None:
         self.drive = drive
         self.state = drive.state
         self._pending_file = str(pending_file(drive.state))
-
-    def note(self, paths: set[str]) -> None:
-        note_pending(self.state, paths)
 
     def probe(self) -> object:
         return _stat_key(self._pending_file)

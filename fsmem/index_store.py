@@ -268,18 +268,21 @@ class Store:
     ) -> int:
         """Rebuild from the memory beside the live index, then swap it in (under the feed's lock, after
         ``catch_up`` brought it level with changes made meanwhile). Returns the file count."""
-        generation, count = self._build_generation(progress)
+        generation, count, mark = self._build_generation(progress)
         with self.feed.locked():
-            self._finish_build(generation, catch_up)
+            self._finish_build(generation, mark, catch_up)
         return count
 
     def build_locked(self, catch_up: Callable[[], None] | None = None) -> int:
-        generation, count = self._build_generation(None)
-        self._finish_build(generation, catch_up)
+        generation, count, mark = self._build_generation(None)
+        self._finish_build(generation, mark, catch_up)
         return count
 
-    def _build_generation(self, progress: Callable[[int, int], None] | None) -> tuple[str, int]:
-        """Fill a new generation from the memory, beside the live one (which keeps serving searches)."""
+    def _build_generation(self, progress: Callable[[int, int], None] | None) -> tuple[str, int, object]:
+        """Fill a new generation from the memory, beside the live one (which keeps serving searches).
+        Returns it, its file count, and the feed's mark taken before the memory was read: the feed's
+        lock may not hold writers off (PostgreSQL's does not), so what the build may have missed is
+        applied after it from there."""
         base = index_dir(self.state)
         make_dirs(base)  # the state too, 0700, when it was removed (a worker's cache folder)
         generation = new_generation_name()
@@ -288,12 +291,12 @@ class Store:
         (folder / BUILDING).write_text(str(os.getpid()))
         tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
         tv.register_tokenizer("fsmem", self.analyzer)
+        mark = self.feed.mark()
         files = sorted(entry.path for entry in self.drive.walk_files() if _indexable(entry.path))
         entries: dict[str, Indexed] = {}
         writer = self._new_writer(tv, big=True)
         try:
-            for done, path in enumerate(files, 1):
-                got = self.read(path)
+            for done, (path, got) in enumerate(self.read(files), 1):
                 if got is not None:
                     writer.add_document(got[0])
                     entries[path] = got[1]
@@ -304,14 +307,13 @@ class Store:
             writer.wait_merging_threads()
             del writer
         Manifest(folder / MANIFEST).rewrite(entries)
-        return generation, len(entries)
+        return generation, len(entries), mark
 
-    def _finish_build(self, generation: str, catch_up: Callable[[], None] | None) -> None:
+    def _finish_build(self, generation: str, mark: object, catch_up: Callable[[], None] | None) -> None:
         """Under the feed's lock: catch up with changes made while building, then swap CURRENT to it."""
         with self._mutex:
             self._open_generation(generation)
             self._pinned = True
-        mark = self.feed.mark()  # taken first: the catch-up below sees at least everything up to it
         try:
             if catch_up is not None:
                 catch_up()
@@ -343,23 +345,26 @@ class Store:
 
     # --- documents -------------------------------------------------------------------------------
 
-    def read(self, path: str) -> tuple[tantivy.Document, Indexed] | None:
-        """A file's document and what the manifest records for it; ``None`` when it is gone."""
-        if not _indexable(path):
-            return None
-        try:
-            got = self.drive.index_read(path, MAX_INDEXED_BYTES)
-        except FsmemError:  # a path the store refuses (a name no tool could give) is no memory file
-            return None
-        if got is None:
-            return None
-        stamp, data = got
-        text = data.decode("utf-8", "replace")
-        doc = file_doc(path, text)
-        return (
-            self._document(doc, text[: len(text) - len(doc.body)], stamp.mtime_ns),
-            Indexed(stamp, version_of(data), time.time_ns()),
-        )
+    def read(self, paths: Iterable[str]) -> Iterator[tuple[str, tuple[tantivy.Document, Indexed] | None]]:
+        """Each path with its file's document and what the manifest records for it (``None``: gone,
+        or no memory file), read through the store a few at a time."""
+        paths = list(paths)
+        reads = self.drive.index_read([path for path in paths if _indexable(path)], MAX_INDEXED_BYTES)
+        for path in paths:
+            got = next(reads)[1] if _indexable(path) else None
+            if got is None:
+                yield path, None
+                continue
+            stamp, data = got
+            text = data.decode("utf-8", "replace")
+            doc = file_doc(path, text)
+            yield (
+                path,
+                (
+                    self._document(doc, text[: len(text) - len(doc.body)], stamp.mtime_ns),
+                    Indexed(stamp, version_of(data), time.time_ns()),
+                ),
+            )
 
     def _document(self, doc: FileDoc, head: str, modified_ns: int) -> tantivy.Document:
         out = tantivy.Document()
@@ -407,9 +412,8 @@ class Batch:
         is indexed instead; files are read as they are added (thousands never sit in memory whole)."""
         held = self.seen()
         indexed = dropped = 0
-        for path in dict.fromkeys([*changed, *removed]):  # read now: a path found gone is dropped
+        for path, got in self.store.read(dict.fromkeys([*changed, *removed])):  # a path read as gone is dropped
             self.writer.delete_documents_by_term("path", path)
-            got = self.store.read(path)
             if got is None:
                 self.gone.append(path)
                 dropped += path in held
@@ -419,15 +423,18 @@ class Batch:
                 indexed += 1
         return indexed + dropped
 
-    def refresh(self, paths: Iterable[str]) -> int:
+    def refresh(self, paths: Iterable[str], files: bool = False) -> int:
         """Bring ``paths`` (files or folders, root-relative; ``""`` the whole memory) up to date: a path
         that no longer exists is removed with everything under it; a folder path refreshes every file
-        under it."""
+        under it. ``files``: every path but ``""`` names a file (none needs listing as a folder)."""
         indexed = self.seen()
         changed: set[str] = set()
         removed: set[str] = set()
         for raw in paths:
             path = raw.strip("/")
+            if files and path:  # a file: read, or found gone, by ``apply``
+                changed.add(path)
+                continue
             present = self._files_under(path)
             if present is not None:
                 prefix = path + "/" if path else ""

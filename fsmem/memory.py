@@ -329,7 +329,7 @@ class Memory:
     def _refuse_watching(self, reason: str) -> None:
         self._watch_refused = True
         warnings.warn(
-            f"cannot watch {self.drive.label} for changes ({reason}); every search compares the files instead",
+            f"cannot watch {self.drive.label} for changes ({reason}); every search asks what changed instead",
             stacklevel=4,
         )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,10 +24,10 @@ from fsmem import pg_levels_facts
 from fsmem.atomic import make_dirs
 from fsmem.config import Settings
 from fsmem.core.layout import PROJECT_FILE, STATE_DIR
-from fsmem.core.paths import is_memory_file_name
+from fsmem.core.paths import is_memory_file_name, normalize_path
 from fsmem.core.search import Stamp
 from fsmem.drive import Entry, LogEntry, Parked, VersionInfo
-from fsmem.errors import BadPath, Exists, NotFound, TooLarge
+from fsmem.errors import BadPath, Exists, FsmemError, NotFound, TooLarge
 from fsmem.pg_index import PgFeed, stamp_ns
 from fsmem.pg_store import PgStore, PgTransaction
 from fsmem.proposals import ChangeProposal
@@ -222,15 +222,29 @@ class PgDrive:
 
     # ---- the search index (issue 12, pg-index) ----------------------------------------------------
 
-    def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
-        """The first ``limit`` bytes of a memory file and its stamp (size, modified), in one query."""
-        if "/." in f"/{path}" or not is_memory_file_name(path.rsplit("/", 1)[-1]):
-            return None  # what ``walk_files`` does not list is not in the index either
-        got = self.pg.read_stamped(path)
-        if got is None:
-            return None
-        data, modified = got
-        return Stamp(len(data), stamp_ns(modified.timestamp()), 0, 0), data[:limit]
+    def index_read(self, paths: Iterable[str], limit: int) -> Iterator[tuple[str, tuple[Stamp, bytes] | None]]:
+        """Each memory file's first ``limit`` bytes and its stamp (size, modified), a query per
+        ``INDEX_READ_CHUNK`` paths."""
+        chunk: list[str] = []
+        for path in paths:
+            chunk.append(path)
+            if len(chunk) == INDEX_READ_CHUNK:
+                yield from self._index_chunk(chunk, limit)
+                chunk = []
+        if chunk:
+            yield from self._index_chunk(chunk, limit)
+
+    def _index_chunk(self, paths: list[str], limit: int) -> Iterator[tuple[str, tuple[Stamp, bytes] | None]]:
+        # what ``walk_files`` does not list (or no tool could name) is not in the index either
+        wanted = [path for path in paths if _index_path(path)]
+        rows = self.pg.read_rows(wanted)
+        for path in paths:
+            got = rows.get(path)
+            if got is None:
+                yield path, None
+            else:
+                data, _, modified = got
+                yield path, (Stamp(len(data), stamp_ns(modified.timestamp()), 0, 0), data[:limit])
 
     def index_feed(self) -> PgFeed:
         """The log's sequence number, and LISTEN/NOTIFY for long-lived workers (``fsmem.pg_index``)."""
@@ -243,3 +257,16 @@ class PgDrive:
 
     def import_project(self, copy: ProjectCopy) -> None:
         self.pg.import_project(copy)
+
+
+# ---- the search index (issue 12, pg-index) ---------------------------------------------------------
+
+INDEX_READ_CHUNK = 200  # rows a query of the index reads: a rebuild never holds a project's text at once
+
+
+def _index_path(path: str) -> bool:
+    try:
+        normal = normalize_path(path) == path
+    except FsmemError:
+        return False
+    return normal and bool(path) and "/." not in f"/{path}" and is_memory_file_name(path.rsplit("/", 1)[-1])

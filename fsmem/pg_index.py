@@ -50,6 +50,7 @@ class PgFeed:
 
     origin = "the database"
     hand_edits = False  # rows change only through fsmem
+    noted_files = True  # the log names each file a change touched, a folder's one by one
     durable_marks = True  # the number applied is the whole story of what this index holds
 
     def __init__(self, drive: PgDrive) -> None:
@@ -59,9 +60,6 @@ class PgFeed:
         self.timeout = drive.settings.lock_timeout
         self.watchers: set[PgWatcher] = set()  # this process's, running: what ``health`` says
         self._local = threading.local()
-
-    def note(self, paths: set[str]) -> None:
-        """Nothing to note: the log already holds every change, in commit order."""
 
     def probe(self) -> object:
         return self.pg.newest_seq()

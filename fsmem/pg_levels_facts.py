@@ -79,10 +79,4 @@ def stamp(store: PgStore, path: str) -> str | None:
 def read_stamped(store: PgStore, paths: Sequence[str]) -> dict[str, tuple[bytes, Hashable]]:
     """The bytes and the version of each row, read together: one query however many (a new worker
     reads every fact so, when its cache folder holds no parse cache)."""
-    if not paths:
-        return {}
-    rows = store._rows(
-        "SELECT path, content, version FROM fsmem.files WHERE project = %s AND path = ANY(%s::text[])",
-        ([_file(path) for path in paths],),
-    )
-    return {str(path): (bytes(content), str(version)) for path, content, version in rows}
+    return {path: (data, version) for path, (data, version, _) in store.read_rows(paths).items()}

@@ -102,8 +102,10 @@ class Store(Protocol):
     def import_project(self, copy: ProjectCopy) -> None: ...
 
     # ---- the search index (issue 12, pg-index) ---------------------------------------------------
-    def index_read(self, path: str, limit: int) -> tuple[Stamp, bytes] | None:
-        """The first ``limit`` bytes of a memory file, with the stamp its feed compares by."""
+    def index_read(self, paths: Iterable[str], limit: int) -> Iterator[tuple[str, tuple[Stamp, bytes] | None]]:
+        """Each path with the first ``limit`` bytes of its memory file and the stamp its feed compares
+        by (``None``: no memory file there), in order; read a few at a time (PostgreSQL: one query
+        for many), never all at once."""
         ...
 
     def index_feed(self) -> IndexFeed:
@@ -127,11 +129,8 @@ class IndexFeed(Protocol):
 
     origin: str  # where a rebuild reads the memory from, for messages: "the root", "the database"
     hand_edits: bool  # files change outside the store (an editor): the text they replaced is kept
+    noted_files: bool  # ``noted`` names files only (a log's entries), never a folder to list again
     durable_marks: bool  # marks are fsynced (a log's number is worth it; a pending list re-reads cheaply)
-
-    def note(self, paths: set[str]) -> None:
-        """Called after each change through fsmem with the paths it touched."""
-        ...
 
     def probe(self) -> object:
         """Cheap, before every search: the same answer as last time when nothing changed since

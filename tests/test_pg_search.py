@@ -248,3 +248,65 @@ def test_an_index_ahead_of_the_log_is_read_again_from_the_rows(open_worker) -> N
     again = open_worker("b")
     assert paths(again.search("axolotl")) == ["zoo.md"]
     assert read_applied(generation) == a.drive.pg.newest_seq()
+
+
+def test_the_feed_names_what_changed_after_a_mark_and_the_number_it_reaches(open_worker) -> None:
+    a = open_worker("a")
+    feed = a.drive.index_feed()
+    start = feed.mark()
+    assert feed.noted(start) is None and feed.probe() == start
+    write(a, "seo/titles.md", "# Titles\n")
+    run = a.run(Scope.chat(), thread_id="mover")
+    assert run.call({"command": "rename", "path": "seo", "new_path": "search"})["ok"]
+    newest = a.drive.pg.newest_seq()
+    assert feed.noted(start) == ({"seo/titles.md", "search/titles.md"}, newest)  # a move's both ends
+    assert feed.noted(None)[1] == newest and "MEMORY.md" in feed.noted(None)[0]  # no mark: from the start
+    assert feed.noted(newest) is None and feed.probe() == feed.mark() == newest
+    plan, count = feed.compare({}, None, 1 << 20)
+    assert plan.changed == ("MEMORY.md", "search/titles.md") and plan.removed == () and count == 2
+
+
+def test_a_rebuild_holds_the_cache_folder_lock_not_the_project(open_worker) -> None:
+    import threading
+
+    from fsmem.errors import Busy
+    from fsmem.pg_index import PgFeed
+
+    a, b = open_worker("a"), open_worker("b")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with b.index.feed.locked():
+            holding.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        other = PgFeed(b.drive)
+        other.timeout = 0.2
+        with pytest.raises(Busy, match="being rebuilt by another process"):
+            with other.locked():
+                pass
+        write(a, "brand.md", "still writable\n")  # the project is not held: other workers go on
+        with a.index.feed.locked():  # nor is another worker's cache
+            pass
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_a_change_committed_while_a_worker_builds_its_index_is_found_after(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nthe marmot\n")
+    listed = b.drive.walk_files
+
+    def walk_then_a_writes(path: str = ""):
+        yield from listed(path)
+        write(a, "late.md", "a marmot written while B was reading the rows\n")  # the build never sees it
+
+    b.drive.walk_files = walk_then_a_writes  # type: ignore[method-assign]
+    assert paths(b.search("marmot")) == ["brand.md", "late.md"]  # the first search: build, then the log since
+    del b.drive.walk_files
+    assert paths(b.search("marmot")) == ["brand.md", "late.md"]
