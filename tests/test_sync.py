@@ -203,6 +203,46 @@ def test_a_save_that_lands_while_a_pull_writes_the_file_is_kept(tmp_path, store,
     assert (folder / "a.md.conflict").read_bytes().endswith(b"saved in the window\n")
 
 
+def test_a_save_in_place_caught_half_way_is_not_pushed_until_it_is_whole(tmp_path, store, reader) -> None:
+    """An editor saving in place truncates the file, then writes it: a pass that reads the empty file
+    in between must not push it (another worker would build on the empty file and lose what it held)."""
+    import threading
+
+    put(store, "a.md", "# A\n\n- one\n")
+    folder = tmp_path / "mirror"
+    once(folder, store)
+    whole = b"# A\n\n- one\n- two, saved in place\n"
+    fd = os.open(folder / "a.md", os.O_WRONLY | os.O_TRUNC)  # the save has begun: the file is empty
+
+    def finish() -> None:
+        time.sleep(0.05)
+        os.write(fd, whole)
+        os.close(fd)
+
+    finishing = threading.Thread(target=finish)
+    with Sync.open(folder, store) as mirror:
+        mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
+        finishing.start()
+        report = mirror.run_once({"a.md"})
+    finishing.join()
+    assert report.pushed == ["a.md"] and not report.conflicts
+    assert reader.read("a.md") == whole
+    assert [entry.after for entry in reader.log() if entry.command == "hand_edit"] == [version_of(whole)]
+
+
+def test_the_command_keeps_as_many_versions_as_fsmem_versions_kept_says(tmp_path, store, postgres, monkeypatch) -> None:
+    put(store, "a.md", "zero\n")
+    folder = tmp_path / "mirror"
+    monkeypatch.setenv("FSMEM_VERSIONS_KEPT", "2")
+    assert cli("sync", str(folder), "--store", postgres, "--project", store.project, "--once").exit_code == 0
+    for n in range(1, 5):
+        (folder / "a.md").write_text(f"{n}\n")
+        done = cli("sync", str(folder), "--store", postgres, "--project", store.project, "--once")
+        assert done.exit_code == 0, done.output
+    assert store.read("a.md") == b"4\n"
+    assert [kept.version for kept in store.versions("a.md")] == [version_of(b"3\n"), version_of(b"2\n")]
+
+
 def test_a_file_deleted_by_hand_but_changed_in_the_database_comes_back(tmp_path, store) -> None:
     put(store, "a.md", "one\n")
     folder = tmp_path / "mirror"
