@@ -348,10 +348,24 @@ class Sync:
                 before = self._read_here(path)
                 os.replace(temp, target)
                 return before if before is not None and before != expected else None
-            out = temp.read_bytes()
+            out = self._whole(temp, expected)
         finally:
             temp.unlink(missing_ok=True)
         return out if out != expected else None
+
+    def _whole(self, swapped: Path, expected: bytes | None) -> bytes:
+        """What the file swapped out holds once no editor is still writing into it: a save in place
+        under way when the swap came goes on into that file (by its open handle), so it is read again
+        until it has stayed put ``settle`` seconds (at most ``SETTLE_MAX``)."""
+        waited = 0.0
+        while True:
+            with open(swapped, "rb") as handle:
+                data = handle.read()
+                changed_at = os.fstat(handle.fileno()).st_mtime  # not ctime: the swap itself sets that
+            if data == expected or waited >= SETTLE_MAX or not 0 <= time.time() - changed_at < self.settle:
+                return data
+            time.sleep(self.settle)
+            waited += self.settle
 
     # ---- running ----------------------------------------------------------------------------------
 

@@ -243,6 +243,49 @@ def test_the_command_keeps_as_many_versions_as_fsmem_versions_kept_says(tmp_path
     assert [kept.version for kept in store.versions("a.md")] == [version_of(b"3\n"), version_of(b"2\n")]
 
 
+def test_a_save_in_place_under_way_when_a_pull_swaps_the_file_is_kept_whole(
+    tmp_path, store, reader, monkeypatch
+) -> None:
+    """The editor has truncated the file and written half when the pull swaps it out; the rest goes,
+    by the editor's open handle, into the file now under the temp name: the pass waits for it to
+    stay put and keeps the whole save, not the half."""
+    import threading
+
+    import fsmem.sync
+
+    put(store, "a.md", "one\n")
+    folder = tmp_path / "mirror"
+    once(folder, store)
+    put(store, "a.md", "two\n")
+    real_exchange = fsmem.sync.exchange
+    mine = b"one\n- saved in place, in two pieces\n"
+    finishing: list[threading.Thread] = []
+
+    def save_in_place_meanwhile(temp, target):
+        fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, mine[:5])
+
+        def finish() -> None:
+            time.sleep(0.05)
+            os.write(fd, mine[5:])
+            os.close(fd)
+
+        finishing.append(threading.Thread(target=finish))
+        swapped = real_exchange(temp, target)
+        finishing[0].start()
+        return swapped
+
+    monkeypatch.setattr(fsmem.sync, "exchange", save_in_place_meanwhile)
+    with Sync.open(folder, store) as mirror:
+        mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
+        report = mirror.run_once(None)
+    finishing[0].join()
+    assert report.conflicts == ["a.md.conflict"] and not report.pulled
+    assert (folder / "a.md").read_text() == "two\n" and reader.read("a.md") == b"two\n"
+    assert reader.read_kept("a.md", version_of(mine)) == mine
+    assert (folder / "a.md.conflict").read_bytes().endswith(b"----- your text -----\n" + mine)
+
+
 def test_a_file_deleted_by_hand_but_changed_in_the_database_comes_back(tmp_path, store) -> None:
     put(store, "a.md", "one\n")
     folder = tmp_path / "mirror"

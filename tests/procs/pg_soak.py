@@ -28,16 +28,17 @@ folder is known). The audit then checks, from the journals and the rows:
 
 A folder edited by hand rides along (issue 12): a real ``fsmem sync DIR --store URL --project NAME``
 process runs for the whole run (through the kills and the server's restart), and a person process
-edits DIR as editors do (write a temp file and rename it over, or rewrite in place; checking just
-before it saves that the file is still what it read), appending one unique line per save to files
-of its own (``hand/p<N>.md``) and to ``shared/hand.md``, which the workers change too, so both sides
-change one file and conflicts happen. Each save is journaled (fsynced) before the next. After the run
-sync is given time to settle (the folder and the rows agree), stopped, and run once more
-(``--once``); then every hand save is accounted for: its line is in the file's row, or the person's
-text is kept as a version (command ``conflict``) and in a ``FILE.conflict…`` note in DIR. A worker's
-line a hand save took out of ``shared/hand.md`` is accounted for only when the log shows that hand
-save replacing a version that held it, with bytes the person journaled, saved after the line was
-tried (an editor that never saw the change overwrote it: counted, never silent).
+edits DIR as editors do (write a temp file and rename it over, or rewrite in place in two pieces
+with a pause between; checking just before it saves that the file is still what it read), appending
+one unique line per save to files of its own (``hand/p<N>.md``) and to ``shared/hand.md``, which the
+workers change too, so both sides change one file and conflicts happen. Each save is journaled
+(fsynced) before the next. After the run sync is given time to settle (the folder and the rows
+agree), stopped, and run once more (``--once``); then every hand save is accounted for: its line is
+in the file's row, or the person's text is kept as a version (command ``conflict``) and in a
+``FILE.conflict…`` note in DIR. A worker's line a hand save took out of ``shared/hand.md`` is
+accounted for only when the log shows that hand save replacing a version that held it, with bytes
+the person journaled, saved after the line was tried (an editor that never saw the change
+overwrote it: counted, never silent).
 """
 
 from __future__ import annotations
@@ -415,7 +416,10 @@ def person_main(argv: list[str]) -> int:
         else:
             fd = os.open(file, os.O_WRONLY | os.O_TRUNC)
             try:
-                os.write(fd, new)
+                half = len(new) // 2  # written in two pieces, as an editor writes a big buffer
+                os.write(fd, new[:half])
+                time.sleep(rng.uniform(0, 0.01))
+                os.write(fd, new[half:])
                 try:
                     replaced = os.stat(file).st_ino != os.fstat(fd).st_ino
                 except FileNotFoundError:
@@ -624,6 +628,7 @@ def audit(
             marker in text for text in notes.get(path, [])
         ):
             hand["kept_as_conflict"] += 1
+            hand[f"kept_as_conflict:{path}"] += 1
         elif save["style"] == "in-place, into a replaced file":
             hand["into_a_replaced_file"] += 1  # the editor saw its save land in a file with no name
         else:
