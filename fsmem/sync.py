@@ -20,7 +20,9 @@ A pass looks at the paths the log changed since the last sequence number it saw
 (``PgStore.changes_since``) and the paths the folder's watcher named; the first pass, and one every
 ``FULL_EVERY`` seconds, compares everything. The folder's own writes swap the new bytes in with
 ``renameat2(RENAME_EXCHANGE)``, so a save that lands between the comparison and the write comes out
-under the temp name and is kept like any conflict: nothing a person saves is lost. Only memory files
+under the temp name and is kept like any conflict: nothing a person saves is lost. A file the folder
+changed less than ``SETTLE`` seconds ago is looked at again before it is pushed: an editor saving in
+place truncates, then writes, and the empty file between must never reach the database. Only memory files
 (``core.paths.is_memory_file_name``) outside dot-folders are mirrored; one ``fsmem sync`` runs per
 folder at a time (a lock in ``.fsmem-sync/``).
 """
@@ -57,6 +59,8 @@ PUSH_COMMAND = "hand_edit"  # as the folder store logs a person's edit
 KEEP_COMMAND = "conflict"
 FULL_EVERY = 60.0  # seconds between full comparisons while running (events can be lost)
 POLL = 2.0  # seconds between looks at the log when no notification came
+SETTLE = 0.1  # a file changed this recently may be half-saved (truncated, not yet written): look again
+SETTLE_MAX = 5.0  # ... but a file that never stays put this long is synced as it is
 
 Action = Literal["none", "agree", "pull", "push", "conflict"]
 
@@ -102,6 +106,7 @@ class Sync:
         self._pending: set[str] = set()
         self._full_wanted = False
         self._wake = threading.Condition()
+        self.settle = SETTLE
 
     @classmethod
     def open(cls, folder: Path, store: PgStore) -> Sync:
@@ -168,26 +173,59 @@ class Sync:
             newest, changed = self.store.changes_since(self.seq)
             there = None
             todo = sorted(set(changed) | paths)
+        unsettled: list[str] = []
         for number, path in enumerate(path for path in todo if _mirrored(path)):
-            try:
-                self._one(path, None if there is None else there.get(path), there is not None, report)
-            except (StoreUnavailable, Busy):
-                self._save_state()
-                raise
-            except (FsmemError, OSError) as error:
-                report.errors.append(f"{path}: {getattr(error, 'message', None) or error}")
+            self._one_or_error(path, None if there is None else there.get(path), there is not None, report, unsettled)
             if number % 200 == 199:
                 self._save_state()
+        waited = 0.0
+        while unsettled:  # saves caught half-way (an editor's truncate, then write): looked at again
+            settle = self.settle if waited < SETTLE_MAX else 0.0
+            time.sleep(self.settle)
+            waited += self.settle
+            again, unsettled = unsettled, []
+            for path in again:
+                self._one_or_error(path, None, False, report, unsettled, settle)
         self.seq = report.seq = max(self.seq, newest)
         self._save_state()
         return report
 
-    def _one(self, path: str, there_version: str | None, known: bool, report: Report, again: bool = True) -> None:
+    def _one_or_error(
+        self,
+        path: str,
+        there_version: str | None,
+        known: bool,
+        report: Report,
+        unsettled: list[str],
+        settle: float | None = None,
+    ) -> None:
+        try:
+            if not self._one(path, there_version, known, report, settle=self.settle if settle is None else settle):
+                unsettled.append(path)
+        except (StoreUnavailable, Busy):
+            self._save_state()
+            raise
+        except (FsmemError, OSError) as error:
+            report.errors.append(f"{path}: {getattr(error, 'message', None) or error}")
+
+    def _one(
+        self,
+        path: str,
+        there_version: str | None,
+        known: bool,
+        report: Report,
+        again: bool = True,
+        settle: float = 0.0,
+    ) -> bool:
+        """Sync one path; False when the folder's file changed too recently to trust (``settle``
+        seconds: an in-place save may be half done) and was left for a second look."""
         base = self.base.get(path)
-        here_bytes = self._read_here(path)
+        here_bytes, changed_at = self._read_here_when(path)
         here = None if here_bytes is None else version_of(here_bytes)
         if known and here == base == there_version:
-            return  # the full pass's fast way: nothing to read from the database
+            return True  # the full pass's fast way: nothing to read from the database
+        if here != base and settle > 0 and 0 <= time.time() - changed_at < settle:
+            return False
         there_bytes = self.store.read(path)
         there = None if there_bytes is None else version_of(there_bytes)
         action = decide(base, here, there)
@@ -210,13 +248,13 @@ class Sync:
             except (Conflict, Exists, NotFound, BadPath):
                 if not again:
                     raise
-                self._one(path, None, False, report, again=False)  # the database moved: look again
-                return
+                return self._one(path, None, False, report, again=False)  # the database moved: look again
             report.pushed.append(path)
             self._set_base(path, here)
         elif action == "conflict":
             self._conflict(path, here_bytes, there_bytes, base, report)
             self._set_base(path, there)
+        return True
 
     def _set_base(self, path: str, version: str | None) -> None:
         if version is None:
@@ -262,17 +300,24 @@ class Sync:
                     yield relative
 
     def _read_here(self, path: str) -> bytes | None:
+        return self._read_here_when(path)[0]
+
+    def _read_here_when(self, path: str) -> tuple[bytes | None, float]:
+        """The folder's bytes of ``path`` (None: no file) and when they last changed, looked at after
+        the read: a save in place (truncate, then write) under way while it read shows as just now."""
         target = self.folder / path
         try:
             fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
+            return None, 0.0
         except OSError as error:
             raise BadPath(f"{path} cannot be read here ({error.strerror})") from error
         with os.fdopen(fd, "rb") as handle:
             if not os.path.isfile(target):
                 raise BadPath(f"{path} is not a regular file here; only regular files are mirrored")
-            return handle.read()
+            data = handle.read()
+            seen = os.fstat(handle.fileno())
+            return data, max(seen.st_mtime, seen.st_ctime)
 
     def _place(self, path: str, data: bytes | None, expected: bytes | None) -> bytes | None:
         """Make the folder's ``path`` hold ``data`` (None: no file), swapping it in; returns what a
@@ -303,10 +348,24 @@ class Sync:
                 before = self._read_here(path)
                 os.replace(temp, target)
                 return before if before is not None and before != expected else None
-            out = temp.read_bytes()
+            out = self._whole(temp, expected)
         finally:
             temp.unlink(missing_ok=True)
         return out if out != expected else None
+
+    def _whole(self, swapped: Path, expected: bytes | None) -> bytes:
+        """What the file swapped out holds once no editor is still writing into it: a save in place
+        under way when the swap came goes on into that file (by its open handle), so it is read again
+        until it has stayed put ``settle`` seconds (at most ``SETTLE_MAX``)."""
+        waited = 0.0
+        while True:
+            with open(swapped, "rb") as handle:
+                data = handle.read()
+                changed_at = os.fstat(handle.fileno()).st_mtime  # not ctime: the swap itself sets that
+            if data == expected or waited >= SETTLE_MAX or not 0 <= time.time() - changed_at < self.settle:
+                return data
+            time.sleep(self.settle)
+            waited += self.settle
 
     # ---- running ----------------------------------------------------------------------------------
 

@@ -337,3 +337,40 @@ def test_a_name_that_is_not_utf8_is_left_out_and_listed(tmp_path, postgres) -> N
     result = cli("copy", str(folder), pg_url(postgres, project))
     assert result.exit_code == 0, result.output
     assert "Left out, not memory: caf\ufffd, r\ufffdsum\ufffd.md" in result.output
+
+
+def test_level_identities_travel_so_look_alike_agents_keep_their_own_folders(tmp_path, postgres) -> None:
+    """Two agent ids that share their first 8 characters get two folders told apart only by their
+    hidden identities (``<folder>/.fsmem-level``): folder -> PostgreSQL -> folder keeps both."""
+    from fsmem import levels
+
+    first, second = "3f9a1c2e-aaaa-1111", "3f9a1c2e-bbbb-2222"
+    source = tmp_path / "source"
+    memory = fsmem.open(source, create=True, settings=Settings(watch=False, durable=False))
+    folders = {agent: memory.create_agent(agent, "SEO") for agent in (first, second)}
+    assert folders[first] != folders[second]
+    for agent in (first, second):
+        run = memory.run(Scope.agent(agent), thread_id=f"t-{agent}")
+        top = memory.scope_files(Scope.agent(agent))[-1]
+        assert run.call({"command": "write", "path": top, "content": f"# Agent {agent}\n"})["ok"], top
+        note = f"{folders[agent]}/notes.md"
+        assert run.call({"command": "write", "path": note, "content": f"only {agent}\n"})["ok"]
+    memory.close()
+    project = new_project()
+
+    assert cli("copy", str(source), pg_url(postgres, project)).exit_code == 0
+    on_postgres = fsmem.open(pg_url(postgres), project=project, cache=tmp_path / "cache")
+    assert run_fsmem("copy", pg_url(postgres), str(tmp_path / "back"), "--project", project).returncode == 0
+    back = fsmem.open(tmp_path / "back", settings=Settings(watch=False, durable=False))
+
+    for copied in (on_postgres, back):
+        for agent in (first, second):
+            assert levels.find_agent(copied, agent) == folders[agent]
+            top = copied.scope_files(Scope.agent(agent))[-1]
+            assert top.startswith(folders[agent] + "/")
+            assert copied.read(top) == f"# Agent {agent}\n"
+            assert copied.read(f"{folders[agent]}/notes.md") == f"only {agent}\n"
+        copied.close()
+    assert (tmp_path / "back" / folders[first] / ".fsmem-level").read_bytes() == (
+        source / folders[first] / ".fsmem-level"
+    ).read_bytes()

@@ -203,6 +203,89 @@ def test_a_save_that_lands_while_a_pull_writes_the_file_is_kept(tmp_path, store,
     assert (folder / "a.md.conflict").read_bytes().endswith(b"saved in the window\n")
 
 
+def test_a_save_in_place_caught_half_way_is_not_pushed_until_it_is_whole(tmp_path, store, reader) -> None:
+    """An editor saving in place truncates the file, then writes it: a pass that reads the empty file
+    in between must not push it (another worker would build on the empty file and lose what it held)."""
+    import threading
+
+    put(store, "a.md", "# A\n\n- one\n")
+    folder = tmp_path / "mirror"
+    once(folder, store)
+    whole = b"# A\n\n- one\n- two, saved in place\n"
+    fd = os.open(folder / "a.md", os.O_WRONLY | os.O_TRUNC)  # the save has begun: the file is empty
+
+    def finish() -> None:
+        time.sleep(0.05)
+        os.write(fd, whole)
+        os.close(fd)
+
+    finishing = threading.Thread(target=finish)
+    with Sync.open(folder, store) as mirror:
+        mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
+        finishing.start()
+        report = mirror.run_once({"a.md"})
+    finishing.join()
+    assert report.pushed == ["a.md"] and not report.conflicts
+    assert reader.read("a.md") == whole
+    assert [entry.after for entry in reader.log() if entry.command == "hand_edit"] == [version_of(whole)]
+
+
+def test_the_command_keeps_as_many_versions_as_fsmem_versions_kept_says(tmp_path, store, postgres, monkeypatch) -> None:
+    put(store, "a.md", "zero\n")
+    folder = tmp_path / "mirror"
+    monkeypatch.setenv("FSMEM_VERSIONS_KEPT", "2")
+    assert cli("sync", str(folder), "--store", postgres, "--project", store.project, "--once").exit_code == 0
+    for n in range(1, 5):
+        (folder / "a.md").write_text(f"{n}\n")
+        done = cli("sync", str(folder), "--store", postgres, "--project", store.project, "--once")
+        assert done.exit_code == 0, done.output
+    assert store.read("a.md") == b"4\n"
+    assert [kept.version for kept in store.versions("a.md")] == [version_of(b"3\n"), version_of(b"2\n")]
+
+
+def test_a_save_in_place_under_way_when_a_pull_swaps_the_file_is_kept_whole(
+    tmp_path, store, reader, monkeypatch
+) -> None:
+    """The editor has truncated the file and written half when the pull swaps it out; the rest goes,
+    by the editor's open handle, into the file now under the temp name: the pass waits for it to
+    stay put and keeps the whole save, not the half."""
+    import threading
+
+    import fsmem.sync
+
+    put(store, "a.md", "one\n")
+    folder = tmp_path / "mirror"
+    once(folder, store)
+    put(store, "a.md", "two\n")
+    real_exchange = fsmem.sync.exchange
+    mine = b"one\n- saved in place, in two pieces\n"
+    finishing: list[threading.Thread] = []
+
+    def save_in_place_meanwhile(temp, target):
+        fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, mine[:5])
+
+        def finish() -> None:
+            time.sleep(0.05)
+            os.write(fd, mine[5:])
+            os.close(fd)
+
+        finishing.append(threading.Thread(target=finish))
+        swapped = real_exchange(temp, target)
+        finishing[0].start()
+        return swapped
+
+    monkeypatch.setattr(fsmem.sync, "exchange", save_in_place_meanwhile)
+    with Sync.open(folder, store) as mirror:
+        mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
+        report = mirror.run_once(None)
+    finishing[0].join()
+    assert report.conflicts == ["a.md.conflict"] and not report.pulled
+    assert (folder / "a.md").read_text() == "two\n" and reader.read("a.md") == b"two\n"
+    assert reader.read_kept("a.md", version_of(mine)) == mine
+    assert (folder / "a.md.conflict").read_bytes().endswith(b"----- your text -----\n" + mine)
+
+
 def test_a_file_deleted_by_hand_but_changed_in_the_database_comes_back(tmp_path, store) -> None:
     put(store, "a.md", "one\n")
     folder = tmp_path / "mirror"

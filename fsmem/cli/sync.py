@@ -35,6 +35,7 @@ def sync(folder: str, once: bool, as_json: bool) -> None:
     Runs until Ctrl-C or SIGTERM, printing what each pass did; with --once, one pass: exit 0
     done, 1 some path could not be synced (listed), 3 a conflict note was written.
     """
+    from fsmem.config import load_settings
     from fsmem.errors import BadStore, RootNotFound
     from fsmem.pg_store import PgStore
     from fsmem.sync import Sync
@@ -43,7 +44,10 @@ def sync(folder: str, once: bool, as_json: bool) -> None:
     if url is None or project is None:
         raise BadStore("fsmem sync mirrors a project in PostgreSQL: give --store URL --project NAME")
     try:
-        store = PgStore.open(url, project, create=False)
+        settings = load_settings(None)  # FSMEM_VERSIONS_KEPT, FSMEM_LOCK_TIMEOUT, as every worker takes them
+        store = PgStore.open(
+            url, project, create=False, lock_timeout=settings.lock_timeout, versions_kept=settings.versions_kept
+        )
     except RootNotFound as error:
         raise RootNotFound(
             f"{error.message.split(';')[0]}; make it with `fsmem init --store URL --project {project}`, "

@@ -26,8 +26,19 @@ folder is known). The audit then checks, from the journals and the rows:
   and not touched again before it ended must be found (no stale miss), and a hit's path must have held
   the token at some moment during the search (no phantom).
 
-TODO(lead): add one ``fsmem sync DIR`` folder edited by hand (issue 12) once branch copy-sync has
-landed: a person's saves journaled like the workers' steps, checked the same way.
+A folder edited by hand rides along (issue 12): a real ``fsmem sync DIR --store URL --project NAME``
+process runs for the whole run (through the kills and the server's restart), and a person process
+edits DIR as editors do (write a temp file and rename it over, or rewrite in place in two pieces
+with a pause between; checking just before it saves that the file is still what it read), appending
+one unique line per save to files of its own (``hand/p<N>.md``) and to ``shared/hand.md``, which the
+workers change too, so both sides change one file and conflicts happen. Each save is journaled
+(fsynced) before the next. After the run sync is given time to settle (the folder and the rows
+agree), stopped, and run once more (``--once``); then every hand save is accounted for: its line is
+in the file's row, or the person's text is kept as a version (command ``conflict``) and in a
+``FILE.conflict…`` note in DIR. A worker's line a hand save took out of ``shared/hand.md`` is
+accounted for only when the log shows that hand save replacing a version that held it, with bytes
+the person journaled, saved after the line was tried (an editor that never saw the change
+overwrote it: counted, never silent).
 """
 
 from __future__ import annotations
@@ -58,12 +69,17 @@ UNKNOWN = ("STORAGE", "BUSY", "TIMEOUT")  # the outcome of the step is unknown: 
 ALL_OPS = ("line", "write", "rename", "delete", "fact", "search")
 WEIGHTS = {"line": 4, "write": 4, "rename": 1, "delete": 1, "fact": 1, "search": 3}
 INF = float("inf")
+HAND_SHARED = "shared/hand.md"  # edited by the person in the sync folder and by the workers' lines
+HAND_OWN = ("hand/p0.md", "hand/p1.md", "hand/p2.md")  # edited by the person only
+HAND_LINES = 60  # a worker's lines into HAND_SHARED (one in four of its lines, up to this many)
+SETTLE_DEADLINE = 180.0  # seconds sync may take to agree with the rows after the run
 
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["FSMEM_WATCH"] = "0"
+    env["FSMEM_VERSIONS_KEPT"] = "1000000"  # the audit looks for every replaced and every conflicting text
     return env
 
 
@@ -132,6 +148,7 @@ class Worker:
         self.journals = journals
         self.rng = random.Random(number)
         self.ops = ops
+        self.hand = "hand" in ops  # some lines go to the file the person edits in the sync folder
         self.own: dict[str, str] = {}  # path -> token: only this worker changes own/w<N>/
         self.counts: Counter[str] = Counter()
 
@@ -159,6 +176,9 @@ class Worker:
         self.counts["lines"] += 1
         token = f"lnw{self.n}k{k:05d}z"
         path = f"shared/s{k // LINES_PER_FILE:03d}.md"
+        if self.hand and self.counts["hand_lines"] < HAND_LINES and self.rng.random() < 0.25:
+            self.counts["hand_lines"] += 1
+            path = HAND_SHARED
         self.journal(kind="try", op="line", path=path, token=token)
         while time.time() < end + 30:
             read = self.call({"command": "read", "path": path})
@@ -335,6 +355,118 @@ def worker_main(argv: list[str]) -> int:
     return 0
 
 
+# --- the person editing the sync folder by hand -------------------------------------------------------
+
+
+def _stamp(seen: os.stat_result | None) -> tuple[int, int, int] | None:
+    return None if seen is None else (seen.st_ino, seen.st_size, seen.st_mtime_ns)
+
+
+def person_main(argv: list[str]) -> int:
+    """Edit files in the sync folder as a person's editor does, until the end; journal each save."""
+    from fsmem.core.versions import version_of
+
+    folder, journal_path, go = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    journal = Journal(journal_path)
+    rng = random.Random("person")
+    Path(f"{journal_path}.ready").touch()
+    while not go.exists():
+        time.sleep(0.005)
+    end = float(go.read_text())
+    count = 0
+    redone: Counter[str] = Counter()
+    while time.time() < end:
+        time.sleep(rng.uniform(0.02, 0.12))
+        path = HAND_SHARED if rng.random() < 0.4 else rng.choice(HAND_OWN)
+        file = folder / path
+        began = time.time()
+        try:
+            seen = os.stat(file)
+            data: bytes | None = file.read_bytes()
+        except FileNotFoundError:
+            seen, data = None, None
+        if data is not None and not data.endswith(b"\n"):
+            redone["torn"] += 1  # caught while sync swapped it in? read again later
+            continue
+        line = f"hand{count:05d}z"
+        new = (data if data is not None else f"# Hand {path}\n\n".encode()) + f"- {line}\n".encode()
+        style = "rename" if data is None or count % 2 == 0 else "in-place"
+        try:
+            now = os.stat(file)
+        except FileNotFoundError:
+            now = None
+        if _stamp(now) != _stamp(seen):
+            redone["changed since read"] += 1  # "the file has changed since reading it": read it again
+            continue
+        checked = time.time()
+        if style == "rename":
+            file.parent.mkdir(parents=True, exist_ok=True)
+            temp = file.with_name(f".{file.name}.swp")
+            temp.write_bytes(new)
+            if data is None:
+                try:
+                    os.link(temp, file)  # a new file: never over one that appeared meanwhile
+                except FileExistsError:
+                    temp.unlink()
+                    redone["appeared meanwhile"] += 1
+                    continue
+                temp.unlink()
+            else:
+                os.rename(temp, file)
+        else:
+            fd = os.open(file, os.O_WRONLY | os.O_TRUNC)
+            try:
+                half = len(new) // 2  # written in two pieces, as an editor writes a big buffer
+                os.write(fd, new[:half])
+                time.sleep(rng.uniform(0, 0.01))
+                os.write(fd, new[half:])
+                try:
+                    replaced = os.stat(file).st_ino != os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    replaced = True
+                if replaced:
+                    # sync swapped the file out while the editor wrote into it: the save went into a
+                    # file that no longer has this name (the limit in docs/safety.md), seen by the editor
+                    style = "in-place, into a replaced file"
+            finally:
+                os.close(fd)
+        journal(
+            sync=True,
+            kind="save",
+            path=path,
+            line=line,
+            style=style,
+            began=began,
+            checked=checked,
+            at=time.time(),
+            version=version_of(new),
+        )
+        count += 1
+    journal(sync=True, kind="done", redone=dict(redone))
+    return 0
+
+
+def hand_settled(url: str, project: str, folder: Path) -> bool:
+    """Whether the sync folder and the rows hold the same memory files, byte for byte."""
+    from fsmem.core.versions import version_of
+    from fsmem.pg_store import PgStore
+    from fsmem.sync import _mirrored
+
+    with PgStore.open(url, project, create=False) as store:
+        there = {path: version for path, version in store.file_versions().items() if _mirrored(path)}
+    here = {}
+    for top, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        for name in names:
+            relative = Path(top, name).relative_to(folder).as_posix()
+            if _mirrored(relative):
+                try:
+                    here[relative] = version_of(Path(top, name).read_bytes())
+                except FileNotFoundError:
+                    return False
+    return here == there
+
+
 # --- the audit -------------------------------------------------------------------------------------
 
 
@@ -399,7 +531,15 @@ def _holdings(entries: list[dict[str, Any]]) -> list[Held]:
     return held
 
 
-def audit(target: str, project: str | None, journals: Path, killed: list[int]) -> dict[str, Any]:
+def _iso_seconds(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def audit(
+    target: str, project: str | None, journals: Path, killed: list[int], hand_dir: Path | None = None
+) -> dict[str, Any]:
     from fsmem.core.versions import version_of
     from fsmem.errors import FsmemError
 
@@ -425,11 +565,78 @@ def audit(target: str, project: str | None, journals: Path, killed: list[int]) -
         if path.startswith("shared/"):
             lines_in[path] = [line[2:] for line in (data or b"").decode().splitlines() if line.startswith("- ")]
     tried_lines = {item.token: item.path for item in every if item.token.startswith("ln")}
+    person = read_journal(journals / "person.jsonl") if hand_dir is not None else []
+    hand_saves = [e for e in person if e["kind"] == "save"]
+    tried_lines.update({save["line"]: save["path"] for save in hand_saves})
+    log = list(memory.log())
+    # what the file both sides edit held, by version: its row and every kept version (all are kept)
+    hand_texts: dict[str, list[str]] = {}
+    for info in memory.versions(HAND_SHARED) if hand_dir is not None else []:
+        hand_texts[info.version] = (memory.drive.read_version(info) or b"").decode("utf-8", "replace").split()
+    if files.get(HAND_SHARED) is not None:
+        hand_texts[version_of(files[HAND_SHARED] or b"")] = (files[HAND_SHARED] or b"").decode().split()
+    saved_at = {save["version"]: save["at"] for save in hand_saves}
+    hand_pushes = [e for e in log if e.command == "hand_edit" and e.path == HAND_SHARED]
+    overwritten = 0
     acked_lines = [e for e in entries if e.get("op") == "line" and e["kind"] in ("ack", "observed")]
     for entry in acked_lines:
         count = lines_in.get(entry["path"], []).count(entry["token"])
+        if count == 0 and entry["path"] == HAND_SHARED:
+            token = entry["token"]
+            tried = min(item.start for item in by_token[token])
+            push = next(
+                (
+                    e
+                    for e in hand_pushes
+                    if token in hand_texts.get(e.before or "", [])
+                    and e.after in hand_texts
+                    and token not in hand_texts[e.after or ""]
+                    and saved_at.get(e.after or "", -INF) >= tried
+                ),
+                None,
+            )
+            if push is not None:  # a person's editor that never saw the line saved over it: counted
+                overwritten += 1
+                for item in by_token[token]:
+                    item.leaves = item.gone = _iso_seconds(push.time)
+                continue
         if count != 1:
             problems.append(f"acknowledged line {entry['token']} is {count} times in {entry['path']}")
+
+    # hand saves: each line in its file's row, or the person's text kept as a conflict version and note
+    hand = Counter[str]()
+    conflict_texts: dict[str, list[str]] = {}
+    for path in {save["path"] for save in hand_saves}:
+        conflict_texts[path] = [
+            (memory.drive.read_version(info) or b"").decode("utf-8", "replace")
+            for info in memory.versions(path)
+            if info.command == "conflict"
+        ]
+        hand["conflict_versions_kept"] += len(conflict_texts[path])
+    notes: dict[str, list[str]] = defaultdict(list)
+    if hand_dir is not None:
+        for note in sorted(hand_dir.rglob("*.conflict*")):
+            name = note.relative_to(hand_dir).as_posix()
+            notes[name.rsplit(".conflict", 1)[0]].append(note.read_text(encoding="utf-8", errors="replace"))
+            hand["conflict_notes"] += 1
+    for save in hand_saves:
+        path, marker = save["path"], f"- {save['line']}\n"
+        hand[f"style:{save['style']}"] += 1
+        if marker in (files.get(path) or b"").decode("utf-8", "replace"):
+            hand["in_row"] += 1
+        elif any(marker in text for text in conflict_texts.get(path, [])) and any(
+            marker in text for text in notes.get(path, [])
+        ):
+            hand["kept_as_conflict"] += 1
+            hand[f"kept_as_conflict:{path}"] += 1
+        elif save["style"] == "in-place, into a replaced file":
+            hand["into_a_replaced_file"] += 1  # the editor saw its save land in a file with no name
+        else:
+            problems.append(
+                f"hand save {save['line']} of {path} is neither in its row nor kept as a conflict version and note"
+            )
+    if hand_dir is not None and not any(e["kind"] == "done" for e in person):
+        problems.append("the person did not finish")
     for path, tokens in lines_in.items():
         for token in tokens:
             if tried_lines.get(token) != path:
@@ -452,7 +659,6 @@ def audit(target: str, project: str | None, journals: Path, killed: list[int]) -
                     )
 
     # the log holds every acknowledged write, rename and delete, with its versions
-    log = list(memory.log())
     logged = {(e.command, e.path, e.new_path, e.after) for e in log}
     for entry in entries:
         if entry["kind"] != "ack" or entry.get("op") not in ("line", "write", "rename", "delete"):
@@ -534,6 +740,10 @@ def audit(target: str, project: str | None, journals: Path, killed: list[int]) -
         "log_entries": len(log),
         "files": len(files),
         "kept_versions_hashed": kept_ok,
+        "hand_saves": len(hand_saves),
+        "hand": dict(hand),
+        "person_redone": next((e.get("redone", {}) for e in person if e["kind"] == "done"), {}),
+        "worker_lines_overwritten_by_a_racing_hand_save": overwritten,
         "problems": problems,
     }
 
@@ -550,9 +760,11 @@ def soak(
     kill: int = KILLED,
     ops: tuple[str, ...] = ALL_OPS,
     scratch: Path | None = None,
+    sync: bool = True,
 ) -> dict[str, Any]:
     """Run the soak and audit it. ``target``: a PostgreSQL URL with ``project`` (a new one when None is
-    given for a URL), or a folder root. ``restart``: restarts the server (``pg_ctl restart -m fast``)."""
+    given for a URL), or a folder root. ``restart``: restarts the server (``pg_ctl restart -m fast``).
+    ``sync``: a ``fsmem sync`` folder edited by hand rides along (PostgreSQL only)."""
     is_pg = target.startswith(("postgresql://", "postgres://")) or "=" in target
     if is_pg and project is None:
         project = f"soak-{uuid.uuid4().hex[:8]}"
@@ -561,6 +773,9 @@ def soak(
     journals.mkdir(parents=True, exist_ok=True)
     open_memory(target, project, scratch / "setup-cache").close()  # the project exists before anyone starts
     go = scratch / "go"
+    hand = HandFolder(scratch, target, project or "", go, journals) if sync and is_pg else None
+    if hand is not None:
+        ops = (*ops, "hand")
     procs = []
     for n in range(workers):
         args = [
@@ -583,6 +798,8 @@ def soak(
             if time.time() > deadline or any(p.poll() is not None for p in procs):
                 raise RuntimeError("the workers did not all start: " + str([p.poll() for p in procs]))
             time.sleep(0.05)
+        if hand is not None:
+            hand.wait_ready(deadline)
         start = time.time()
         end = start + seconds
         (scratch / "go.tmp").write_text(repr(end))
@@ -596,18 +813,128 @@ def soak(
             restart()
             restarted = True
         codes = [proc.wait(timeout=seconds + 300) for proc in procs]
+        sync_report = hand.finish() if hand is not None else {}
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=30)
-    report = audit(target, project, journals, killed)
+        if hand is not None:
+            hand.kill()
+    report = audit(target, project, journals, killed, hand.folder if hand is not None else None)
     report["seconds"] = seconds
+    report["project"] = project
     report["server_restarted"] = restarted
     bad = {n: code for n, code in enumerate(codes) if n not in killed and code != 0}
     if bad:
         report["problems"].insert(0, f"workers exited with {bad}")
+    if sync_report:
+        report["problems"][:0] = sync_report.pop("problems")
+        report["sync"] = sync_report
     return report
+
+
+class HandFolder:
+    """The ``fsmem sync DIR`` process and the person editing DIR, for the whole run."""
+
+    def __init__(self, scratch: Path, url: str, project: str, go: Path, journals: Path) -> None:
+        self.folder, self.url, self.project, self.scratch = scratch / "by-hand", url, project, scratch
+        self.folder.mkdir()
+        self.journal = journals / "person.jsonl"
+        self.sync = self._start_sync(scratch / "sync.out", scratch / "sync.err")
+        self.person = subprocess.Popen(
+            [sys.executable, "-m", "tests.procs.pg_soak", "--person", str(self.folder), str(self.journal), str(go)],
+            cwd=REPO,
+            env=_env(),
+        )
+
+    def _start_sync(self, out: Path, err: Path, *more: str) -> subprocess.Popen[bytes]:
+        command = [sys.executable, "-m", "fsmem", "sync", str(self.folder), "--store", self.url]
+        with open(out, "ab") as stdout, open(err, "ab") as stderr:
+            return subprocess.Popen(
+                [*command, "--project", self.project, "--json", *more],
+                cwd=REPO,
+                env=_env(),
+                stdout=stdout,
+                stderr=stderr,
+            )
+
+    def wait_ready(self, deadline: float) -> None:
+        state = self.folder / ".fsmem-sync" / "state.json"
+        while not (state.exists() and Path(f"{self.journal}.ready").exists()):
+            if time.time() > deadline or self.sync.poll() is not None or self.person.poll() is not None:
+                raise RuntimeError(
+                    f"fsmem sync ({self.sync.poll()}) or the person ({self.person.poll()}) did not start: "
+                    + (self.scratch / "sync.err").read_text(errors="replace")[-2000:]
+                )
+            time.sleep(0.05)
+
+    def finish(self) -> dict[str, Any]:
+        """After the run: the person done, sync given time to agree with the rows (it must still be
+        running: it outlived the kills and the restart), stopped, and one ``--once`` pass more."""
+        problems = []
+        person = self.person.wait(timeout=120)
+        if person != 0:
+            problems.append(f"the person exited with {person}")
+        began = time.time()
+        settled = False
+        while time.time() < began + SETTLE_DEADLINE and self.sync.poll() is None:
+            try:
+                settled = hand_settled(self.url, self.project, self.folder)
+            except Exception as error:  # noqa: BLE001 - the server may still be coming back
+                problems.append(f"the folder could not be compared: {error}")
+                break
+            if settled:
+                break
+            time.sleep(0.5)
+        alive = self.sync.poll() is None
+        if not alive:
+            problems.append(
+                f"fsmem sync died during the run (exit {self.sync.returncode}): "
+                + (self.scratch / "sync.err").read_text(errors="replace")[-2000:]
+            )
+        elif not settled:
+            problems.append(f"the sync folder and the rows did not agree within {SETTLE_DEADLINE:g} s")
+        settle_seconds = time.time() - began
+        self.sync.send_signal(signal.SIGTERM)
+        stopped = self.sync.wait(timeout=60)
+        if alive and stopped != 0:
+            problems.append(f"fsmem sync exited with {stopped} on SIGTERM")
+        passes = Counter[str]()
+        for line in (self.scratch / "sync.out").read_text(errors="replace").splitlines():
+            try:
+                done = json.loads(line)
+            except ValueError:
+                continue
+            passes["passes"] += 1
+            for key in ("pulled", "pushed", "conflicts", "errors"):
+                passes[key] += len(done.get(key, []))
+        final = self._start_sync(self.scratch / "once.out", self.scratch / "once.err", "--once")
+        once = final.wait(timeout=300)
+        if once not in (0, 3):
+            problems.append(
+                f"the last `fsmem sync --once` exited with {once}: "
+                + (self.scratch / "once.err").read_text(errors="replace")[-2000:]
+            )
+        elif not hand_settled(self.url, self.project, self.folder):
+            problems.append("after the last `fsmem sync --once` the folder and the rows still differ")
+        return {
+            "alive_through_the_run": alive,
+            "settled_after_s": round(settle_seconds, 2),
+            "last_once_exit": once,
+            **dict(passes),
+            "stderr_warnings": sum(
+                "sync pass failed" in line
+                for line in (self.scratch / "sync.err").read_text(errors="replace").splitlines()
+            ),
+            "problems": problems,
+        }
+
+    def kill(self) -> None:
+        for proc in (self.person, self.sync):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
 
 
 def _restarter(pg_dir: str | None) -> Callable[[], None] | None:
@@ -623,6 +950,8 @@ def _restarter(pg_dir: str | None) -> Callable[[], None] | None:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--worker"]:
         return worker_main(argv[1:])
+    if argv[:1] == ["--person"]:
+        return person_main(argv[1:])
     parser = argparse.ArgumentParser(prog="bin/soak --postgres", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("seconds", type=float, nargs="?", default=60.0)
     parser.add_argument("--url", default="", help="a PostgreSQL conninfo (default: a throwaway cluster)")
