@@ -29,7 +29,7 @@ from fsmem.core.search import SearchHit
 from fsmem.drive import Drive, LogEntry, VersionInfo
 from fsmem.errors import BadStore, Exists, FsmemError, NotFound, RootNotFound, Storage
 from fsmem.grep import grep
-from fsmem.index_state import note_pending
+from fsmem.index_state import index_dir, note_pending
 from fsmem.levels import Scope
 from fsmem.rootlock import CRASH_MARK
 from fsmem.store import Store
@@ -109,6 +109,14 @@ def _create(file: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def _sweep_derived_state(state: Path) -> None:
+    """Derived state (caches, the index's marks) is written outside the store's lock, so a process
+    killed there leaves temp files no repair looks for: those of writers that are gone go here."""
+    for folder in (state, state / "cache"):
+        remove_dead_temps(folder, deep=False)
+    remove_dead_temps(index_dir(state))  # its generations' marks: a few folders, a few files each
+
+
 class Memory:
     """One project's memory folder. Safe to share between threads and processes."""
 
@@ -121,6 +129,8 @@ class Memory:
         self._watch_mutex = threading.Lock()
         if isinstance(drive, Drive):
             self._open_folder(drive)
+        else:
+            _sweep_derived_state(drive.state)
 
     def _open_folder(self, drive: Drive) -> None:
         """What a folder needs before use: notes for the index, folders a dead ``deleting_*`` block
@@ -132,9 +142,8 @@ class Memory:
             levels.restore_parked(self)
         if drive.crash_left():
             self._repair_after_crash(drive)
-        else:  # derived state is written outside the lock too (caches): its debris is looked for here
-            for folder in (drive.state, drive.state / "cache"):
-                remove_dead_temps(folder, deep=False)
+        else:
+            _sweep_derived_state(drive.state)
         self._keep_state_private(drive)
 
     def _repair_after_crash(self, drive: Drive) -> None:

@@ -85,3 +85,18 @@ def test_temp_files_of_live_writers_are_left_alone(tmp_path: Path) -> None:
     (root / ".fsmem" / "lock").write_text("999999999 elsewhere write 1.0\n")  # it died holding the lock
     fsmem.open(root)
     assert mine.exists() and not dead.exists()
+
+
+def test_temp_files_a_dead_search_left_in_the_index_are_removed_on_open(tmp_path: Path) -> None:
+    """A search writes the index's marks (CURRENT, a generation's ``applied``) outside the root's
+    lock; killed there, it leaves a temp file no crash repair looks for. The next open removes it."""
+    root = tmp_path / "root"
+    memory = fsmem.open(root, create=True)
+    memory.search("anything")
+    generation = next(path for path in (root / ".fsmem" / "index").iterdir() if path.is_dir())
+    dead_mark = generation / ".applied.999999999.abcdef.tmp"
+    dead_current = root / ".fsmem" / "index" / ".CURRENT.999999999.abcdef.tmp"
+    for dead in (dead_mark, dead_current):
+        dead.write_bytes(b"{}")
+    fsmem.open(root)
+    assert not dead_mark.exists() and not dead_current.exists()
