@@ -13,6 +13,8 @@ checked cannot move before it commits — no lost update, and no retry loop as S
 A file created meanwhile meets the primary key (``ON CONFLICT DO NOTHING``) and is refused with
 CONFLICT/EXISTS. Every change holds a shared per-project advisory lock; a folder rename or delete
 holds it exclusively, so it is atomic across all its files and no file appears in the folder halfway.
+A change making a path locks it (and, shared, the folders above it) first: a file and a folder at one
+path never both commit. While a thread has a change open, its reads go through that change.
 Log rows are written last, under a per-project commit lock held to the commit, so sequence numbers
 are in commit order: a worker that saw sequence N has seen every change up to N.
 
