@@ -30,6 +30,7 @@ class Settings:
     max_search_limit: int = 100
     durable: bool = True  # fsync file and folder on every change; tests may turn it off
     watch: bool = True  # a process's first search starts a watcher, so later ones need not compare
+    pg_pool_size: int = 8  # PostgreSQL: connections a process may open (one per thread changing at once)
 
 
 def load_settings(root: Path | None, environ: Mapping[str, str] | None = None) -> Settings:

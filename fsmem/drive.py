@@ -40,6 +40,7 @@ from fsmem.atomic import exchange, fsync_dir, make_dirs, pid_alive, place_new, w
 from fsmem.config import Settings
 from fsmem.core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name
+from fsmem.core.requests import check_thread
 from fsmem.core.search import Indexed, Plan, Stamp
 from fsmem.core.versions import version_of
 from fsmem.errors import BadPath, BadRequest, Exists, LevelParked, NotFound, RootNotFound, Storage, TooLarge
@@ -409,6 +410,7 @@ class Drive:
 
     @contextlib.contextmanager
     def change(self, command: str, thread: str | None = None) -> Iterator[Change]:
+        check_thread(thread)
         with self.locked(command):
             tx = Change(self, command, thread)
             try:
@@ -1084,6 +1086,9 @@ class Change:
     def hold(self, name: str) -> None:
         """No other change holding ``name`` runs until this one ends: on the folder, the root's lock
         already makes it so."""
+
+    def lock_folder(self) -> None:
+        """What a folder's rename or delete holds: on the folder, the root's lock, held already."""
 
     def stamp(self, path: str) -> FactStamp | None:
         """The stamp of ``path`` as this change leaves it (see :meth:`Drive.stamp`)."""

@@ -27,7 +27,7 @@ from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name, normalize_path
 from fsmem.core.search import Stamp
 from fsmem.drive import Entry, LogEntry, Parked, VersionInfo
-from fsmem.errors import BadPath, Conflict, Exists, FsmemError, NotFound, TooLarge
+from fsmem.errors import Conflict, Exists, FsmemError, NotFound, TooLarge
 from fsmem.pg_index import PgFeed, stamp_ns
 from fsmem.pg_store import PgStore, PgTransaction
 from fsmem.proposals import ChangeProposal
@@ -64,7 +64,12 @@ def open_store(
 ) -> PgDrive:
     """Connect to the project (made, with an empty ``MEMORY.md``, when ``create``)."""
     store = PgStore.open(
-        url, project, create=create, lock_timeout=settings.lock_timeout, versions_kept=settings.versions_kept
+        url,
+        project,
+        create=create,
+        lock_timeout=settings.lock_timeout,
+        versions_kept=settings.versions_kept,
+        pool_size=settings.pg_pool_size,
     )
     try:
         drive = PgDrive(store, Path(cache) if cache is not None else default_cache(url, project), settings, url)
@@ -141,16 +146,7 @@ class PgDrive:
         """Rows are only ever files: nothing here can be a FIFO, a device or a socket."""
 
     def check_free(self, destination: str, label: str = "the new path") -> None:
-        if self.pg.exists(destination):
-            raise Exists(f"{label} {destination} already exists; choose another name or delete it first")
-        parts = destination.split("/")[:-1]
-        for end in range(1, len(parts) + 1):
-            folder = "/".join(parts[:end])
-            if self.pg.version(folder) is not None:
-                raise BadPath(
-                    f"{label} {destination} cannot be made: {folder} is a file, not a folder; "
-                    "choose a path inside a folder"
-                )
+        self.pg.check_free(destination, label)
 
     # ---- changing -------------------------------------------------------------------------------
 

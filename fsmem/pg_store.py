@@ -13,6 +13,8 @@ checked cannot move before it commits — no lost update, and no retry loop as S
 A file created meanwhile meets the primary key (``ON CONFLICT DO NOTHING``) and is refused with
 CONFLICT/EXISTS. Every change holds a shared per-project advisory lock; a folder rename or delete
 holds it exclusively, so it is atomic across all its files and no file appears in the folder halfway.
+A change making a path locks it (and, shared, the folders above it) first: a file and a folder at one
+path never both commit. While a thread has a change open, its reads go through that change.
 Log rows are written last, under a per-project commit lock held to the commit, so sequence numbers
 are in commit order: a worker that saw sequence N has seen every change up to N.
 
@@ -37,6 +39,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from fsmem import pg_schema
 from fsmem.core.layout import LEVEL_IDENTITY_FILE
 from fsmem.core.paths import normalize_path
+from fsmem.core.requests import check_thread
 from fsmem.core.versions import version_of
 from fsmem.drive import Entry, HandEdit, LogEntry
 from fsmem.errors import (
@@ -81,6 +84,7 @@ class PgStore:
 
     def __init__(self, pool: ConnectionPool, url: str, project_id: int, name: str, versions_kept: int) -> None:
         self._pool, self._url = pool, url
+        self._current = threading.local()  # .conn: the connection of the change this thread has open
         self.project_id, self.project = project_id, name
         self.versions_kept = versions_kept
         self.channel = f"fsmem_{project_id}"
@@ -93,7 +97,7 @@ class PgStore:
         project: str,
         *,
         create: bool = True,
-        pool_size: int = 4,
+        pool_size: int = 8,
         lock_timeout: float = 10.0,
         connect_timeout: float = 5.0,
         versions_kept: int = 20,
@@ -102,10 +106,13 @@ class PgStore:
         if not isinstance(project, str) or not project.strip() or len(project) > 200:
             raise BadStore("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
         options = f"-c lock_timeout={int(lock_timeout * 1000)}"
+        # A thread holds at most one connection (its change's: reads inside a change go through it),
+        # so ``pool_size`` threads of this process work at once and the rest wait their turn (BUSY
+        # after ``connect_timeout``); the pool opens connections as the load asks and closes idle ones.
         pool = ConnectionPool(
             url,
             min_size=1,
-            max_size=pool_size,
+            max_size=max(1, pool_size),
             timeout=connect_timeout,
             open=False,
             kwargs={"autocommit": True, "options": options, "connect_timeout": max(1, round(connect_timeout))},
@@ -212,6 +219,10 @@ class PgStore:
         size, modified, is_file = row
         return Entry(path, not is_file, size if is_file else 0, modified.timestamp())
 
+    def check_free(self, path: str, label: str = "the new path") -> None:
+        """Refuse ``path`` when a file or folder is there, or a file where a folder of it must be."""
+        self._run(lambda conn: check_free(conn, self.project_id, _file(path), label))
+
     # ---- history --------------------------------------------------------------------------------
 
     def versions(self, path: str) -> list[KeptVersion]:
@@ -284,15 +295,13 @@ class PgStore:
     # ---- proposals ------------------------------------------------------------------------------
 
     def save_proposal(self, proposal: ChangeProposal) -> None:
-        try:
-            self._run(
-                lambda conn: conn.execute(
-                    _INSERT_PROPOSAL,
-                    _proposal_row(self.project_id, proposal),
-                )
-            )
-        except psycopg.errors.UniqueViolation as error:
-            raise Exists(f"there is already a proposal {proposal.id}; make a new id") from error
+        def save(conn: psycopg.Connection[Any]) -> None:
+            try:
+                conn.execute(_INSERT_PROPOSAL, _proposal_row(self.project_id, proposal))
+            except psycopg.errors.UniqueViolation as error:
+                raise Exists(f"there is already a proposal {proposal.id}; make a new id") from error
+
+        self._run(save, write=True)
 
     def load_proposal(self, proposal_id: str) -> ChangeProposal:
         row = self._one(
@@ -312,7 +321,8 @@ class PgStore:
         cursor = self._run(
             lambda conn: conn.execute(
                 "DELETE FROM fsmem.proposals WHERE project = %s AND id = %s", (self.project_id, proposal_id)
-            )
+            ),
+            write=True,
         )
         if cursor.rowcount == 0:
             raise NotFound(f"there is no proposal {proposal_id!r}; list them with `fsmem proposals`")
@@ -321,24 +331,32 @@ class PgStore:
 
     @contextlib.contextmanager
     def change(self, command: str, thread: str | None = None) -> Iterator[PgTransaction]:
-        """One transaction: every operation in the block commits together, or none does."""
+        """One transaction: every operation in the block commits together, or none does. While it is
+        open, this thread's reads of the store go through its connection (they see what it changed,
+        and a thread never holds two of the pool's connections)."""
+        check_thread(thread)
         with self._connection() as conn:
             tx = PgTransaction(self, conn, command, thread)
+            outer = getattr(self._current, "conn", None)
+            self._current.conn = conn
             try:
-                yield tx
-                tx._flush_log()
-            except BaseException as error:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(error, psycopg.Error):
-                    raise _translated(error, "nothing was changed") from error
-                raise
-            try:
-                conn.execute("COMMIT")
-            except psycopg.Error as error:
-                raise _translated(
-                    error, "the change may or may not have been applied; read the files to see before trying again"
-                ) from error
+                try:
+                    yield tx
+                    tx._flush_log()
+                except BaseException as error:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                    if isinstance(error, psycopg.Error):
+                        raise _translated(error, "nothing was changed") from error
+                    raise
+                try:
+                    conn.execute("COMMIT")
+                except psycopg.Error as error:
+                    raise _translated(
+                        error, "the change may or may not have been applied; read the files to see before trying again"
+                    ) from error
+            finally:
+                self._current.conn = outer
         if tx.changed:
             for hook in self.on_commit:
                 hook(set(tx.changed))
@@ -388,7 +406,7 @@ class PgStore:
                     conn.execute("ROLLBACK")
             return ProjectCopy(files, versions, log, proposals)
 
-        return self._run(read)
+        return self._run(read, alone=True)
 
     def import_project(self, copy: ProjectCopy) -> None:
         """Write ``copy`` into this project in ONE transaction: all of it or, on any failure (a
@@ -472,7 +490,7 @@ class PgStore:
                 )
                 conn.execute(_TRIM_KEPT, (self.project_id, path, self.project_id, path, self.versions_kept))
 
-        self._run(keep)
+        self._run(keep, write=True)
         return version
 
     # ---- connections ----------------------------------------------------------------------------
@@ -493,28 +511,53 @@ class PgStore:
                     yield conn
                     return
             except PoolTimeout as error:
-                raise StoreUnavailable(
-                    f"PostgreSQL does not answer ({_first_line(error)}); nothing was changed; try again in a moment"
-                ) from error
-            except psycopg.OperationalError as error:
+                raise self._pool_timeout(error, "nothing was changed") from error
+            except psycopg.Error as error:
                 raise _translated(error, "nothing was changed") from error
 
-    def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run one read (or one single-statement write) on a pooled connection, retrying once on a
-        connection the server dropped."""
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, write: bool = False, alone: bool = False) -> T:
+        """Run one read, or one write (``write``: one statement, or a block of its own), on a pooled
+        connection, or on the connection of the change this thread has open. A read the server's
+        dropped connection broke is tried once more on another; a write never is (it may have
+        committed: trying it again would answer EXISTS or NOT_FOUND for what it did itself).
+        ``alone``: a block with a transaction of its own, never inside this thread's change."""
+        current = None if alone else getattr(self._current, "conn", None)
+        if current is not None:
+            try:
+                return work(current)
+            except psycopg.Error as error:
+                raise _translated(error, "nothing was changed") from error
         for attempt in (1, 2):
+            broken = False
             try:
                 with self._pool.connection() as conn:
-                    return work(conn)
+                    try:
+                        return work(conn)
+                    except psycopg.Error:
+                        broken = conn.broken
+                        raise
             except PoolTimeout as error:
-                raise StoreUnavailable(
-                    f"PostgreSQL does not answer ({_first_line(error)}); try again in a moment"
-                ) from error
-            except psycopg.OperationalError as error:
-                if attempt == 1 and not isinstance(error, psycopg.errors.TransactionRollback):
+                raise self._pool_timeout(error, "nothing was changed") from error
+            except psycopg.Error as error:
+                if broken and not write and attempt == 1:
                     continue
-                raise _translated(error, "try again in a moment") from error
+                outcome = (
+                    "it may or may not have been saved; look before trying again"
+                    if broken and write
+                    else "nothing was changed; try again in a moment"
+                )
+                raise _translated(error, outcome) from error
         raise AssertionError("unreachable")
+
+    def _pool_timeout(self, error: PoolTimeout, outcome: str) -> RequestError:
+        """No connection came in time: every one this process may open is in use (BUSY), or none can be made."""
+        stats = self._pool.get_stats()
+        if stats.get("pool_size", 0) >= self._pool.max_size and not stats.get("pool_available", 0):
+            return Busy(
+                f"the memory is busy: all {self._pool.max_size} connections this process may open to "
+                f"PostgreSQL are in use by other changes; {outcome}; try again in a moment (or raise pg_pool_size)"
+            )
+        return StoreUnavailable(f"PostgreSQL does not answer ({_first_line(error)}); {outcome}; try again in a moment")
 
     def _one(self, query: str, params: Sequence[object]) -> tuple[Any, ...] | None:
         return self._run(lambda conn: conn.execute(query, (self.project_id, *params)).fetchone())
@@ -640,6 +683,12 @@ class PgTransaction:
             (identity_path(folder), data, version_of(data)),
         )
 
+    def lock_folder(self) -> None:
+        """Take now the project's lock a folder rename or delete holds (exclusive), before this change
+        reads the folder: taken after reading its files (the shared lock), two such changes would
+        each wait for the other's shared lock (a deadlock). Reads after it see every change committed."""
+        self._lock("exclusive")
+
     def hold(self, name: str) -> None:
         """No other change holding ``name`` ("levels", "facts") in this project runs until this one ends."""
         self.conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_HOLDS[name], self.store.project_id))
@@ -708,22 +757,19 @@ class PgTransaction:
         ]
 
     def _check_free(self, path: str, label: str, itself: bool = True) -> None:
-        """Refuse ``path`` when a file or folder is there, or a file stands where a folder of it must be."""
+        """Refuse ``path`` when a file or folder is there, or a file stands where a folder of it must
+        be. Before looking, lock the path (exclusive) and each of its folders (shared) to the end of
+        the change: a file and a folder at one path, made by two changes at once, wait for each other
+        (the second then sees the first's), so both never commit."""
         parts = path.split("/")
         ancestors = ["/".join(parts[:end]) for end in range(1, len(parts))]
-        low, high = _range(path + "/")
-        row = self._execute(
-            "SELECT path FROM fsmem.files WHERE project = %s AND (path = ANY(%s::text[]) OR path = %s "
-            "OR (path >= %s AND path < %s)) LIMIT 1",
-            (ancestors, path if itself else None, low, high),
-        ).fetchone()
-        if row is None:
-            return
-        if row[0] in ancestors:
-            raise BadPath(
-                f"{label} {path} cannot be made: {row[0]} is a file, not a folder; choose a path inside a folder"
-            )
-        raise Exists(f"{label} {path} already exists; choose another name or delete it first")
+        self.conn.execute(
+            "SELECT pg_advisory_xact_lock_shared(hashtextextended(a, %s)) FROM unnest(%s::text[]) "
+            "WITH ORDINALITY AS t(a, n) ORDER BY n",
+            (self.store.project_id, ancestors),
+        )
+        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (path, self.store.project_id))
+        check_free(self.conn, self.store.project_id, path, label, itself)
 
     def _keep(self, path: str) -> None:
         """Copy the file's current row into kept_versions and trim them to the newest N."""
@@ -849,6 +895,24 @@ def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> int:
     return int(row[0])
 
 
+def check_free(conn: psycopg.Connection[Any], project: int, path: str, label: str, itself: bool = True) -> None:
+    """Refuse ``path`` when a file or folder is there (``itself``), or a file stands where a folder
+    of it must be: ``PgDrive.check_free``'s answer, and a change's before it makes the path."""
+    parts = path.split("/")
+    ancestors = ["/".join(parts[:end]) for end in range(1, len(parts))]
+    low, high = _range(path + "/")
+    row = conn.execute(
+        "SELECT path FROM fsmem.files WHERE project = %s AND (path = ANY(%s::text[]) OR path = %s "
+        "OR (path >= %s AND path < %s)) LIMIT 1",
+        (project, ancestors, path if itself else None, low, high),
+    ).fetchone()
+    if row is None:
+        return
+    if row[0] in ancestors:
+        raise BadPath(f"{label} {path} cannot be made: {row[0]} is a file, not a folder; choose a path inside a folder")
+    raise Exists(f"{label} {path} already exists; choose another name or delete it first")
+
+
 def _file(path: str) -> str:
     """A normalized path of a file (the store refuses what the tool would have normalized)."""
     if not path or normalize_path(path) != path:
@@ -907,13 +971,19 @@ def _first_line(error: BaseException) -> str:
 
 
 def _translated(error: psycopg.Error, outcome: str) -> RequestError:
-    """A psycopg error as fsmem's: a lock wait too long or a deadlock is BUSY, a lost server STORAGE."""
-    if isinstance(error, (psycopg.errors.LockNotAvailable, psycopg.errors.TransactionRollback)):
+    """A psycopg error as fsmem's, by its SQLSTATE (psycopg 3's classes do not nest the way the codes
+    do: a deadlock is no ``TransactionRollback``): a lock waited for too long, a deadlock, a
+    serialization failure or a cancelled query is BUSY; a lost server or anything else it refused, STORAGE."""
+    state = getattr(error, "sqlstate", None) or ""
+    if state.startswith("40") or state in _BUSY_STATES:
         return Busy(
             f"the memory is busy: another change held what this one needed too long; {outcome}; try again in a moment"
         )
-    if isinstance(error, psycopg.OperationalError):
+    if isinstance(error, psycopg.OperationalError) and (not state or state.startswith(("08", "57P"))):
         return StoreUnavailable(f"PostgreSQL could not be reached ({_first_line(error)}); {outcome}")
-    # Anything else the server refused (a check, a value it cannot store): still a coded answer, never a
-    # driver exception the caller has to know about.
+    # Anything else the server refused (read-only, a check, a value it cannot store): still a coded
+    # answer, never a driver exception the caller has to know about.
     return StoreUnavailable(f"PostgreSQL refused the change ({_first_line(error)}); {outcome}")
+
+
+_BUSY_STATES = {"55P03", "57014"}  # lock_not_available (lock_timeout), query_canceled (class 40: rollbacks)

@@ -47,6 +47,12 @@ class StoreChange(Protocol):
     def hold(self, name: str) -> None: ...  # "levels", "facts": one such change at a time until this one ends
     def stamp(self, path: str) -> Hashable | None: ...  # as this change leaves the file
 
+    # ---- folders (fsmem.tool: a folder's rename or delete) ----------------------------------------
+    def lock_folder(self) -> None:
+        """Hold now what a folder's rename or delete holds, before reading the folder's files: no
+        other change runs in the project until this one ends (the folder: its root lock is held already)."""
+        ...
+
 
 class Store(Protocol):
     settings: Settings

@@ -39,6 +39,7 @@ from fsmem.schema import check_request
 
 if TYPE_CHECKING:
     from fsmem.memory import Memory
+    from fsmem.store import StoreChange
 
 
 READ_CAP_FACTOR = 4  # a read shows at most 4 × the file size limit (128 KiB by default) at once
@@ -401,7 +402,8 @@ class Run:
         self._refuse_secret_path(destination)
         with self.drive.change("rename", self.thread_id) as tx:
             if source_is_dir:
-                self._check_folder_seen(source)
+                tx.lock_folder()  # first: what is checked below cannot change before the move
+                self._check_folder_seen(tx, source)
             else:
                 data = tx.read(source)
                 if data is None:
@@ -425,11 +427,12 @@ class Run:
             e.is_dir and self._holds_levels(e.path) for e in self.drive.entries(folder)
         )
 
-    def _check_folder_seen(self, folder: str) -> None:
-        """Files in a folder that this run saw must still be as it saw them."""
-        for path, seen_version in self.seen.items():
+    def _check_folder_seen(self, tx: StoreChange, folder: str) -> None:
+        """Files in a folder that this run saw must still be as it saw them (read in the change,
+        after ``tx.lock_folder()``: nothing committed meanwhile goes unchecked)."""
+        for path, seen_version in list(self.seen.items()):
             if path.startswith(folder + "/"):
-                data = self.drive.read(path)
+                data = tx.read(path)
                 if data is not None and version_of(data) != seen_version:
                     raise self._changed_since(path, seen_version, version_of(data))
 
@@ -479,7 +482,8 @@ class Run:
 
     def _delete_folder(self, folder: str) -> dict[str, Any]:
         with self.drive.change("delete", self.thread_id) as tx:
-            self._check_folder_seen(folder)
+            tx.lock_folder()  # first: reading the files then locking the folder would deadlock two deletes
+            self._check_folder_seen(tx, folder)
             held = {}
             for entry in self.drive.walk_files(folder):
                 data = tx.read(entry.path)
