@@ -353,8 +353,8 @@ class Memory:
             return self._watcher
 
     def close(self) -> None:
-        """Stop what this memory started (its watcher; a database's connections). Searches after it
-        compare again."""
+        """Stop what this memory started: its watcher, and on PostgreSQL its connections (calls after
+        it answer STORAGE, saying the memory was closed). On a folder, searches after it compare again."""
         with self._watch_mutex:
             watcher, self._watcher = self._watcher, None
             self._watch_refused = True

@@ -34,7 +34,7 @@ from typing import Any, Literal, Self, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from fsmem import pg_schema
 from fsmem.core.layout import LEVEL_IDENTITY_FILE
@@ -512,6 +512,8 @@ class PgStore:
                     return
             except PoolTimeout as error:
                 raise self._pool_timeout(error, "nothing was changed") from error
+            except PoolClosed as error:
+                raise _closed(self.project) from error
             except psycopg.Error as error:
                 raise _translated(error, "nothing was changed") from error
 
@@ -538,6 +540,8 @@ class PgStore:
                         raise
             except PoolTimeout as error:
                 raise self._pool_timeout(error, "nothing was changed") from error
+            except PoolClosed as error:
+                raise _closed(self.project) from error
             except psycopg.Error as error:
                 if broken and not write and attempt == 1:
                     continue
@@ -963,6 +967,13 @@ def _proposal_row(project: int, proposal: ChangeProposal) -> tuple[object, ...]:
         proposal.summary,
         proposal.diff,
         Jsonb(proposal.extra),
+    )
+
+
+def _closed(project: str) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"this memory of project {project!r} was closed (memory.close()); nothing was done; "
+        "open it again with fsmem.open(url, project=...)"
     )
 
 

@@ -174,3 +174,15 @@ def test_workers_opening_a_new_project_at_once_both_open_it(postgres: str, tmp_p
         assert raced and memory.read("MEMORY.md") == ""
     finally:
         memory.close()
+
+
+def test_a_closed_memory_says_so(postgres: str, tmp_path: Path) -> None:
+    """After ``close()`` its connections are gone: a call answers STORAGE saying the memory was closed
+    (not that the server cannot be reached), and nothing is raised past ``run.call``."""
+    memory = fsmem.open(postgres, project=_project(), create=True, cache=tmp_path / "c")
+    run = memory.run(thread_id="t")
+    memory.close()
+    refused = run.call({"command": "read", "path": "MEMORY.md"})
+    assert refused["error"]["code"] == "STORAGE" and "was closed" in refused["error"]["message"]
+    written = run.call({"command": "write", "path": "new.md", "content": "x\n"})
+    assert written["error"]["code"] == "STORAGE" and "was closed" in written["error"]["message"]
