@@ -49,6 +49,7 @@ class Manifest:
         self._offset = 0
         self._inode: int | None = None
         self._lock = threading.Lock()  # threads of one process share it: a search and the watcher
+        self._folders: dict[str, int] | None = None  # folder -> paths held under it, once asked (holds_under)
 
     def load(self) -> dict[str, Indexed]:
         """Bring ``entries`` up to date with the file (only the new tail when it only grew)."""
@@ -59,10 +60,10 @@ class Manifest:
         try:
             info = self.file.stat()
         except FileNotFoundError:
-            self.entries, self.lines, self._offset, self._inode = {}, 0, 0, None
+            self.entries, self.lines, self._offset, self._inode, self._folders = {}, 0, 0, None, None
             return self.entries
         if info.st_ino != self._inode or info.st_size < self._offset:
-            self.entries, self.lines, self._offset, self._inode = {}, 0, 0, info.st_ino
+            self.entries, self.lines, self._offset, self._inode, self._folders = {}, 0, 0, info.st_ino, None
         if info.st_size == self._offset:
             return self.entries
         with open(self.file, "rb") as handle:
@@ -70,7 +71,7 @@ class Manifest:
             data = handle.read()
         complete = data.rfind(b"\n") + 1  # a torn last line (crash mid-append) is ignored
         self._offset += complete
-        entries = self.entries
+        entries, folders = self.entries, self._folders
         for line in data[:complete].decode("utf-8", "surrogateescape").split("\n"):
             if not line:
                 continue
@@ -82,12 +83,27 @@ class Manifest:
                 try:
                     # Plain tuples shaped like Indexed: tens of thousands are read per comparison.
                     stamp = (int(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
-                    entries[parts[7]] = (stamp, parts[1], int(parts[6]))  # type: ignore[assignment]
+                    entry = (stamp, parts[1], int(parts[6]))
                 except ValueError:
                     continue
+                if folders is not None and parts[7] not in entries:
+                    _count_folders(folders, parts[7], 1)
+                entries[parts[7]] = entry  # type: ignore[assignment]
             elif line[0] == "-":
-                entries.pop(line[2:], None)
+                if entries.pop(line[2:], None) is not None and folders is not None:
+                    _count_folders(folders, line[2:], -1)
         return entries
+
+    def holds_under(self, folder: str) -> bool:
+        """Whether the index holds any path under ``folder`` (``"a/b"``): a change noted for a file
+        then never scans every path held (the count per folder is kept from the first question on)."""
+        with self._lock:
+            self._load()
+            if self._folders is None:
+                self._folders = {}
+                for path in self.entries:
+                    _count_folders(self._folders, path, 1)
+            return folder in self._folders
 
     def paths_since(self, key: tuple[int, int]) -> set[str] | None:
         """The paths recorded since the journal had ``key`` (as loaded), ``None`` if it was replaced."""
@@ -129,6 +145,18 @@ class Manifest:
 
     def needs_compaction(self) -> bool:
         return self.lines > 2 * len(self.entries) + 1000
+
+
+def _count_folders(folders: dict[str, int], path: str, delta: int) -> None:
+    end = path.rfind("/")
+    while end > 0:
+        folder = path[:end]
+        count = folders.get(folder, 0) + delta
+        if count > 0:
+            folders[folder] = count
+        else:
+            folders.pop(folder, None)
+        end = path.rfind("/", 0, end)
 
 
 def _record(path: str, entry: Indexed) -> str:

@@ -436,13 +436,16 @@ class Batch:
                 changed.add(path)
                 continue
             present = self._files_under(path)
+            held = not path or self.manifest.holds_under(path)  # else no path held lies under it
             if present is not None:
                 prefix = path + "/" if path else ""
                 changed |= present
-                removed |= {p for p in indexed if p.startswith(prefix) and p not in present}
+                if held:
+                    removed |= {p for p in indexed if p.startswith(prefix) and p not in present}
             else:  # a file (read, or found gone, by ``apply``), or nothing any more
                 changed.add(path)
-                removed |= {p for p in indexed if p.startswith(path + "/")}
+                if held:
+                    removed |= {p for p in indexed if p.startswith(path + "/")}
         return self.apply(sorted(changed), sorted(removed - changed))
 
     def _files_under(self, path: str) -> set[str] | None:

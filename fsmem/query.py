@@ -155,27 +155,29 @@ class TextQuery:
 def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator) -> SearchHit:
     """A hit: the best window of its body (tantivy's generator), or its beginning when the body is
     short or the match was only in the title or metadata."""
-    body = doc.get_first("body") or ""
+    get = doc.get_first
+    body = get("body") or ""
     snippet = snippets.snippet_from_doc(doc) if len(body) > SNIPPET_CHARS else None
-    if snippet is not None and snippet.fragment().strip():
-        fragment = snippet.fragment()
-        start = len(body.encode("utf-8")[: snippet.fragment_range().start].decode("utf-8", "ignore"))
+    fragment = snippet.fragment() if snippet is not None else ""
+    if snippet is not None and fragment.strip():  # newlines before the window's first byte (one byte in UTF-8)
+        lines_before = body.encode("utf-8").count(b"\n", 0, snippet.fragment_range().start)
     else:
         stripped = body.lstrip()
-        start, fragment = len(body) - len(stripped), stripped[:SNIPPET_CHARS]
+        fragment = stripped[:SNIPPET_CHARS]
+        lines_before = body.count("\n", 0, len(body) - len(stripped))
     text = " ".join(fragment.split())
-    kind = str(doc.get_first("kind"))
+    kind = str(get("kind"))
     if kind in ("fact", "replaced_fact"):
-        text += fact_note(kind, _utc(doc.get_first("said")), _utc(doc.get_first("until")))
+        text += fact_note(kind, _utc(get("said")), _utc(get("until")))
     return SearchHit(
-        str(doc.get_first("path")),
-        str(doc.get_first("title")),
+        str(get("path")),
+        str(get("title")),
         kind,
-        str(doc.get_first("level")),
+        str(get("level")),
         round(score, 4),
         text,
-        _utc(doc.get_first("modified")),
-        int(doc.get_first("body_line") or 1) + body.count("\n", 0, start),
+        _utc(get("modified")),
+        int(get("body_line") or 1) + lines_before,
     )
 
 

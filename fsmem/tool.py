@@ -16,7 +16,6 @@ from fsmem.core import layout
 from fsmem.core.merge import has_markers, merge_markers, replace_exact
 from fsmem.core.paths import ensure_memory_file, normalize_path
 from fsmem.core.requests import Delete, Read, Rename, Request, Search, Write, parse_request, request_to_dict
-from fsmem.core.review import only_adds, unified_diff
 from fsmem.core.secrets import find_secret
 from fsmem.core.versions import version_of
 from fsmem.drive import now_iso
@@ -287,10 +286,13 @@ class Run:
                     "lines": len(after_text.splitlines()),
                     "text": f"{path} already holds exactly this (version {version}); nothing changed.",
                 }
-            if self.review and before_text is not None and not only_adds(before_text, after_text):
-                raise _Deferred(
-                    f"change {path}", {path: version_of(before)}, unified_diff(path, before_text, after_text)
-                )
+            if self.review and before_text is not None:
+                from fsmem.core.review import only_adds, unified_diff  # review mode only: not loaded to search
+
+                if not only_adds(before_text, after_text):
+                    raise _Deferred(
+                        f"change {path}", {path: version_of(before)}, unified_diff(path, before_text, after_text)
+                    )
             version = tx.write(path, after)
             hand = [edit for edit in tx.hand_edits if edit.path == path and edit.version]
         self.mark_seen(path, version)
@@ -456,6 +458,8 @@ class Run:
             self._check_version(path, data, request.expected_version, "delete")
             held = {path: data.decode("utf-8", errors="replace")}
             if self.review:
+                from fsmem.core.review import unified_diff
+
                 raise _Deferred(
                     f"{'empty' if role.is_top_file else 'delete'} {path}",
                     {path: version_of(data)},

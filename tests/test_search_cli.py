@@ -205,3 +205,19 @@ def test_concurrent_searches_after_hand_edits_index_each_change_once(root: Path)
         assert [hit["path"] for hit in json.loads(stdout)] == ["MEMORY.md"]
     status = json.loads(run_fsmem("index", "status", "--json", "--root", str(root)).stdout)
     assert (status["documents"], status["files"], status["stale"]) == (22, 22, 0)
+
+
+def test_a_cold_search_loads_neither_the_review_nor_the_extractor(tmp_path):
+    fsmem.open(tmp_path, create=True).run().call({"command": "write", "path": "a.md", "content": "# A\nokapiword\n"})
+    code = (
+        "import sys\n"
+        "from fsmem.cli import main\n"
+        f"try:\n    main(['search', 'okapiword', '--root', {str(tmp_path)!r}])\n"
+        "except SystemExit as done:\n    assert not done.code, done.code\n"
+        "print(sorted(name for name in sys.modules if name in ('fsmem.core.review', 'fsmem.core.extract')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "a.md" in done.stdout and done.stdout.strip().endswith("[]")
