@@ -58,6 +58,7 @@ T = TypeVar("T")
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
 _FOLDER_LOCK, _COMMIT_LOCK = 1, 2  # advisory lock classes, keyed by project id
 _HOLDS = {"levels": 4, "facts": 5}  # PgTransaction.hold's lock classes, keyed by project id (3: PgDrive.locked)
+_KEEP_LOCK = 6  # keep_version's check-then-insert, keyed by project id
 
 
 class StoreUnavailable(Storage):
@@ -494,11 +495,20 @@ class PgStore:
 
     def keep_version(self, path: str, data: bytes, command: str) -> str:
         """Keep ``data`` as a version of ``path`` without changing the file (a person's text that
-        lost a conflict); trimmed to the newest N like any kept version. Returns its version."""
+        lost a conflict); trimmed to the newest N like any kept version. Returns its version. A version
+        of ``path`` already kept is not kept again: a conflict tried pass after pass would otherwise
+        push the file's real history out of the newest N."""
         version = version_of(data)
 
         def keep(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_KEEP_LOCK, self.project_id))
+                held = conn.execute(
+                    "SELECT 1 FROM fsmem.kept_versions WHERE project = %s AND path = %s AND version = %s LIMIT 1",
+                    (self.project_id, _file(path), version),
+                ).fetchone()
+                if held is not None:
+                    return
                 conn.execute(
                     "INSERT INTO fsmem.kept_versions (project, path, version, command, content) "
                     "VALUES (%s, %s, %s, %s, %s)",

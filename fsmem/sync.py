@@ -43,7 +43,7 @@ from fsmem.atomic import exchange, make_dirs, place_new, temp_name, write_atomic
 from fsmem.core.layout import STATE_DIR
 from fsmem.core.paths import is_memory_file_name, normalize_path
 from fsmem.core.versions import version_of
-from fsmem.errors import BadPath, Busy, Conflict, Exists, FsmemError, NotFound, SetupError
+from fsmem.errors import BadPath, BadStore, Busy, Conflict, Exists, FsmemError, NotFound, SetupError
 from fsmem.ondisk import nfc
 from fsmem.pg_store import PgStore, StoreUnavailable
 
@@ -97,6 +97,7 @@ class Sync:
         self._lock_fd = lock_fd
         self._label = store.project
         self.base: dict[str, str] = {}
+        self.kept: dict[str, str] = {}  # path: the version of a person's text kept by a conflict not yet done
         self.seq = 0
         self._load_state()
         self._pending: set[str] = set()
@@ -148,10 +149,25 @@ class Sync:
                 f"{self.folder} is synced with project {state.get('project')!r}, not {self._label!r}; "
                 "sync this project into another folder"
             )
+        identity = state.get("identity")  # absent in a folder an fsmem before identities synced: kept on
+        if identity is not None and identity != self.store.identity:
+            raise BadStore(
+                f"{self.folder} is synced with another project named {self._label!r} (another database, or "
+                "the project was made again): its files would be taken for deletions and its sequence number "
+                "means nothing here. Sync this project into another folder, or delete "
+                f"{self.meta / STATE_FILE} to merge the folder into it as a first sync does"
+            )
         self.base, self.seq = dict(state.get("files", {})), int(state.get("seq", 0))
+        self.kept = {str(path): str(version) for path, version in state.get("kept", {}).items()}
 
     def _save_state(self) -> None:
-        state = {"project": self._label, "seq": self.seq, "files": dict(sorted(self.base.items()))}
+        state = {
+            "project": self._label,
+            "identity": self.store.identity,
+            "seq": self.seq,
+            "files": dict(sorted(self.base.items())),
+            "kept": dict(sorted(self.kept.items())),
+        }
         write_atomic(self.meta / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=1).encode("utf-8"))
 
     # ---- one pass ---------------------------------------------------------------------------------
@@ -235,11 +251,16 @@ class Sync:
     ) -> None:
         """The database keeps ``theirs``; the person's ``mine`` is kept as a version and in a note;
         the folder's file becomes the database's (``placed``: it already is)."""
-        kept = None if mine is None else self.store.keep_version(path, mine, KEEP_COMMAND)
+        kept = None
+        if mine is not None:  # kept once: a conflict that cannot finish (no room for the note) is tried
+            kept = version_of(mine)  # again every pass, and must not fill the file's versions with copies
+            if self.kept.get(path) != kept:
+                kept = self.kept[path] = self.store.keep_version(path, mine, KEEP_COMMAND)
         note = self._note_path(path)
         write_atomic(note, _note(path, mine, kept, None if theirs is None else version_of(theirs), base))
         report.conflicts.append(note.relative_to(self.folder).as_posix())
         late = None if placed else self._place(path, theirs, mine)
+        self.kept.pop(path, None)  # done: the note is written and the folder holds the database's
         if late is not None:  # yet another save in the same instant: kept the same way
             self._conflict(path, late, theirs, base, report, placed=True)
 

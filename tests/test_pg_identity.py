@@ -164,3 +164,42 @@ def test_projects_of_a_database_made_before_identities_each_get_their_own(databa
         assert one.uid and two.uid and one.uid != two.uid
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT version FROM fsmem.schema_version").fetchall() == [(pg_schema.CURRENT,)]
+
+
+# ---- a sync folder ------------------------------------------------------------------------------------
+
+
+def _put(store, path: str, text: str) -> None:
+    with store.change("write") as tx:
+        tx.write(path, text.encode())
+
+
+def test_a_sync_folder_refuses_another_database_with_the_same_project_name(databases, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fsmem.cli import main
+    from fsmem.errors import BadStore
+    from fsmem.pg_store import PgStore
+    from fsmem.sync import Sync
+
+    first = databases.make(_name("fsmem_first").replace("-", "_"))
+    second = databases.make(_name("fsmem_second").replace("-", "_"))
+    folder = tmp_path / "mirror"
+    with PgStore.open(first, "shared-name") as one, PgStore.open(second, "shared-name") as two:
+        for number in range(4):  # the second database's sequence runs further than the first's
+            _put(two, f"other/{number}.md", "the other database\n")
+        _put(one, "notes/kept.md", "the person's memory\n")
+        with Sync.open(folder, one) as mirror:
+            assert mirror.run_once(None).pulled == ["notes/kept.md"]
+        state = (folder / ".fsmem-sync" / "state.json").read_text()
+        with pytest.raises(BadStore, match="synced with another project named 'shared-name'"):
+            Sync.open(folder, two)
+        refused = CliRunner().invoke(
+            main, ["sync", str(folder), "--store", second, "--project", "shared-name", "--once"]
+        )
+        assert refused.exit_code == 2 and refused.output.startswith("Error: [BAD_STORE] "), refused.output
+        assert (folder / "notes" / "kept.md").read_text() == "the person's memory\n"  # nothing deleted
+        assert not (folder / "other").exists() and (folder / ".fsmem-sync" / "state.json").read_text() == state
+        assert two.read("notes/kept.md") is None  # nor pushed
+        with Sync.open(folder, one) as mirror:  # its own project still syncs
+            assert not mirror.run_once(None).changed
