@@ -203,3 +203,23 @@ def test_a_sync_folder_refuses_another_database_with_the_same_project_name(datab
         assert two.read("notes/kept.md") is None  # nor pushed
         with Sync.open(folder, one) as mirror:  # its own project still syncs
             assert not mirror.run_once(None).changed
+
+
+# ---- fsmem status --------------------------------------------------------------------------------------
+
+
+def test_status_on_postgresql_does_not_send_the_person_to_fsmem_watch(postgres: str, tmp_path: Path) -> None:
+    from conftest import run_fsmem
+
+    project = _name("status")
+    memory = fsmem.open(postgres, project=project, create=True, cache=tmp_path / "cache")
+    write(memory, "brand.md", "# Brand\n")
+    memory.close()
+    env = {"FSMEM_STORE": postgres, "FSMEM_PROJECT": project, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    shown = run_fsmem("status", env=env)
+    assert shown.returncode == 0, shown.stderr
+    watcher = [line for line in shown.stdout.splitlines() if line.startswith("watcher:")]
+    assert watcher == [
+        "watcher:   not running (none is needed on PostgreSQL: each search catches up from the log first)"
+    ]
+    assert "fsmem watch" not in shown.stdout
