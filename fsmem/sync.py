@@ -294,7 +294,7 @@ class Sync:
     def _gone_levels(self) -> set[str]:
         """The level folders synced before that are gone from the folder now (before this pass puts
         anything back: a pull into one would make it look present to the paths after it)."""
-        levels = set()
+        levels: set[str] = set()
         for path in self.base:
             role = role_of(path)
             levels.update(level for level in (role.agent_folder, role.routine_folder) if level is not None)
