@@ -188,7 +188,6 @@ class Sync:
         last pass, or everything when ``paths`` is None. Saves the bookkeeping at the end."""
         report = Report()
         self._levels_noted.clear()
-        self._levels_gone = self._gone_levels()
         if paths is None:
             newest = self.store.newest_seq()
             there = self.store.file_versions()
@@ -197,6 +196,7 @@ class Sync:
             newest, changed = self.store.changes_since(self.seq)
             there = None
             todo = sorted(set(changed) | paths)
+        self._levels_gone = self._gone_levels(todo)
         for number, path in enumerate(path for path in todo if _mirrored(path)):
             try:
                 self._one(path, None if there is None else there.get(path), there is not None, report)
@@ -291,11 +291,13 @@ class Sync:
 
     # ---- the tool's rules (fsmem/tool.py): what a hand change may not do ---------------------------
 
-    def _gone_levels(self) -> set[str]:
-        """The level folders synced before that are gone from the folder now (before this pass puts
-        anything back: a pull into one would make it look present to the paths after it)."""
+    def _gone_levels(self, todo: list[str]) -> set[str]:
+        """The level folders of ``todo`` synced before that are gone from the folder now (before this
+        pass puts anything back: a pull into one would make it look present to the paths after it)."""
         levels: set[str] = set()
-        for path in self.base:
+        for path in todo:
+            if path not in self.base:
+                continue
             role = role_of(path)
             levels.update(level for level in (role.agent_folder, role.routine_folder) if level is not None)
         return {level for level in levels if not os.path.isdir(self.folder / level)}
