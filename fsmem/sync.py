@@ -207,7 +207,9 @@ class Sync:
                 report.errors.append(f"{path}: {getattr(error, 'message', None) or error}")
             if number % 200 == 199:
                 self._save_state()
-        self.seq = report.seq = max(self.seq, newest)
+        # a full pass saw everything up to ``newest``: taken as it is, so a database restored from a
+        # backup (its numbers behind this folder's) is followed again from there
+        self.seq = report.seq = newest if paths is None else max(self.seq, newest)
         self._save_state()
         return report
 

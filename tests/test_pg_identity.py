@@ -223,3 +223,26 @@ def test_status_on_postgresql_does_not_send_the_person_to_fsmem_watch(postgres: 
         "watcher:   not running (none is needed on PostgreSQL: each search catches up from the log first)"
     ]
     assert "fsmem watch" not in shown.stdout
+
+
+def test_a_sync_folder_follows_a_database_restored_from_a_backup_after_a_full_pass(databases, tmp_path: Path) -> None:
+    from fsmem.pg_store import PgStore
+    from fsmem.sync import Sync
+
+    live, backup = _name("fsmem_live").replace("-", "_"), _name("fsmem_backup").replace("-", "_")
+    url = databases.make(live)
+    folder = tmp_path / "mirror"
+    with PgStore.open(url, "restored") as store:
+        _put(store, "brand.md", "# Brand\n")
+    databases.make(backup, template=live)
+    with PgStore.open(url, "restored") as store, Sync.open(folder, store) as mirror:
+        for number in range(4):
+            _put(store, f"notes/{number}.md", "after the backup\n")
+        mirror.run_once(None)
+    databases.drop(live)
+    databases.make(live, template=backup)  # restored: its sequence is behind the folder's
+    with PgStore.open(url, "restored") as store, Sync.open(folder, store) as mirror:
+        mirror.run_once(None)  # the full pass: the folder is as the restored database
+        assert sorted(p.name for p in folder.rglob("*.md")) == ["brand.md"]
+        _put(store, "late.md", "written after the restore\n")
+        assert mirror.run_once(set()).pulled == ["late.md"]  # a watcher's pass: the log since
