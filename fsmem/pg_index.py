@@ -3,13 +3,16 @@
 Each worker keeps its own tantivy index of a project in its cache folder (``PgDrive.state``), fed
 from the log: the log's sequence number is in commit order, so a worker that applied sequence N has
 seen every change up to N. Before a search the keeper asks for the newest number (one indexed query);
-when it moved, it reads the paths changed since (``PgStore.changes_since``), re-reads them from the
-rows, and records the number applied beside the index generation (durably), so a new process on the
-same cache goes on from there::
+when it moved, it reads the paths changed since (``PgStore.log_from``), re-reads them from the
+rows, and records the mark applied beside the index generation (durably), so a new process on the
+same cache goes on from there. A mark is ``(project identity, sequence number, that log row's time)``:
+sequence numbers are shared by every project of a database and start again in a restored one, so a
+mark of another project (a cache folder used for two), or whose log row is gone or was written at
+another time (a database restored from a backup, a project made again), re-reads the whole memory::
 
     feed = PgFeed(drive)            # drive.index_feed()
     feed.probe()                    # the newest sequence number: the one query a search makes
-    feed.noted(applied)             # (paths changed after ``applied``, the number they reach)
+    feed.noted(applied)             # (paths changed after the mark ``applied``, the mark they reach)
 
 A long-lived worker also LISTENs (``PgWatcher``): each commit's NOTIFY wakes it to catch up between
 searches. Rows change only through fsmem, so there are no hand edits to keep and nothing to compare
@@ -65,17 +68,19 @@ class PgFeed:
         return self.pg.newest_seq()
 
     def noted(self, applied: object) -> tuple[set[str], object] | None:
-        since = applied if isinstance(applied, int) and not isinstance(applied, bool) and applied >= 0 else 0
-        newest, paths = self.pg.changes_since(since)
-        if newest == since:
-            now = self.pg.newest_seq() if since else 0
-            if now < since:  # the log is behind this index (a database restored, a project made again)
-                return {""}, now  # "": the whole memory, re-read from the rows
+        own = own_mark(applied, self.pg.identity)
+        if own is None:  # none, an older fsmem's, or another project's (a cache folder used for two)
+            return {""}, self.mark()  # "": the whole memory, re-read from the rows
+        since, when = own
+        at, newest, paths = self.pg.log_from(since)
+        if since and at != when:  # the row this index applied is gone or was written again: the
+            return {""}, self.mark()  # database was restored from a backup, or the log was reset
+        if not paths:
             return None
-        return set(paths), newest
+        return set(paths), (self.pg.identity, *newest)
 
     def mark(self) -> object:
-        return self.pg.newest_seq()
+        return (self.pg.identity, *self.pg.newest_time())
 
     def vouched(self) -> bool:
         return True
@@ -198,10 +203,20 @@ class PgWatcher:
                 self.errors.append(f"{type(error).__name__}: {error}")
 
 
+def own_mark(applied: object, identity: str) -> tuple[int, int] | None:
+    """``(sequence number, its log row's time)`` of a mark of the project ``identity``, else ``None``."""
+    if not (isinstance(applied, tuple) and len(applied) == 3 and applied[0] == identity):
+        return None
+    seq, when = applied[1], applied[2]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (seq, when)):
+        return None
+    return seq, when
+
+
 def applied_seq(index: Index) -> int:
     """The sequence number the live generation of ``index`` applied (0: none known)."""
     from fsmem.index_state import read_applied
 
     index.store.open()
-    value = read_applied(index.store.folder)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    own = own_mark(read_applied(index.store.folder), index.feed.pg.identity)  # type: ignore[attr-defined]
+    return 0 if own is None else own[0]

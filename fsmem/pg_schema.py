@@ -67,6 +67,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (project, id)
     );
     """,
+    # 2: each project's random identity: what a worker's search cache and a sync folder are tied to, so
+    # neither mistakes another project (or a project made again under the same name) for its own.
+    """
+    ALTER TABLE fsmem.projects ADD COLUMN uid uuid NOT NULL DEFAULT gen_random_uuid();
+    """,
 )
 
 CURRENT = len(MIGRATIONS)

@@ -29,7 +29,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Self, TypeVar
 
 import psycopg
@@ -61,6 +61,7 @@ T = TypeVar("T")
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
 _FOLDER_LOCK, _COMMIT_LOCK = 1, 2  # advisory lock classes, keyed by project id
 _HOLDS = {"levels": 4, "facts": 5}  # PgTransaction.hold's lock classes, keyed by project id (3: PgDrive.locked)
+_KEEP_LOCK = 6  # keep_version's check-then-insert, keyed by project id
 
 
 class StoreUnavailable(Storage):
@@ -82,10 +83,13 @@ class KeptVersion:
 class PgStore:
     """One project's files, kept versions, log and proposals in one PostgreSQL database."""
 
-    def __init__(self, pool: ConnectionPool, url: str, project_id: int, name: str, versions_kept: int) -> None:
+    def __init__(
+        self, pool: ConnectionPool, url: str, project_id: int, name: str, versions_kept: int, uid: str = ""
+    ) -> None:
         self._pool, self._url = pool, url
         self._current = threading.local()  # .conn: the connection of the change this thread has open
         self.project_id, self.project = project_id, name
+        self.uid = uid  # the project's random identity (``fsmem.projects.uid``): see ``identity``
         self.versions_kept = versions_kept
         self.channel = f"fsmem_{project_id}"
         self.on_commit: list[Callable[[set[str]], None]] = []
@@ -121,7 +125,7 @@ class PgStore:
             pool.open(wait=True, timeout=connect_timeout)
             with pool.connection() as conn:
                 _migrate(conn)
-                project_id = _project_id(conn, project, create)
+                project_id, uid = _project_id(conn, project, create)
         except psycopg.errors.InsufficientPrivilege as error:  # a tenant's role, asked for another project
             pool.close()
             raise RootNotFound(
@@ -137,7 +141,7 @@ class PgStore:
         except BaseException:
             pool.close()
             raise
-        return cls(pool, url, project_id, project, versions_kept)
+        return cls(pool, url, project_id, project, versions_kept, uid)
 
     def close(self) -> None:
         self._pool.close()
@@ -266,6 +270,37 @@ class PgStore:
         """The sequence number of the newest change (0 for none): one backward index scan."""
         row = self._one("SELECT coalesce(max(seq), 0) FROM fsmem.log WHERE project = %s", ())
         return int(row[0]) if row else 0
+
+    @property
+    def identity(self) -> str:
+        """Which project this is, beyond its name: its random identity and its id. Another project, or
+        one made again under the same name (``fsmem copy``, a drop and create), has another."""
+        return f"{self.uid}/{self.project_id}"
+
+    def log_from(self, since: int) -> tuple[int | None, tuple[int, int], list[str]]:
+        """The log from row ``since`` on, in one query: (that row's time in microseconds, ``None`` when
+        there is no such row — a database restored from a backup, a project made again; the newest
+        row's (sequence number, time) at or after it, ``(since, time)`` when none is newer; the paths
+        changed after ``since``, moves' both ends, in order)."""
+        at: int | None = None
+        newest, paths = (since, 0), dict[str, None]()
+        rows = self._rows(
+            "SELECT seq, time, path, new_path FROM fsmem.log WHERE project = %s AND seq >= %s ORDER BY seq", (since,)
+        )
+        for number, moment, path, new_path in rows:
+            newest = (int(number), _micros(moment))
+            if number == since:
+                at = newest[1]
+                continue
+            paths[path] = None
+            if new_path is not None:
+                paths[new_path] = None
+        return at, newest, list(paths)
+
+    def newest_time(self) -> tuple[int, int]:
+        """The newest log row's sequence number and time in microseconds ((0, 0): no change yet)."""
+        row = self._one("SELECT seq, time FROM fsmem.log WHERE project = %s ORDER BY seq DESC LIMIT 1", ())
+        return (0, 0) if row is None else (int(row[0]), _micros(row[1]))
 
     def changes_since(self, seq: int) -> tuple[int, list[str]]:
         """(the newest sequence number, the paths changed after ``seq``, moves' both ends, in order)."""
@@ -478,11 +513,20 @@ class PgStore:
 
     def keep_version(self, path: str, data: bytes, command: str) -> str:
         """Keep ``data`` as a version of ``path`` without changing the file (a person's text that
-        lost a conflict); trimmed to the newest N like any kept version. Returns its version."""
+        lost a conflict); trimmed to the newest N like any kept version. Returns its version. A version
+        of ``path`` already kept is not kept again: a conflict tried pass after pass would otherwise
+        push the file's real history out of the newest N."""
         version = version_of(data)
 
         def keep(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_KEEP_LOCK, self.project_id))
+                held = conn.execute(
+                    "SELECT 1 FROM fsmem.kept_versions WHERE project = %s AND path = %s AND version = %s LIMIT 1",
+                    (self.project_id, _file(path), version),
+                ).fetchone()
+                if held is not None:
+                    return
                 conn.execute(
                     "INSERT INTO fsmem.kept_versions (project, path, version, command, content) "
                     "VALUES (%s, %s, %s, %s, %s)",
@@ -886,17 +930,18 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
         conn.execute("INSERT INTO fsmem.schema_version VALUES (%s)", (pg_schema.CURRENT,))
 
 
-def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> int:
-    row = conn.execute("SELECT id FROM fsmem.projects WHERE name = %s", (name,)).fetchone()
+def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> tuple[int, str]:
+    """The project's id and random identity (``uid``)."""
+    row = conn.execute("SELECT id, uid FROM fsmem.projects WHERE name = %s", (name,)).fetchone()
     if row is None and create:
         conn.execute("INSERT INTO fsmem.projects (name) VALUES (%s) ON CONFLICT DO NOTHING", (name,))
-        row = conn.execute("SELECT id FROM fsmem.projects WHERE name = %s", (name,)).fetchone()
+        row = conn.execute("SELECT id, uid FROM fsmem.projects WHERE name = %s", (name,)).fetchone()
     if row is None:
         raise RootNotFound(
             f"there is no project {name!r} in this database (or this role may not see it); "
             "open it with create=True to make it"
         )
-    return int(row[0])
+    return int(row[0]), str(row[1])
 
 
 def check_free(conn: psycopg.Connection[Any], project: int, path: str, label: str, itself: bool = True) -> None:
@@ -944,6 +989,14 @@ def _range(prefix: str) -> tuple[str, str]:
     if not prefix:
         return "", "\U0010ffff"
     return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _micros(moment: datetime) -> int:
+    """A timestamptz as whole microseconds since the epoch: exact, whatever the session's time zone."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _iso(moment: datetime) -> str:

@@ -16,6 +16,14 @@ what the database holds now (``decide``, a pure function):
   ``<file>.conflict`` (``-2``, ``-3`` … when one is there already), which says what happened and
   how to take the text back. A note is not a memory file name, so it is never pushed.
 
+A hand change the tool would refuse is not pushed either (``_refused``, as ``fsmem/tool.py`` decides):
+a fact file changes only through the facts API and a file needs an agent or routine folder the
+memory has, so such a text is kept as a version and in a note, and the folder gets the memory's
+file back; a level folder deleted whole comes back, with a note saying the harness deletes agents
+and routines; a level's top file (MEMORY.md, NOTES.md) deleted by hand is emptied, not removed.
+The state file also names the project's identity (``PgStore.identity``): a folder synced with
+another project of the same name (another database, a project made again) is refused (BAD_STORE).
+
 A pass looks at the paths the log changed since the last sequence number it saw
 (``PgStore.changes_since``) and the paths the folder's watcher named; the first pass, and one every
 ``FULL_EVERY`` seconds, compares everything. The folder's own writes swap the new bytes in with
@@ -42,10 +50,10 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from fsmem.atomic import exchange, make_dirs, place_new, temp_name, write_atomic, write_temp
-from fsmem.core.layout import STATE_DIR
+from fsmem.core.layout import STATE_DIR, is_fact_path, role_of
 from fsmem.core.paths import is_memory_file_name, normalize_path
 from fsmem.core.versions import version_of
-from fsmem.errors import BadPath, Busy, Conflict, Exists, FsmemError, NotFound, SetupError
+from fsmem.errors import BadPath, BadStore, Busy, Conflict, Exists, FsmemError, NotFound, SetupError
 from fsmem.ondisk import nfc
 from fsmem.pg_store import PgStore, StoreUnavailable
 
@@ -57,6 +65,7 @@ LOCK_FILE = "lock"
 NOTE_SUFFIX = ".conflict"
 PUSH_COMMAND = "hand_edit"  # as the folder store logs a person's edit
 KEEP_COMMAND = "conflict"
+LEVEL_GONE = "level folder gone: "  # _refused's answer for a level folder deleted whole by hand
 FULL_EVERY = 60.0  # seconds between full comparisons while running (events can be lost)
 POLL = 2.0  # seconds between looks at the log when no notification came
 SETTLE = 0.1  # a file changed this recently may be half-saved (truncated, not yet written): look again
@@ -101,6 +110,9 @@ class Sync:
         self._lock_fd = lock_fd
         self._label = store.project
         self.base: dict[str, str] = {}
+        self.kept: dict[str, str] = {}  # path: the version of a person's text kept by a conflict not yet done
+        self._levels_noted: set[str] = set()  # level folders a pass put back (one note each)
+        self._levels_gone: set[str] = set()  # level folders synced before, gone from the folder at a pass's start
         self.seq = 0
         self._load_state()
         self._pending: set[str] = set()
@@ -153,10 +165,25 @@ class Sync:
                 f"{self.folder} is synced with project {state.get('project')!r}, not {self._label!r}; "
                 "sync this project into another folder"
             )
+        identity = state.get("identity")  # absent in a folder an fsmem before identities synced: kept on
+        if identity is not None and identity != self.store.identity:
+            raise BadStore(
+                f"{self.folder} is synced with another project named {self._label!r} (another database, or "
+                "the project was made again): its files would be taken for deletions and its sequence number "
+                "means nothing here. Sync this project into another folder, or delete "
+                f"{self.meta / STATE_FILE} to merge the folder into it as a first sync does"
+            )
         self.base, self.seq = dict(state.get("files", {})), int(state.get("seq", 0))
+        self.kept = {str(path): str(version) for path, version in state.get("kept", {}).items()}
 
     def _save_state(self) -> None:
-        state = {"project": self._label, "seq": self.seq, "files": dict(sorted(self.base.items()))}
+        state = {
+            "project": self._label,
+            "identity": self.store.identity,
+            "seq": self.seq,
+            "files": dict(sorted(self.base.items())),
+            "kept": dict(sorted(self.kept.items())),
+        }
         write_atomic(self.meta / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=1).encode("utf-8"))
 
     # ---- one pass ---------------------------------------------------------------------------------
@@ -165,6 +192,7 @@ class Sync:
         """Pull and push what changed: ``paths`` (the watcher's) and what the log changed since the
         last pass, or everything when ``paths`` is None. Saves the bookkeeping at the end."""
         report = Report()
+        self._levels_noted.clear()
         if paths is None:
             newest = self.store.newest_seq()
             there = self.store.file_versions()
@@ -174,6 +202,7 @@ class Sync:
             there = None
             todo = sorted(set(changed) | paths)
         unsettled: list[str] = []
+        self._levels_gone = self._gone_levels(todo)
         for number, path in enumerate(path for path in todo if _mirrored(path)):
             self._one_or_error(path, None if there is None else there.get(path), there is not None, report, unsettled)
             if number % 200 == 199:
@@ -186,7 +215,9 @@ class Sync:
             again, unsettled = unsettled, []
             for path in again:
                 self._one_or_error(path, None, False, report, unsettled, settle)
-        self.seq = report.seq = max(self.seq, newest)
+        # a full pass saw everything up to ``newest``: taken as it is, so a database restored from a
+        # backup (its numbers behind this folder's) is followed again from there
+        self.seq = report.seq = newest if paths is None else max(self.seq, newest)
         self._save_state()
         return report
 
@@ -239,6 +270,14 @@ class Sync:
                 report.pulled.append(path)
             self._set_base(path, there)
         elif action == "push":
+            why = self._refused(path, here_bytes)
+            if why is not None:  # a change the tool would refuse too: the database's stays
+                self._refuse(path, here_bytes, there_bytes, why, report)
+                self._set_base(path, there)
+                return True
+            if here_bytes is None and role_of(path).is_top_file:
+                self._empty_top_file(path, base, report)
+                return True
             try:
                 with self.store.change(PUSH_COMMAND) as tx:
                     if here_bytes is None:
@@ -273,13 +312,100 @@ class Sync:
     ) -> None:
         """The database keeps ``theirs``; the person's ``mine`` is kept as a version and in a note;
         the folder's file becomes the database's (``placed``: it already is)."""
-        kept = None if mine is None else self.store.keep_version(path, mine, KEEP_COMMAND)
+        kept = None if mine is None else self._keep(path, mine)
         note = self._note_path(path)
         write_atomic(note, _note(path, mine, kept, None if theirs is None else version_of(theirs), base))
         report.conflicts.append(note.relative_to(self.folder).as_posix())
         late = None if placed else self._place(path, theirs, mine)
+        self.kept.pop(path, None)  # done: the note is written and the folder holds the database's
         if late is not None:  # yet another save in the same instant: kept the same way
             self._conflict(path, late, theirs, base, report, placed=True)
+
+    def _keep(self, path: str, mine: bytes) -> str:
+        """Keep a person's text as a version of ``path``, once: a conflict that cannot finish (no room
+        for its note) is tried again every pass, and must not fill the file's versions with copies."""
+        kept = version_of(mine)
+        if self.kept.get(path) != kept:
+            kept = self.kept[path] = self.store.keep_version(path, mine, KEEP_COMMAND)
+        return kept
+
+    # ---- the tool's rules (fsmem/tool.py): what a hand change may not do ---------------------------
+
+    def _gone_levels(self, todo: list[str]) -> set[str]:
+        """The level folders of ``todo`` synced before that are gone from the folder now (before this
+        pass puts anything back: a pull into one would make it look present to the paths after it)."""
+        levels: set[str] = set()
+        for path in todo:
+            if path not in self.base:
+                continue
+            role = role_of(path)
+            levels.update(level for level in (role.agent_folder, role.routine_folder) if level is not None)
+        return {level for level in levels if not os.path.isdir(self.folder / level)}
+
+    def _refused(self, path: str, mine: bytes | None) -> str | None:
+        """Why the tool would refuse this hand change (``mine`` None: a deletion), else None. A level
+        folder deleted whole names itself with ``LEVEL_GONE`` in front."""
+        role = role_of(path)
+        if is_fact_path(path):
+            doing = "deleting the file" if mine is None else "editing the file"
+            return (
+                f"{path} is a fact file: facts change only through the facts API "
+                f"(`fsmem facts keep|edit|forget`), not by {doing}"
+            )
+        if mine is None:
+            for level in (role.agent_folder, role.routine_folder):
+                if level is not None and level in self._levels_gone:
+                    return LEVEL_GONE + level
+            return None
+        if role.is_level_folder:
+            return (
+                f"{path} is at the place of a level folder (agents/ holds only agent folders, "
+                "routines/ only routine folders)"
+            )
+        for level, kind in ((role.agent_folder, "agent"), (role.routine_folder, "routine")):
+            if level is not None and not self.store.is_dir(level):
+                return (
+                    f"there is no {kind} folder {level} in the memory; {kind}s are created by the harness "
+                    f"(`fsmem {kind}s create`), not by making a folder"
+                )
+        return None
+
+    def _refuse(self, path: str, mine: bytes | None, theirs: bytes | None, why: str, report: Report) -> None:
+        """Put back what the database holds; keep the person's text (as a version and in a note)."""
+        if why.startswith(LEVEL_GONE):
+            level = why[len(LEVEL_GONE) :]
+            if level not in self._levels_noted:
+                note = self._note_path(level)
+                make_dirs(note.parent)  # agents/ itself may be gone
+                write_atomic(note, _level_note(level))
+                report.conflicts.append(note.relative_to(self.folder).as_posix())
+                self._levels_noted.add(level)
+        else:
+            kept = None if mine is None else self._keep(path, mine)
+            note = self._note_path(path)
+            write_atomic(note, _refused_note(path, mine, kept, why))
+            report.conflicts.append(note.relative_to(self.folder).as_posix())
+        late = self._place(path, theirs, mine)
+        self.kept.pop(path, None)
+        if late is not None:  # a save in the same instant: kept as a conflict
+            self._conflict(path, late, theirs, None if theirs is None else version_of(theirs), report, placed=True)
+
+    def _empty_top_file(self, path: str, base: str | None, report: Report) -> None:
+        """A level's top file deleted by hand is emptied, as the tool's delete does; the folder gets
+        the empty file back."""
+        empty = version_of(b"")
+        if base != empty:
+            try:
+                with self.store.change(PUSH_COMMAND) as tx:
+                    tx.write(path, b"", expect=base)
+            except (Conflict, Exists, NotFound, BadPath):
+                self._one(path, None, False, report, again=False)  # the database moved: look again
+                return
+            report.pushed.append(path)
+        late = self._place(path, b"", None)
+        self._set_base(path, empty)
+        if late is not None:  # a save in the same instant: the emptied file stays, theirs is kept
+            self._conflict(path, late, b"", empty, report, placed=True)
 
     def _note_path(self, path: str) -> Path:
         first = self.folder / f"{path}{NOTE_SUFFIX}"
@@ -436,6 +562,30 @@ def _mirrored(path: str) -> bool:
         return normalize_path(path) == path
     except BadPath:
         return False
+
+
+def _refused_note(path: str, mine: bytes | None, kept: str | None, why: str) -> bytes:
+    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    name = path.rsplit("/", 1)[-1]
+    head = f"fsmem sync, {when}: {path} was not synced\n\n{why}.\n"
+    if mine is None:
+        return f"{head}It is back as the memory holds it.\n".encode()
+    head += (
+        f"The memory keeps its own {name}, now in this folder. Your text is kept as version {kept} of {path}\n"
+        f"(`fsmem versions {path}` lists it) and is below, exactly as you saved it.\n\n"
+        "----- your text -----\n"
+    )
+    return head.encode() + mine
+
+
+def _level_note(level: str) -> bytes:
+    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    kind = "routine" if role_of(level).routine_folder else "agent"
+    return (
+        f"fsmem sync, {when}: {level} was deleted here, but not from the memory\n\n"
+        f"{kind.capitalize()}s are deleted by the harness (`fsmem {kind}s delete ID`), not by deleting their "
+        f"folder, so {level} is back as the memory holds it. Delete this note when you have read it.\n"
+    ).encode()
 
 
 def _remove_empty_folders(folder: Path, top: Path) -> None:

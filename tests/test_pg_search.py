@@ -9,6 +9,7 @@ changed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import subprocess
 import sys
@@ -127,13 +128,13 @@ def test_a_new_process_on_the_same_cache_goes_on_from_the_sequence_it_applied(op
     assert paths(b.search("teal")) == ["brand.md"]
     generation = read_current(b.drive.state)["generation"]
     applied = read_applied(index_dir(b.drive.state) / generation)
-    assert isinstance(applied, int) and applied == a.drive.pg.newest_seq()  # kept beside the generation
+    assert applied == (a.drive.pg.identity, *a.drive.pg.newest_time())  # kept beside the generation
     b.close()
     write(a, "brand.md", "# Brand\nteal, sand and coral\n")
     again = open_worker("b")  # the same cache folder, a new Memory (as a restarted worker)
     assert paths(again.search("coral")) == ["brand.md"]
     assert read_current(again.drive.state)["generation"] == generation  # caught up, not rebuilt
-    assert read_applied(index_dir(again.drive.state) / generation) == a.drive.pg.newest_seq()
+    assert read_applied(index_dir(again.drive.state) / generation)[1] == a.drive.pg.newest_seq()
 
 
 def test_a_cache_folder_deleted_or_corrupt_is_rebuilt_from_the_rows(open_worker, tmp_path: Path) -> None:
@@ -239,7 +240,8 @@ def test_an_index_ahead_of_the_log_is_read_again_from_the_rows(open_worker) -> N
     write(a, "brand.md", "# Brand\nthe axolotl\n")
     assert paths(b.search("axolotl")) == ["brand.md"]
     generation = index_dir(b.drive.state) / read_current(b.drive.state)["generation"]
-    (generation / "applied").write_text("1000000000")  # as after the database was restored from a backup
+    mark = json.dumps([b.drive.pg.identity, 1000000000, 1])  # as after the database was restored from a backup
+    (generation / "applied").write_text(mark)
     b.close()
     run = a.run(Scope.chat(), thread_id="restorer")
     run.call({"command": "read", "path": "brand.md"})
@@ -247,21 +249,22 @@ def test_an_index_ahead_of_the_log_is_read_again_from_the_rows(open_worker) -> N
     write(a, "zoo.md", "an axolotl in the zoo\n")
     again = open_worker("b")
     assert paths(again.search("axolotl")) == ["zoo.md"]
-    assert read_applied(generation) == a.drive.pg.newest_seq()
+    assert read_applied(generation)[1] == a.drive.pg.newest_seq()
 
 
 def test_the_feed_names_what_changed_after_a_mark_and_the_number_it_reaches(open_worker) -> None:
     a = open_worker("a")
     feed = a.drive.index_feed()
     start = feed.mark()
-    assert feed.noted(start) is None and feed.probe() == start
+    assert feed.noted(start) is None and feed.probe() == start[1]
     write(a, "seo/titles.md", "# Titles\n")
     run = a.run(Scope.chat(), thread_id="mover")
     assert run.call({"command": "rename", "path": "seo", "new_path": "search"})["ok"]
-    newest = a.drive.pg.newest_seq()
+    newest = feed.mark()
+    assert newest[0] == start[0] == a.drive.pg.identity and newest[1] == a.drive.pg.newest_seq()
     assert feed.noted(start) == ({"seo/titles.md", "search/titles.md"}, newest)  # a move's both ends
-    assert feed.noted(None)[1] == newest and "MEMORY.md" in feed.noted(None)[0]  # no mark: from the start
-    assert feed.noted(newest) is None and feed.probe() == feed.mark() == newest
+    assert feed.noted(None) == ({""}, newest)  # no mark: the whole memory, read again
+    assert feed.noted(newest) is None and feed.probe() == newest[1]
     plan, count = feed.compare({}, None, 1 << 20)
     assert plan.changed == ("MEMORY.md", "search/titles.md") and plan.removed == () and count == 2
 

@@ -52,13 +52,14 @@ def status(root: str | None, as_json: bool) -> None:
     from fsmem.drive import LogEntry
     from fsmem.render import size
 
-    info = gather(open_root(root))
+    memory = open_root(root)
+    info = gather(memory)
     if as_json:
         echo_json(info)
         return
     index = info["index"]
     fresh = "fresh" if index["stale"] == 0 else f"{index['stale']} files not indexed yet (the next search indexes them)"
-    watcher = f"running (pid {index['watcher_pid']})" if index["watcher"] else "not running (`fsmem watch` starts one)"
+    watcher = f"running (pid {index['watcher_pid']})" if index["watcher"] else f"not running ({_no_watcher(memory)})"
     facts = info["facts"]
     out = [
         f"root:      {info['root']}",
@@ -81,3 +82,12 @@ def status(root: str | None, as_json: bool) -> None:
     out.append("last changes:" if changes else "last changes: none yet")
     out += ["  " + line for line in log_lines([LogEntry(**entry) for entry in changes])]
     click.echo("\n".join(out))
+
+
+def _no_watcher(memory: Any) -> str:
+    """What to do about no watcher, per store: a folder has `fsmem watch`; PostgreSQL needs none."""
+    from fsmem.drive import Drive
+
+    if isinstance(memory.drive, Drive):
+        return "`fsmem watch` starts one"
+    return "none is needed on PostgreSQL: each search catches up from the log first"
