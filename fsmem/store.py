@@ -129,8 +129,10 @@ class IndexFeed(Protocol):
     sequence number, and LISTEN/NOTIFY (``fsmem.pg_index.PgFeed``).
 
     A *mark* says how far a generation of the index applied the feed; it is the store's own JSON
-    value (the folder: the pending list's token and offset; PostgreSQL: a sequence number) and is
-    kept beside the generation, so a new process on the same index goes on from there.
+    value (the folder: the pending list's token and offset; PostgreSQL: the project's identity, a
+    sequence number and that log row's time, so a cache of another project or of a database restored
+    from a backup is read again) and is kept beside the generation, so a new process on the same index
+    goes on from there.
     """
 
     origin: str  # where a rebuild reads the memory from, for messages: "the root", "the database"
