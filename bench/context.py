@@ -66,8 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.repeat = args.repeat or (30 if args.quick else 300)
 
-    from fsmem.context import documents
-    from fsmem.core.context import plan_context
+    from fsmem._context import documents
+    from fsmem._core.context import plan_context
 
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as folder:
         memory, scope, run, files, thread = build(Path(folder) / "root", args.turns)

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import fsmem
 from bench.timing import measure, median_p95
-from fsmem.core import chains
-from fsmem.core import facts as rules
-from fsmem.facts import Facts, render
+from fsmem._core import chains
+from fsmem._core import facts as rules
+from fsmem._facts import Facts, render
 
 ATTRIBUTES = ["role", "team", "employer", "city", "manager", "project", "deadline", "preferred language",
               "decision", "status"]
@@ -45,7 +45,7 @@ def _row(name: str, times: list[float], baseline: float | None = None, unit: str
 
 
 def _write_as_kept(root: Path, items: list[dict], offset: int) -> int:
-    """Write the files keeping ``items`` one by one would leave (the chain rules of fsmem.core),
+    """Write the files keeping ``items`` one by one would leave (the chain rules of fsmem._core),
     without a change a fact: the bench's setup, not what it measures."""
     now = datetime(2026, 1, 2, tzinfo=timezone.utc)
     resolution = chains.resolve([])

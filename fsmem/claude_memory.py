@@ -9,7 +9,7 @@
         messages=[{"role": "user", "content": "Titles end with | Field Notes. Remember that."}])
     for message in runner: ...
 
-``/memories`` is the root. Every command goes through the same :class:`fsmem.tool.Run` as fsmem's own
+``/memories`` is the root. Every command goes through the same :class:`fsmem._tool.Run` as fsmem's own
 tool, so the path and symlink guard, the secret guard, read versions, ``versions/``, ``log.jsonl`` and
 the index all apply:
 
@@ -48,15 +48,15 @@ from anthropic.types.beta import (
 )
 
 import fsmem
-from fsmem.core import paths as _paths
-from fsmem.core.paths import normalize_path
-from fsmem.core.requests import Delete, Read, Rename, Request, Write
-from fsmem.core.secrets import find_secret
-from fsmem.core.versions import version_of
-from fsmem.errors import BadPath, RequestError
-from fsmem.levels import Scope
-from fsmem.memory import Memory
-from fsmem.tool import Run, error_result
+from fsmem._core import paths as _paths
+from fsmem._core.paths import normalize_path
+from fsmem._core.requests import Delete, Read, Rename, Request, Write
+from fsmem._core.secrets import find_secret
+from fsmem._core.versions import version_of
+from fsmem._errors import BadPath, RequestError
+from fsmem._levels import Scope
+from fsmem._memory import Memory
+from fsmem._tool import Run, error_result
 
 __all__ = ["FsmemMemoryTool", "MEMORIES"]
 
@@ -71,7 +71,7 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
 
     ``memory`` is a :class:`fsmem.Memory` or a folder (made into a root when ``create``). Changes are
     logged as ``thread_id`` (default ``claude-<8 hex digits>``). Pass ``run`` to share one
-    :class:`fsmem.tool.Run` with the harness (so context injection counts as a view).
+    :class:`fsmem._tool.Run` with the harness (so context injection counts as a view).
     """
 
     def __init__(

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsmem import prompts
-from fsmem.errors import ModelError
+from fsmem import _prompts
+from fsmem._errors import ModelError
 
 __all__ = [
     "TOOL_NAME",
@@ -50,11 +50,11 @@ BAD_ARGUMENTS_NOTE = (
 
 def memory_tool_spec() -> dict[str, Any]:
     """The memory tool as an OpenAI function: ``tool_schema/memory.json`` in the grammar-safe form
-    (``fsmem.tool_forms.grammar_safe_function``: no length limits, which local servers' grammar builders
+    (``fsmem._tool_forms.grammar_safe_function``: no length limits, which local servers' grammar builders
     choke on; fsmem checks every call against the full schema), described by ``prompts/tool.md``."""
-    from fsmem.tool_forms import grammar_safe_function, load_source
+    from fsmem._tool_forms import grammar_safe_function, load_source
 
-    return grammar_safe_function(load_source(), prompts.tool_description())
+    return grammar_safe_function(load_source(), _prompts.tool_description())
 
 
 @dataclass
@@ -118,7 +118,7 @@ class Session:
         self.model = model
         self.thread_id = thread_id or f"thread-{uuid.uuid4().hex[:12]}"
         self.run = memory.run(scope, thread_id=self.thread_id)
-        self.system = prompts.system_prompt(project or memory.name)
+        self.system = _prompts.system_prompt(project or memory.name)
         self.tools = [memory_tool_spec()]
         self.recall = recall
         self.recall_tokens = recall_tokens
@@ -202,7 +202,7 @@ def _refusal(code: str, message: str) -> dict[str, Any]:
 
 def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
     """Execute one tool call of the model on ``run``; anything malformed becomes a ``BAD_REQUEST``
-    result the model can act on (used by :class:`Session` and by ``fsmem.review``)."""
+    result the model can act on (used by :class:`Session` and by ``fsmem._review``)."""
     function = call.get("function") or {}
     name = str(function.get("name", ""))
     raw = function.get("arguments") or "{}"

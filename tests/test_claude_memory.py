@@ -19,7 +19,7 @@ from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMem
 import fsmem  # noqa: E402
 from fsmem import Scope  # noqa: E402
 from fsmem.claude_memory import FsmemMemoryTool  # noqa: E402
-from fsmem.core.versions import version_of  # noqa: E402
+from fsmem._core.versions import version_of  # noqa: E402
 
 
 @pytest.fixture
@@ -403,7 +403,7 @@ def test_a_folder_becomes_a_root(tmp_path):
     assert call(tool, command="create", path="/memories/a.md", file_text="x\n").startswith("File created")
     [entry] = fsmem.open(tmp_path / "fresh").log()
     assert entry.thread.startswith("claude-") and len(entry.thread) == len("claude-") + 8
-    with pytest.raises(fsmem.errors.RootNotFound):
+    with pytest.raises(fsmem._errors.RootNotFound):
         FsmemMemoryTool(tmp_path / "other", create=False)
 
 

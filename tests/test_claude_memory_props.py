@@ -21,7 +21,7 @@ from anthropic.lib.tools import ToolError  # noqa: E402
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool  # noqa: E402
 
 from fsmem.claude_memory import FsmemMemoryTool  # noqa: E402
-from fsmem.core.secrets import find_secret  # noqa: E402
+from fsmem._core.secrets import find_secret  # noqa: E402
 
 LINE = st.text(alphabet="ab x#-<!>", max_size=10)
 CONTENT = st.lists(LINE, max_size=8).map("\n".join).flatmap(

@@ -25,7 +25,7 @@ def test_init_makes_a_root(tmp_path):
 def test_write_read_and_expect(root):
     written = invoke(root, "write", "notes.md", input="a\nb\n")
     assert written.exit_code == 0, written.output
-    version = fsmem.core.versions.version_of(b"a\nb\n")
+    version = fsmem._core.versions.version_of(b"a\nb\n")
     assert written.output == (f"Created notes.md (version {version}, 2 lines). Around the change:\n"
                               "     1\ta\n     2\tb\n")
     refused = invoke(root, "write", "notes.md", input="c\n")
@@ -40,7 +40,7 @@ def test_read_json_is_the_tool_result(root):
     (root / "a.md").write_text("x\n")
     result = invoke(root, "read", "a.md", "--json")
     data = json.loads(result.output)
-    assert data["ok"] is True and data["version"] == fsmem.core.versions.version_of(b"x\n")
+    assert data["ok"] is True and data["version"] == fsmem._core.versions.version_of(b"x\n")
 
 
 def test_bad_path_is_one_error_line(root):
@@ -51,7 +51,7 @@ def test_bad_path_is_one_error_line(root):
 
 def test_versions_and_revert(root):
     invoke(root, "write", "a.md", input="one\n")
-    version = fsmem.core.versions.version_of(b"one\n")
+    version = fsmem._core.versions.version_of(b"one\n")
     invoke(root, "write", "a.md", "--expect", version, input="two\n")
     listing = invoke(root, "versions", "a.md", "--json")
     assert [v["version"] for v in json.loads(listing.output)] == [version]

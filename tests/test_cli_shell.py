@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 import fsmem
 from fsmem.cli import exit_code_for, main
-from fsmem.core.versions import version_of
-from fsmem.errors import (
+from fsmem._core.versions import version_of
+from fsmem._errors import (
     BadFact,
     BadPath,
     Busy,
@@ -376,13 +376,13 @@ def test_agents_list_shows_names_ids_and_folders(root):
 
 
 def test_an_unsupported_system_is_refused_plainly_at_open(root, monkeypatch):
-    import fsmem.system
+    import fsmem._system
 
-    assert "fsync of a folder" in fsmem.system.missing_features(os_name="nt")[0]
+    assert "fsync of a folder" in fsmem._system.missing_features(os_name="nt")[0]
     monkeypatch.delattr(os, "O_NOFOLLOW")
     try:
         fsmem.open(root)
-    except fsmem.errors.Unsupported as error:
+    except fsmem._errors.Unsupported as error:
         assert error.message.startswith(f"fsmem runs on Linux and macOS; this system ({sys.platform}) lacks "
                                         "opening a file without following symlinks (O_NOFOLLOW)")
         assert error.message.endswith("Use fsmem from Linux, macOS or WSL")
@@ -391,7 +391,7 @@ def test_an_unsupported_system_is_refused_plainly_at_open(root, monkeypatch):
     shown = invoke(root, "read", "/")
     assert shown.exit_code == 2 and shown.output.startswith("Error: [UNSUPPORTED] fsmem runs on Linux and macOS")
     monkeypatch.undo()
-    assert fsmem.system.missing_features() == []  # here, on Linux or macOS
+    assert fsmem._system.missing_features() == []  # here, on Linux or macOS
 
 
 def test_completion_script_is_what_the_readme_says(root):
@@ -407,7 +407,7 @@ def test_review_under_json_prints_one_document_even_when_the_model_fails(root, t
 
     conversation = tmp_path / "chat.json"
     conversation.write_text(json.dumps([{"role": "user", "content": "We deploy on Tuesdays."}]))
-    from fsmem.llm import tool_call
+    from fsmem._llm import tool_call
 
     add = {"command": "write", "path": "MEMORY.md", "content": "- Deploys happen on Tuesdays.\n"}
     with ChatServer([Reply(tool_calls=[tool_call("memory", add)]), Reply(status=500, raw="down")]) as server:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem.core.versions import version_of
+from fsmem._core.versions import version_of
 from tests.conftest import run_fsmem
 from tests.procs.common import diff, read_json_line, snapshot, spawn
 

@@ -20,9 +20,9 @@ import pytest
 
 import fsmem
 from fsmem import Conflict, Scope
-from fsmem.core.context import message_text, parse_header
-from fsmem.core.versions import version_of
-from fsmem.errors import Exists, NotFound
+from fsmem._core.context import message_text, parse_header
+from fsmem._core.versions import version_of
+from fsmem._errors import Exists, NotFound
 
 STORES = ["folder", "postgres"]
 
@@ -564,7 +564,7 @@ def test_facts_keep_replace_history_edit_forget(memory) -> None:
 
 
 def test_fact_changes_are_logged_and_a_refused_fact_changes_nothing(memory) -> None:
-    from fsmem.errors import BadFact, FactSensitive
+    from fsmem._errors import BadFact, FactSensitive
 
     start = len(list(memory.log()))
     old = memory.facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")

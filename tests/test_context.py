@@ -9,7 +9,7 @@ import pytest
 
 import fsmem
 from fsmem import Scope
-from fsmem.core.context import latest_copies, message_text, parse_header
+from fsmem._core.context import latest_copies, message_text, parse_header
 
 AGENT = "5c81d0e4-7f2a-4b6e-9d13-2a8c4e6f0b71"
 ROUTINE = "a27f3b90-1c4d-4e8a-b5f2-6d9e0c3a7b14"
@@ -220,7 +220,7 @@ def test_no_recall_message_when_nothing_new_matches(memory):
 
 @pytest.fixture
 def sample(tmp_path):
-    from fsmem.sample import copy_sample
+    from fsmem._sample import copy_sample
 
     return fsmem.open(copy_sample(tmp_path / "sample"), create=True)
 
@@ -244,7 +244,7 @@ def test_recall_finds_facts_that_hold_before_replaced_ones_and_shows_each_as_one
 
 
 def _version(memory, path):
-    from fsmem.core.versions import version_of
+    from fsmem._core.versions import version_of
 
     return version_of((memory.root / path).read_bytes())
 

@@ -6,9 +6,9 @@ import frontmatter
 
 import fsmem
 from fsmem import Scope
-from fsmem.core.layout import folder_matches_id, role_of
-from fsmem.core.secrets import find_secret
-from fsmem.sample import SAMPLE_DIR, SEO, copy_sample
+from fsmem._core.layout import folder_matches_id, role_of
+from fsmem._core.secrets import find_secret
+from fsmem._sample import SAMPLE_DIR, SEO, copy_sample
 
 FILES = sorted(p.relative_to(SAMPLE_DIR).as_posix() for p in SAMPLE_DIR.rglob("*") if p.is_file())
 

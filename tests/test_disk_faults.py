@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem.errors import Storage
+from fsmem._errors import Storage
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

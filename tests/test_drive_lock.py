@@ -12,8 +12,8 @@ import pytest
 from filelock import FileLock
 
 import fsmem
-from fsmem.config import Settings
-from fsmem.errors import Busy
+from fsmem._config import Settings
+from fsmem._errors import Busy
 
 
 def _memory(tmp_path, timeout: float = 10.0):

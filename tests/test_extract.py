@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 import fsmem
 from fsmem.cli import main
-from fsmem.errors import ModelError
-from fsmem.facts import Facts
-from fsmem.llm import ScriptedModel
+from fsmem._errors import ModelError
+from fsmem._facts import Facts
+from fsmem._llm import ScriptedModel
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem
 

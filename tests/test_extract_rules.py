@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fsmem.core import extract as X
-from fsmem.core import chains as C
-from fsmem.core import facts as F
-from fsmem.errors import BadFact, ModelError
+from fsmem._core import extract as X
+from fsmem._core import chains as C
+from fsmem._core import facts as F
+from fsmem._errors import BadFact, ModelError
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
 TEMPLATE = (Path(__file__).resolve().parent.parent / "prompts" / "extract_facts.md").read_text()

@@ -10,8 +10,8 @@ import pytest
 
 import fsmem
 from fsmem import Scope
-from fsmem.errors import BadFact, FactSensitive, NotFound
-from fsmem.facts import Facts, parse, render
+from fsmem._errors import BadFact, FactSensitive, NotFound
+from fsmem._facts import Facts, parse, render
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
 
@@ -58,7 +58,7 @@ def test_a_fact_is_a_readable_file_with_a_fixed_key_order(memory) -> None:
 @pytest.mark.parametrize("text", ["Ana's note: 'quoted' and \"double\" — ünïcode: yes", "- starts like a list",
                                   "null", "2026-01-01", "a # not a comment", "  "])
 def test_any_subject_round_trips_through_the_file(text: str) -> None:
-    from fsmem.core.facts import Fact
+    from fsmem._core.facts import Fact
     subject = text.strip() or "x"
     fact = Fact(id="f1", subject=subject, attribute=subject, text="A sentence.", source=subject,
                 said=NOW, kept=NOW)
@@ -253,7 +253,7 @@ def test_a_long_lived_view_agrees_with_a_fresh_one_after_hand_edits(memory, fact
 
 from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
 
-from fsmem.core.facts import Fact, clean_name, clean_sentence  # noqa: E402
+from fsmem._core.facts import Fact, clean_name, clean_sentence  # noqa: E402
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
 
@@ -267,7 +267,7 @@ _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_siz
 def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, sentence) -> None:
     import frontmatter
 
-    from fsmem.core.facts import fact_from_fields
+    from fsmem._core.facts import fact_from_fields
 
     parts = [clean_name(subject), clean_name(attribute), clean_name(source), clean_sentence(sentence)]
     if not all(parts):
@@ -281,7 +281,7 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
 
 
 def test_a_new_process_reads_parsed_facts_from_the_cache(memory, facts, monkeypatch) -> None:
-    import fsmem.facts as module
+    import fsmem._facts as module
 
     monkeypatch.setattr(module, "CACHE_AFTER", 1)
     old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")

@@ -15,7 +15,7 @@ from tests.conftest import REPO
 KILLER = r"""
 import os, signal, sys
 import fsmem
-from fsmem import drive
+from fsmem import _drive as drive
 
 root, allowed = sys.argv[1], int(sys.argv[2])
 done = 0

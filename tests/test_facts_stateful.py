@@ -14,8 +14,8 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import fsmem
-from fsmem.errors import BadFact, FactSensitive
-from fsmem.facts import Facts
+from fsmem._errors import BadFact, FactSensitive
+from fsmem._facts import Facts
 
 SUBJECTS = st.sampled_from(["Ana", "ana", "Bruno"])
 ATTRIBUTES = st.sampled_from(["role", "Role ", "team"])

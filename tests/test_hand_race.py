@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem.core.versions import version_of
+from fsmem._core.versions import version_of
 
 PERSON = b"# Notes\n\nThe person's own words, saved from an editor.\n"
 

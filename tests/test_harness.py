@@ -8,10 +8,10 @@ import pytest
 
 import fsmem
 from fsmem import Scope
-from fsmem.core.context import message_text, parse_header
+from fsmem._core.context import message_text, parse_header
 from fsmem.harness import SUMMARY_PREFIX, Session, memory_tool_spec
-from fsmem.llm import ScriptedModel
-from fsmem.sample import RANK_CHECK, SEO, TITLE_TUNING, copy_sample
+from fsmem._llm import ScriptedModel
+from fsmem._sample import RANK_CHECK, SEO, TITLE_TUNING, copy_sample
 from tests.conftest import REPO
 
 AGENT_FILE = "agents/seo-5c81d0e4/MEMORY.md"
@@ -219,7 +219,7 @@ def test_the_tool_given_to_the_model_is_the_checked_in_grammar_safe_form():
 
 
 def test_a_model_failure_before_any_tool_call_leaves_the_thread_as_it_was(memory):
-    from fsmem.errors import ModelError
+    from fsmem._errors import ModelError
 
     s, model = session(memory, Scope.chat(), ModelError("the server is down"), "Back.")
     with pytest.raises(ModelError):
@@ -230,7 +230,7 @@ def test_a_model_failure_before_any_tool_call_leaves_the_thread_as_it_was(memory
 
 
 def test_a_model_failure_after_a_tool_call_keeps_what_happened(memory):
-    from fsmem.errors import ModelError
+    from fsmem._errors import ModelError
 
     s, _ = session(memory, Scope.chat(), call(command="read", path="brand.md"), ModelError("down"))
     with pytest.raises(ModelError):

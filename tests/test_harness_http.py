@@ -11,8 +11,8 @@ import fsmem
 from fsmem import Scope
 from fsmem.cli import main
 from fsmem.harness import Session
-from fsmem.llm import OpenAICompatibleModel, tool_call
-from fsmem.sample import SEO, TITLE_TUNING, copy_sample
+from fsmem._llm import OpenAICompatibleModel, tool_call
+from fsmem._sample import SEO, TITLE_TUNING, copy_sample
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem
 

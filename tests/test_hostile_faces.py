@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import fsmem
 from fsmem.cli import main
-from fsmem.errors import TOOL_ERROR_CODES
+from fsmem._errors import TOOL_ERROR_CODES
 from tests.conftest import tree_snapshot
 
 pytestmark = pytest.mark.timeout(120)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fsmem
-from fsmem.errors import BadPath
+from fsmem._errors import BadPath
 from tests.conftest import run_fsmem
 from tests.procs.common import diff, snapshot
 
@@ -390,7 +390,7 @@ def small_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @given(command=st.sampled_from(["read", "write", "rename", "delete", "search", "view", "", None, 3]),
        fields=st.dictionaries(st.sampled_from(_KEYS), _JSON, max_size=5))
 def test_any_request_gets_an_answer_and_a_refusal_changes_nothing(small_world, command, fields) -> None:
-    from fsmem.errors import TOOL_ERROR_CODES
+    from fsmem._errors import TOOL_ERROR_CODES
 
     root, outside = small_world
     run = fsmem.open(root).run(fsmem.Scope.chat(), thread_id="fuzz")

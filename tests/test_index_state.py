@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 
 import fsmem
-from fsmem.core.search import Indexed, Stamp
-from fsmem.index_state import Manifest, note_pending
+from fsmem._core.search import Indexed, Stamp
+from fsmem._index_state import Manifest, note_pending
 
 
 def _entry() -> Indexed:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem import levels
-from fsmem.errors import Exists, ScopeError
-from fsmem.levels import IDENTITY_FILE, Scope
+from fsmem import _levels
+from fsmem._errors import Exists, ScopeError
+from fsmem._levels import IDENTITY_FILE, Scope
 from tests.conftest import invoke
 from tests.procs.common import diff, snapshot
 
@@ -55,7 +55,7 @@ def test_look_alike_routine_ids_get_their_own_folders(memory, first: str, second
     a = memory.create_routine("agent-1", first, "Daily")
     b = memory.create_routine("agent-1", second, "Daily")
     assert a != b
-    assert levels.find_routine(memory, first) == a and levels.find_routine(memory, second) == b
+    assert _levels.find_routine(memory, first) == a and _levels.find_routine(memory, second) == b
     assert memory.run(Scope.routine("agent-1", second)).routine_folder == b
 
 
@@ -72,9 +72,9 @@ def test_deleting_one_look_alike_never_touches_the_other(memory) -> None:
 
 def test_an_id_is_matched_exactly(memory) -> None:
     memory.create_agent("marketing-bot", "Marketing")
-    assert levels.find_agent(memory, "marketing-bo") is None
-    assert levels.find_agent(memory, "Marketing-bot") is None
-    assert levels.find_agent(memory, "marketing-bot") == "agents/marketing-marketin"
+    assert _levels.find_agent(memory, "marketing-bo") is None
+    assert _levels.find_agent(memory, "Marketing-bot") is None
+    assert _levels.find_agent(memory, "marketing-bot") == "agents/marketing-marketin"
     with pytest.raises(ScopeError):
         memory.run(Scope.agent("marketing-b"))  # no folder, no name: a run never starts on a guess
     with pytest.raises(Exists):
@@ -87,7 +87,7 @@ def test_moving_the_folder_moves_its_identity(memory) -> None:
     (memory.root / folder).rename(memory.root / "agents/search-team-3f9a1c2e")
     run = memory.run(Scope.agent("3f9a1c2e-77"))
     assert run.agent_folder == "agents/search-team-3f9a1c2e"
-    assert levels.find_agent(memory, "3f9a1c2e-7d41") is None  # the suffix alone no longer opens it
+    assert _levels.find_agent(memory, "3f9a1c2e-7d41") is None  # the suffix alone no longer opens it
 
 
 def test_a_copied_folder_with_its_identity_raises(memory) -> None:
@@ -116,13 +116,13 @@ def test_an_old_root_upgrades_without_loss(tmp_path: Path) -> None:
     assert run.agent_folder == "agents/seo-3f9a1c2e"
     assert run.routine_folder == "agents/seo-3f9a1c2e/routines/meta-9b7d4e10"
     assert memory.read("agents/seo-3f9a1c2e/MEMORY.md") == "# SEO rules\n- titles under 60\n"
-    assert levels.read_identity(memory, "agents/seo-3f9a1c2e") == {
+    assert _levels.read_identity(memory, "agents/seo-3f9a1c2e") == {
         "kind": "agent", "id": "3f9a1c2e-77aa", "name": "seo"}
     # adopted: from now on the full id is what opens it, and a look-alike gets a folder of its own
     other = memory.run(Scope.agent("3f9a1c2e-7d41", name="SEO"))
     assert other.agent_folder == "agents/seo-3f9a1c2e7d41"
     # an agent nobody asked for yet is listed, without an id
-    listed = {a.folder: a.id for a in levels.describe_agents(memory)}
+    listed = {a.folder: a.id for a in _levels.describe_agents(memory)}
     assert listed["agents/blog-7e0a11b2"] is None and listed["agents/seo-3f9a1c2e"] == "3f9a1c2e-77aa"
 
 
@@ -176,8 +176,8 @@ def test_the_shell_takes_an_unambiguous_prefix_and_lists_candidates_otherwise(me
     assert snapshot(memory.root) == before
     deleted = invoke(memory.root, "agents", "delete", "3f9a1c2e-7d")
     assert deleted.exit_code == 0, deleted.output
-    assert levels.find_agent(memory, "3f9a1c2e-7d41") is None
-    assert levels.find_agent(memory, "3f9a1c2e-77") == "agents/seo-3f9a1c2e"
+    assert _levels.find_agent(memory, "3f9a1c2e-7d41") is None
+    assert _levels.find_agent(memory, "3f9a1c2e-77") == "agents/seo-3f9a1c2e"
     made = invoke(memory.root, "routines", "create", "3f9a1c2e-7", "r-1", "Daily")
     assert made.exit_code == 0 and made.output == "agents/seo-3f9a1c2e/routines/daily-r1\n"
     assert invoke(memory.root, "routines", "delete", "r-").exit_code == 0
@@ -189,7 +189,7 @@ def test_the_shell_takes_an_unambiguous_prefix_and_lists_candidates_otherwise(me
 def test_scopes_are_small_frozen_types_behind_the_same_constructors() -> None:
     from dataclasses import FrozenInstanceError
 
-    from fsmem.levels import AgentScope, ChatScope, RoutineScope
+    from fsmem._levels import AgentScope, ChatScope, RoutineScope
 
     assert isinstance(Scope.chat(), ChatScope) and Scope.chat() == Scope.chat()
     agent = Scope.agent("3f9a1c2e-77", name="SEO")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem import Scope, ScopeError, levels
+from fsmem import Scope, ScopeError, _levels
 
 
 @pytest.fixture
@@ -176,7 +176,7 @@ def test_a_run_inside_deleting_agent_is_refused_and_the_agent_comes_back(memory)
                 memory.run(Scope.routine("3f9a1c2e", "9b7d4e10", "A", "R"))
             raise RuntimeError("the harness's own delete failed")
     assert (memory.root / folder / "MEMORY.md").read_text() == "agent notes\n"
-    assert levels.describe_agents(memory)[0].folder == folder and len(levels.describe_agents(memory)) == 1
+    assert _levels.describe_agents(memory)[0].folder == folder and len(_levels.describe_agents(memory)) == 1
 
 
 @pytest.mark.parametrize("block_raises", [True, False])
@@ -230,5 +230,5 @@ def test_first_use_from_several_processes_at_once_makes_one_folder(memory):
             assert worker.exitcode == 0
         assert len(set(got)) == 1, got
         agent_folder, routine_folder = got[0]
-        assert [a.folder for a in levels.describe_agents(memory) if a.id == agent_id] == [agent_folder]
-        assert [r.folder for r in levels.describe_routines(memory, agent_folder)] == [routine_folder]
+        assert [a.folder for a in _levels.describe_agents(memory) if a.id == agent_id] == [agent_folder]
+        assert [r.folder for r in _levels.describe_routines(memory, agent_folder)] == [routine_folder]

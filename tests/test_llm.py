@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fsmem.errors import ModelError
-from fsmem.llm import (
+from fsmem._errors import ModelError
+from fsmem._llm import (
     DEFAULT_MAX_TOKENS,
     JSON_OBJECT,
     ChatModel,

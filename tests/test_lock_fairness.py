@@ -15,12 +15,12 @@ import textwrap
 from pathlib import Path
 
 import fsmem
-from fsmem.config import Settings
+from fsmem._config import Settings
 
 GREEDY = textwrap.dedent("""
     import sys, time
     import fsmem
-    from fsmem.config import Settings
+    from fsmem._config import Settings
     memory = fsmem.open(sys.argv[1], settings=Settings(lock_timeout=60.0, durable=False))
     end = None
     count = 0
@@ -37,8 +37,8 @@ GREEDY = textwrap.dedent("""
 WAITER = textwrap.dedent("""
     import json, sys, time
     import fsmem
-    from fsmem.config import Settings
-    from fsmem.errors import Busy
+    from fsmem._config import Settings
+    from fsmem._errors import Busy
     memory = fsmem.open(sys.argv[1], settings=Settings(lock_timeout=float(sys.argv[2]), durable=False))
     got = 0
     errors = []
@@ -117,8 +117,8 @@ def test_waits_given_up_against_a_long_hold_do_not_pile_up(tmp_path: Path) -> No
     import threading
     import time
 
-    from fsmem import rootlock
-    from fsmem.errors import Busy
+    from fsmem import _rootlock
+    from fsmem._errors import Busy
 
     root = _root(tmp_path)
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
@@ -132,27 +132,27 @@ def test_waits_given_up_against_a_long_hold_do_not_pile_up(tmp_path: Path) -> No
     messages = []
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        for _ in range(rootlock.MAX_STRANDED + 4):
+        for _ in range(_rootlock.MAX_STRANDED + 4):
             try:
                 with memory.drive.change("write"):
                     pass
             except Busy as error:
                 messages.append(error.message)
         waiting = [t for t in threading.enumerate() if t.name == "fsmem-lock-wait"]
-        assert len(waiting) <= rootlock.MAX_STRANDED
+        assert len(waiting) <= _rootlock.MAX_STRANDED
     finally:
         assert holder.stdin is not None
         holder.stdin.write("\n")
         holder.stdin.close()
         holder.wait(timeout=30)
-    assert len(messages) == rootlock.MAX_STRANDED + 4
-    assert all("this call waited" in m for m in messages[: rootlock.MAX_STRANDED])
-    assert all("earlier calls of this process are still in line" in m for m in messages[rootlock.MAX_STRANDED:])
+    assert len(messages) == _rootlock.MAX_STRANDED + 4
+    assert all("this call waited" in m for m in messages[: _rootlock.MAX_STRANDED])
+    assert all("earlier calls of this process are still in line" in m for m in messages[_rootlock.MAX_STRANDED:])
     deadline = time.monotonic() + 30  # the holder let go: every stranded helper takes its turn and leaves
     while any(t.name == "fsmem-lock-wait" for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not any(t.name == "fsmem-lock-wait" for t in threading.enumerate())
-    assert rootlock._count_stranded(0) == 0
+    assert _rootlock._count_stranded(0) == 0
     with memory.drive.change("write", thread="after") as tx:  # and the lock works again at once
         tx.write("after.md", b"ok\n")
     assert (root / "after.md").read_bytes() == b"ok\n"

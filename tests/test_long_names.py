@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem.core.paths import MAX_SEGMENT_BYTES
+from fsmem._core.paths import MAX_SEGMENT_BYTES
 
 
 @pytest.mark.parametrize("stem", ["n" * 252, "é" * 126, "n" * 230, "a.b." * 63])

@@ -18,7 +18,7 @@ from mcp import Client, ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 import fsmem  # noqa: E402
-from fsmem.core.versions import version_of  # noqa: E402
+from fsmem._core.versions import version_of  # noqa: E402
 
 from tests.conftest import REPO, run_fsmem  # noqa: E402
 

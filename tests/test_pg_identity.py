@@ -14,7 +14,7 @@ import pytest
 from conftest import as_url
 
 import fsmem
-from fsmem.levels import Scope
+from fsmem._levels import Scope
 
 
 def _name(prefix: str) -> str:
@@ -135,7 +135,7 @@ def test_a_database_restored_from_a_backup_at_the_same_url_is_read_again_from_th
 
 
 def test_each_project_has_its_own_random_identity(postgres: str) -> None:
-    from fsmem.pg_store import PgStore
+    from fsmem._pg_store import PgStore
 
     name = _name("ident")
     with (
@@ -150,20 +150,20 @@ def test_each_project_has_its_own_random_identity(postgres: str) -> None:
 def test_projects_of_a_database_made_before_identities_each_get_their_own(databases) -> None:
     import psycopg
 
-    from fsmem import pg_schema
-    from fsmem.pg_store import PgStore
+    from fsmem import _pg_schema
+    from fsmem._pg_store import PgStore
 
     url = databases.make(_name("fsmem_v1").replace("-", "_"))
     with psycopg.connect(url, autocommit=True) as conn:  # as the first fsmem with PostgreSQL left it
         conn.execute("CREATE SCHEMA fsmem")
         conn.execute("CREATE TABLE fsmem.schema_version (version integer NOT NULL)")
-        conn.execute(pg_schema.MIGRATIONS[0])
+        conn.execute(_pg_schema.MIGRATIONS[0])
         conn.execute("INSERT INTO fsmem.schema_version VALUES (1)")
         conn.execute("INSERT INTO fsmem.projects (name) VALUES ('one'), ('two')")
     with PgStore.open(url, "one", create=False) as one, PgStore.open(url, "two", create=False) as two:
         assert one.uid and two.uid and one.uid != two.uid
     with psycopg.connect(url) as conn:
-        assert conn.execute("SELECT version FROM fsmem.schema_version").fetchall() == [(pg_schema.CURRENT,)]
+        assert conn.execute("SELECT version FROM fsmem.schema_version").fetchall() == [(_pg_schema.CURRENT,)]
 
 
 # ---- a sync folder ------------------------------------------------------------------------------------
@@ -178,9 +178,9 @@ def test_a_sync_folder_refuses_another_database_with_the_same_project_name(datab
     from click.testing import CliRunner
 
     from fsmem.cli import main
-    from fsmem.errors import BadStore
-    from fsmem.pg_store import PgStore
-    from fsmem.sync import Sync
+    from fsmem._errors import BadStore
+    from fsmem._pg_store import PgStore
+    from fsmem._sync import Sync
 
     first = databases.make(_name("fsmem_first").replace("-", "_"))
     second = databases.make(_name("fsmem_second").replace("-", "_"))
@@ -226,8 +226,8 @@ def test_status_on_postgresql_does_not_send_the_person_to_fsmem_watch(postgres: 
 
 
 def test_a_sync_folder_follows_a_database_restored_from_a_backup_after_a_full_pass(databases, tmp_path: Path) -> None:
-    from fsmem.pg_store import PgStore
-    from fsmem.sync import Sync
+    from fsmem._pg_store import PgStore
+    from fsmem._sync import Sync
 
     live, backup = _name("fsmem_live").replace("-", "_"), _name("fsmem_backup").replace("-", "_")
     url = databases.make(live)

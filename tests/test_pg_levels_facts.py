@@ -1,6 +1,6 @@
 """Levels and facts on PostgreSQL, through ``fsmem.open(url, project=…)``: the same calls as on a folder.
 
-What differs is only how the store holds them (fsmem/pg_levels_facts.py): a level folder's identity
+What differs is only how the store holds them (fsmem/_pg_levels_facts.py): a level folder's identity
 is a hidden row, a ``deleting_*`` block is one transaction held across the block, a fact's stamp is
 its row's version. Two Memories with their own cache folders stand for two workers.
 """
@@ -20,9 +20,9 @@ import pytest
 from conftest import REPO
 
 import fsmem
-from fsmem import levels
-from fsmem.errors import ScopeError
-from fsmem.levels import Scope
+from fsmem import _levels
+from fsmem._errors import ScopeError
+from fsmem._levels import Scope
 
 
 @pytest.fixture
@@ -73,10 +73,10 @@ def test_an_agent_and_its_routine_are_found_by_full_id_from_another_worker(worke
     assert folder == "agents/seo-bot-3f9a1c2e"
     assert routine == "agents/seo-bot-3f9a1c2e/routines/meta-tags-9b7d4e10"
     other = worker("b")
-    assert levels.find_agent(other, "3f9a1c2e-77") == folder
-    assert levels.find_routine(other, "9b7d4e10") == routine
-    assert levels.read_identity(other, folder) == {"kind": "agent", "id": "3f9a1c2e-77", "name": "SEO bot"}
-    assert [(a.id, a.name, a.folder) for a in levels.describe_agents(other)] == [("3f9a1c2e-77", "SEO bot", folder)]
+    assert _levels.find_agent(other, "3f9a1c2e-77") == folder
+    assert _levels.find_routine(other, "9b7d4e10") == routine
+    assert _levels.read_identity(other, folder) == {"kind": "agent", "id": "3f9a1c2e-77", "name": "SEO bot"}
+    assert [(a.id, a.name, a.folder) for a in _levels.describe_agents(other)] == [("3f9a1c2e-77", "SEO bot", folder)]
     assert other.scope_files(Scope.routine("3f9a1c2e-77", "9b7d4e10")) == [
         "MEMORY.md",
         f"{folder}/MEMORY.md",
@@ -96,8 +96,8 @@ def test_two_ids_sharing_their_first_8_characters_get_two_folders(memory) -> Non
     second = memory.create_agent("marketingbot-2", "Marketing bot")
     assert first == "agents/marketing-bot-marketin"
     assert second == "agents/marketing-bot-marketingbot"  # a longer piece of its own id
-    assert levels.find_agent(memory, "marketingbot-1") == first
-    assert levels.find_agent(memory, "marketingbot-2") == second
+    assert _levels.find_agent(memory, "marketingbot-1") == first
+    assert _levels.find_agent(memory, "marketingbot-2") == second
     memory.run(Scope.agent("marketingbot-2")).call(
         {"command": "write", "path": f"{second}/MEMORY.md", "content": "two\n"}
     )
@@ -108,7 +108,7 @@ def test_renaming_an_agent_folder_moves_its_identity(memory, postgres, project) 
     folder = memory.create_agent("3f9a1c2e", "SEO")
     with memory.drive.change("hand") as tx:  # a person's rename (the tool keeps level folders where they are)
         tx.move(folder, "agents/search-3f9a1c2e")
-    assert levels.find_agent(memory, "3f9a1c2e") == "agents/search-3f9a1c2e"
+    assert _levels.find_agent(memory, "3f9a1c2e") == "agents/search-3f9a1c2e"
     assert _rows(postgres, project, "agents/") == [
         "agents/search-3f9a1c2e/.fsmem-level",
         "agents/search-3f9a1c2e/MEMORY.md",
@@ -132,7 +132,7 @@ def test_first_use_from_several_workers_at_once_makes_one_folder(worker) -> None
     for thread in threads:
         thread.join(timeout=60)
     assert len(got) == 4 and len(set(got)) == 1, got
-    assert [a.folder for a in levels.describe_agents(memories[0])] == [got[0][0]]
+    assert [a.folder for a in _levels.describe_agents(memories[0])] == [got[0][0]]
 
 
 def test_deleting_routine_commits_when_the_block_succeeds(worker, postgres, project) -> None:
@@ -148,12 +148,12 @@ def test_deleting_routine_commits_when_the_block_succeeds(worker, postgres, proj
         assert other.read(f"{folder}/NOTES.md") == "notes\n"
         # and this process does not make the id a new folder where the deleted one is
         with pytest.raises(ScopeError, match="being deleted"):
-            levels.create_routine(memory, "3f9a1c2e", "9b7d4e10", "Meta")
+            _levels.create_routine(memory, "3f9a1c2e", "9b7d4e10", "Meta")
     assert _rows(postgres, project, folder) == []  # its identity row went with it
-    assert levels.find_routine(other, "9b7d4e10") is None
+    assert _levels.find_routine(other, "9b7d4e10") is None
     assert [v.command for v in other.versions(f"{folder}/NOTES.md")] == ["delete_routine", "write"]
     assert [(e.command, e.path) for e in other.log()][-1] == ("delete_routine", f"{folder}/NOTES.md")
-    assert levels.create_routine(other, "3f9a1c2e", "9b7d4e10", "Meta") == folder  # anew, empty
+    assert _levels.create_routine(other, "3f9a1c2e", "9b7d4e10", "Meta") == folder  # anew, empty
     assert other.read(f"{folder}/NOTES.md") == ""
 
 
@@ -169,8 +169,8 @@ def test_deleting_routine_rolls_back_when_the_block_raises(memory, postgres, pro
     assert _rows(postgres, project, folder) == rows
     assert memory.read(f"{folder}/NOTES.md") == "precious notes\n"
     assert len(list(memory.log())) == logged and memory.versions(f"{folder}/NOTES.md")[0].command == "write"
-    assert levels.find_routine(memory, "9b7d4e10") == folder
-    assert levels.create_routine(memory, "3f9a1c2e", "9b7d4e10", "Meta", exist_ok=True) == folder
+    assert _levels.find_routine(memory, "9b7d4e10") == folder
+    assert _levels.create_routine(memory, "3f9a1c2e", "9b7d4e10", "Meta", exist_ok=True) == folder
 
 
 DIES_IN_BLOCK = r"""
@@ -204,7 +204,7 @@ def test_a_worker_killed_inside_a_deleting_block_deletes_nothing(memory, postgre
     # the server rolled its transaction back: the folder is whole, and changes to it go through again
     assert _rows(postgres, project, folder) == rows
     assert run.call({"command": "write", "path": f"{folder}/MEMORY.md", "content": "more notes\n"})["ok"]
-    assert levels.find_agent(memory, "3f9a1c2e") == folder
+    assert _levels.find_agent(memory, "3f9a1c2e") == folder
     assert memory.drive.restore_parked() == []
 
 
@@ -285,7 +285,7 @@ def test_a_new_worker_reads_the_parse_cache_of_its_own_cache_folder(worker) -> N
     memory = worker()
     kept = [memory.facts.keep(f"Person {n}", "role", f"Person {n} works here.") for n in range(3)]
     memory.facts.current()
-    from fsmem.facts import CACHE_FILE, _read_cache, _write_cache
+    from fsmem._facts import CACHE_FILE, _read_cache, _write_cache
 
     _write_cache(memory.drive.state / CACHE_FILE, memory.facts._files)
     cached = _read_cache(memory.drive.state / CACHE_FILE)
@@ -370,7 +370,7 @@ def test_a_call_about_one_thing_looks_at_its_rows_only_while_nothing_changed(wor
 
 
 def test_a_change_inside_the_block_waits_for_it_and_is_busy_not_hung(postgres, project, tmp_path) -> None:
-    from fsmem.config import Settings
+    from fsmem._config import Settings
 
     memory = fsmem.open(
         postgres, project=project, create=True, cache=tmp_path / "cache", settings=Settings(lock_timeout=1.0)
@@ -381,7 +381,7 @@ def test_a_change_inside_the_block_waits_for_it_and_is_busy_not_hung(postgres, p
         with memory.deleting_agent("3f9a1c2e"):
             busy = run.call({"command": "write", "path": "MEMORY.md", "content": "waits for the block\n"})
             assert not busy["ok"] and busy["error"]["code"] == "BUSY", busy
-        assert memory.read("MEMORY.md") == "" and levels.find_agent(memory, "3f9a1c2e") is None
+        assert memory.read("MEMORY.md") == "" and _levels.find_agent(memory, "3f9a1c2e") is None
         assert run.call({"command": "write", "path": "MEMORY.md", "content": "after the block\n"})["ok"]
         assert not memory.drive.is_dir(folder)
     finally:
@@ -392,20 +392,20 @@ def test_a_facts_change_refused_at_its_commit_leaves_the_view_looking_again(work
     """On PostgreSQL a facts change commits when its block ends; refused there (BUSY at the commit
     lock, a dropped connection), the view must not keep what was planned: the next keep about the same
     thing replaces the fact the rows hold, and one fact holds."""
-    from fsmem import pg_store
-    from fsmem.errors import Busy
+    from fsmem import _pg_store
+    from fsmem._errors import Busy
 
     memory = worker()
     memory.facts.keep("Ana", "role", "Ana is the baker.")
-    real_flush = pg_store.PgTransaction._flush_log
+    real_flush = _pg_store.PgTransaction._flush_log
 
     def refuse(self) -> None:
         raise Busy("the commit lock was not granted")
 
-    monkeypatch.setattr(pg_store.PgTransaction, "_flush_log", refuse)
+    monkeypatch.setattr(_pg_store.PgTransaction, "_flush_log", refuse)
     with pytest.raises(Busy):
         memory.facts.keep("Ana", "role", "Ana is the manager.")
-    monkeypatch.setattr(pg_store.PgTransaction, "_flush_log", real_flush)
+    monkeypatch.setattr(_pg_store.PgTransaction, "_flush_log", real_flush)
     assert [fact.text for fact in memory.facts.current("Ana")] == ["Ana is the baker."]
     memory.facts.keep("Ana", "role", "Ana is the owner.")
     other = worker()

@@ -13,8 +13,8 @@ import pytest
 from conftest import invoke, run_fsmem
 
 import fsmem
-from fsmem.errors import BadStore, RootNotFound
-from fsmem.levels import Scope
+from fsmem._errors import BadStore, RootNotFound
+from fsmem._levels import Scope
 
 
 def _project() -> str:
@@ -150,12 +150,12 @@ def test_a_folder_named_by_root_leaves_the_store_variables_aside(tmp_path: Path)
 def test_workers_opening_a_new_project_at_once_both_open_it(postgres: str, tmp_path: Path, monkeypatch) -> None:
     """The second worker's ``open(create=True)`` finds MEMORY.md made by the first between its look
     and its write: it opens the project, never CONFLICT."""
-    from fsmem import pg_store
-    from fsmem.pg_store import PgStore
+    from fsmem import _pg_store
+    from fsmem._pg_store import PgStore
 
     project = _project()
     PgStore.open(postgres, project, create=True).close()  # the row exists; MEMORY.md not yet
-    real_read = pg_store.PgTransaction.read
+    real_read = _pg_store.PgTransaction.read
     raced = []
 
     def read(self, path):
@@ -168,7 +168,7 @@ def test_workers_opening_a_new_project_at_once_both_open_it(postgres: str, tmp_p
             other.close()
         return got
 
-    monkeypatch.setattr(pg_store.PgTransaction, "read", read)
+    monkeypatch.setattr(_pg_store.PgTransaction, "read", read)
     memory = fsmem.open(postgres, project=project, create=True, cache=tmp_path / "c")
     try:
         assert raced and memory.read("MEMORY.md") == ""

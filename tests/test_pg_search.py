@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem.config import Settings
-from fsmem.index import IndexWarning
-from fsmem.index_state import index_dir, read_applied, read_current
-from fsmem.levels import Scope
-from fsmem.pg_index import PgWatcher, applied_seq
+from fsmem._config import Settings
+from fsmem._index import IndexWarning
+from fsmem._index_state import index_dir, read_applied, read_current
+from fsmem._levels import Scope
+from fsmem._pg_index import PgWatcher, applied_seq
 
 
 def _project() -> str:
@@ -272,8 +272,8 @@ def test_the_feed_names_what_changed_after_a_mark_and_the_number_it_reaches(open
 def test_a_rebuild_holds_the_cache_folder_lock_not_the_project(open_worker) -> None:
     import threading
 
-    from fsmem.errors import Busy
-    from fsmem.pg_index import PgFeed
+    from fsmem._errors import Busy
+    from fsmem._pg_index import PgFeed
 
     a, b = open_worker("a"), open_worker("b")
     holding, release = threading.Event(), threading.Event()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import pytest
 
 import fsmem
 
@@ -22,8 +25,8 @@ def test_the_public_face_is_plain_imports():
     assert "__getattr__" not in vars(fsmem)
     names = vars(fsmem)
     assert all(name in names for name in fsmem.__all__)
-    assert fsmem.open is fsmem.memory.open and fsmem.Memory is fsmem.memory.Memory
-    assert fsmem.Run is fsmem.tool.Run and fsmem.Scope is fsmem.levels.Scope
+    assert fsmem.open is fsmem._memory.open and fsmem.Memory is fsmem._memory.Memory
+    assert fsmem.Run is fsmem._tool.Run and fsmem.Scope is fsmem._levels.Scope
 
 
 def _imports(path: Path) -> set[str]:
@@ -37,7 +40,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_frameworks_are_imported_by_one_module_each():
-    owners = {"tantivy": {"index_store.py", "query.py"}, "watchdog": {"watch.py"}, "click": None, "mcp": {"mcp_server.py"},
+    owners = {"tantivy": {"_index_store.py", "_query.py"}, "watchdog": {"_watch.py"}, "click": None, "mcp": {"mcp_server.py"},
               "anthropic": {"claude_memory.py"}}
     for path in PACKAGE.rglob("*.py"):
         relative = path.relative_to(PACKAGE).as_posix()
@@ -50,15 +53,15 @@ def test_frameworks_are_imported_by_one_module_each():
 
 
 def test_every_error_code_is_unique():
-    from fsmem import errors
+    from fsmem import _errors
 
-    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.FsmemError)]
+    classes = [c for c in vars(_errors).values() if isinstance(c, type) and issubclass(c, _errors.FsmemError)]
     codes = [c.code for c in classes if c.code != "FSMEM_ERROR"]
     assert len(codes) == len(set(codes))
 
 
 def test_tool_error_codes_are_those_of_the_design():
-    from fsmem.errors import TOOL_ERROR_CODES
+    from fsmem._errors import TOOL_ERROR_CODES
 
     assert TOOL_ERROR_CODES == {
         "NOT_FOUND", "BAD_PATH", "PROTECTED", "EXISTS", "CONFLICT", "NOT_READ", "TOO_LARGE", "SENSITIVE",
@@ -67,7 +70,7 @@ def test_tool_error_codes_are_those_of_the_design():
 
 
 def test_data_folders_are_found_beside_the_package_in_a_checkout():
-    from fsmem.resources import data_dir
+    from fsmem._resources import data_dir
 
     for name in ("prompts", "tool_schema", "sample_project"):
         assert data_dir(name) == PACKAGE.parent / name
@@ -83,3 +86,80 @@ def test_the_wheel_maps_every_data_folder_into_the_package():
     subpackages = {p.parent.relative_to(PACKAGE.parent).as_posix().replace("/", ".")
                    for p in PACKAGE.rglob("__init__.py")}
     assert subpackages <= set(config["packages"]), "a new subpackage must be listed in pyproject.toml"
+
+
+# ---- issue 11: internal modules are private -------------------------------------------------------
+
+PUBLIC_MODULES = {"__init__", "__main__", "cli", "mcp_server", "claude_memory", "harness"}
+
+
+def _top_level_modules() -> set[str]:
+    return {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+            if (p.is_file() and p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").exists())}
+
+
+def test_every_top_level_module_but_the_public_ones_is_private():
+    modules = _top_level_modules()
+    assert PUBLIC_MODULES <= modules
+    assert sorted(name for name in modules - PUBLIC_MODULES if not name.startswith("_")) == []
+    assert "_drive" in modules and "_core" in modules  # the test looks where the modules are
+
+
+def test_no_public_module_name_is_left_importable_beside_its_private_one():
+    import importlib
+
+    for name in sorted(_top_level_modules() - PUBLIC_MODULES):
+        if name.startswith("__"):
+            continue
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"fsmem.{name[1:]}")
+
+
+def _python_blocks() -> list[tuple[str, str]]:
+    repo = PACKAGE.parent
+    pages = [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+    return [(page.name, block) for page in pages if page.name != "internals.md"
+            for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)]
+
+
+def test_what_the_docs_tell_users_to_import_comes_from_the_public_face():
+    public = {"fsmem", *(f"fsmem.{name}" for name in PUBLIC_MODULES - {"__init__", "__main__"})}
+    blocks = _python_blocks()
+    assert len(blocks) >= 5
+    for page, block in blocks:
+        for node in ast.walk(ast.parse(block)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fsmem"):
+                assert node.module in public, (page, node.module)
+                if node.module == "fsmem":
+                    assert all(alias.name in fsmem.__all__ for alias in node.names), (page, block)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith("fsmem.") or alias.name in public, (page, alias.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "fsmem":
+                assert node.attr in fsmem.__all__ or f"fsmem.{node.attr}" in public, (page, node.attr)
+
+
+def test_the_documented_names_are_those_of_the_private_modules():
+    from fsmem import _errors, _llm, _prompts
+
+    assert fsmem.OpenAICompatibleModel is _llm.OpenAICompatibleModel and fsmem.build_model is _llm.build_model
+    assert fsmem.ModelSettings is _llm.ModelSettings and fsmem.memory_section is _prompts.memory_section
+    for name in ("LevelParked", "Unsupported", "BadStore"):
+        assert getattr(fsmem, name) is getattr(_errors, name)
+
+
+def test_fsmem_review_is_the_review_runner(tmp_path):
+    from fsmem._llm import ScriptedModel, tool_call
+    from fsmem._review import ReviewResult
+
+    memory = fsmem.open(tmp_path / "bakery", create=True)
+    (memory.root / "MEMORY.md").write_text("# Rules\n")
+    added = "# Rules\n- Titles end with | Rye & Ember.\n"
+    model = ScriptedModel({"role": "assistant", "content": None, "tool_calls": [
+        tool_call("memory", {"command": "write", "path": "MEMORY.md", "content": added})]}, "Kept it.")
+    conversation = [{"role": "user", "content": "Titles always end with | Rye & Ember."},
+                    {"role": "assistant", "content": "Understood."}]
+    result = fsmem.review(memory, conversation, model, fsmem.Scope.chat(), max_calls=3)
+    assert isinstance(result, ReviewResult)
+    assert [a.path for a in result.applied] == ["MEMORY.md"] and memory.read("MEMORY.md") == added
+    assert len(model.calls) == 2 and model.calls[0]["tools"]

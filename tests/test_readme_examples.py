@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import fsmem
-from fsmem.llm import tool_call
+from fsmem._llm import tool_call
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import REPO
 
@@ -55,13 +55,13 @@ def test_create_with_exist_ok_is_get_or_create(root):
     memory.create_agent("aa11bb22", "Other")
     try:
         memory.create_routine("aa11bb22", "9b7d4e10", "Meta", exist_ok=True)  # another agent's routine
-    except fsmem.errors.Exists:
+    except fsmem._errors.Exists:
         pass
     else:
         raise AssertionError("a routine of another agent was taken as this agent's")
     try:
         memory.create_agent("3f9a1c2e-7d41", "SEO")
-    except fsmem.errors.Exists:
+    except fsmem._errors.Exists:
         pass
     else:
         raise AssertionError("a second create without exist_ok succeeded")

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import fsmem
 from fsmem import Conflict, Scope
 from fsmem.cli import main
-from fsmem.core.review import only_adds
+from fsmem._core.review import only_adds
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_cli_lists_approves_and_discards(memory):
 
 
 def test_a_held_create_from_a_face_applies_on_approve(memory):
-    from fsmem.core.requests import Write
+    from fsmem._core.requests import Write
 
     run = reviewer(memory)
     (memory.root / "t.md").write_text("a\nb\n")
@@ -108,7 +108,7 @@ def test_drive_read_of_a_folder_is_none(memory):
 
 
 def test_proposal_ids_never_read_as_card_numbers(memory):
-    from fsmem.core.secrets import find_secret
-    from fsmem.proposals import new_id
+    from fsmem._core.secrets import find_secret
+    from fsmem._proposals import new_id
 
     assert all(find_secret(f"see proposal {new_id()}") is None for _ in range(200))

@@ -15,14 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fsmem
-from fsmem import Scope, prompts
+from fsmem import Scope, _prompts
 from fsmem.cli import main
-from fsmem.core.review import review_turns
-from fsmem.core.versions import version_of
-from fsmem.errors import BadRequest, ModelError
+from fsmem._core.review import review_turns
+from fsmem._core.versions import version_of
+from fsmem._errors import BadRequest, ModelError
 from fsmem.harness import memory_tool_spec
-from fsmem.llm import ScriptedModel, tool_call
-from fsmem.review import Applied, Proposed, Refused, review
+from fsmem._llm import ScriptedModel, tool_call
+from fsmem._review import Applied, Proposed, Refused, review
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem
 
@@ -71,14 +71,14 @@ def test_the_model_gets_the_conversation_copy_the_memory_copies_and_the_prompt(m
     [call] = model.calls
     assert call["tools"] == [memory_tool_spec()] and call["temperature"] is None  # the model's own setting
     assert call["messages"] == [
-        {"role": "system", "content": prompts.system_prompt("bakery")},
+        {"role": "system", "content": _prompts.system_prompt("bakery")},
         {"role": "user", "content": "Retitle the /classes page."},
         {"role": "assistant", "content": "New title: Baking classes."},
         {"role": "user", "content": "Good. Titles always end with \"| Rye & Ember\"."},
         {"role": "assistant", "content": "Understood: every title ends with \"| Rye & Ember\"."},
         {"role": "user", "content": f'<memory path="MEMORY.md" version="{version_of(RULES.encode())}">\n'
                                     f"{RULES}</memory>"},
-        {"role": "user", "content": prompts.render(
+        {"role": "user", "content": _prompts.render(
             "review", max_calls="5",
             levels="- `MEMORY.md` (project): what every chat, agent and routine of the project needs.").rstrip()},
     ]
@@ -312,7 +312,7 @@ def test_another_tool_or_bad_arguments_are_refused_and_the_review_goes_on(memory
 
 
 def test_a_routine_review_names_every_level_it_may_write(tmp_path):
-    from fsmem.sample import SEO, TITLE_TUNING, copy_sample
+    from fsmem._sample import SEO, TITLE_TUNING, copy_sample
 
     root = copy_sample(tmp_path / "sample")
     memory = fsmem.open(root, create=True)

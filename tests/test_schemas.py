@@ -10,8 +10,8 @@ import sys
 import jsonschema
 import pytest
 
-from fsmem import tool_forms
-from fsmem.tool_forms import (
+from fsmem import _tool_forms
+from fsmem._tool_forms import (
     SCHEMA_DIR,
     anthropic_tool,
     generate,
@@ -114,9 +114,9 @@ def test_a_tool_description_prompt_wins_over_the_schema_description(tmp_path):
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     assert tool_description(source, prompts) == source["description"]
-    (prompts / tool_forms.DESCRIPTION_PROMPT).write_text("\nUse memory well.\n", encoding="utf-8")
+    (prompts / _tool_forms.DESCRIPTION_PROMPT).write_text("\nUse memory well.\n", encoding="utf-8")
     assert tool_description(source, prompts) == "Use memory well."
-    (prompts / tool_forms.DESCRIPTION_PROMPT).write_text("  \n", encoding="utf-8")
+    (prompts / _tool_forms.DESCRIPTION_PROMPT).write_text("  \n", encoding="utf-8")
     assert tool_description(source, prompts) == source["description"]
     with pytest.raises(ValueError, match="no \"description\""):
         tool_description({"type": "object", "properties": {}}, prompts)
@@ -127,8 +127,8 @@ def test_stale_names_what_changed(tmp_path):
     shutil.copytree(SCHEMA_DIR, schemas)
     prompts = tmp_path / "prompts"
     prompts.mkdir()
-    if (REPO / "prompts" / tool_forms.DESCRIPTION_PROMPT).is_file():
-        shutil.copy(REPO / "prompts" / tool_forms.DESCRIPTION_PROMPT, prompts)
+    if (REPO / "prompts" / _tool_forms.DESCRIPTION_PROMPT).is_file():
+        shutil.copy(REPO / "prompts" / _tool_forms.DESCRIPTION_PROMPT, prompts)
     assert stale(schemas, prompts) == []
     source = json.loads((schemas / "memory.json").read_text())
     source["properties"]["limit"]["maximum"] = 50
@@ -147,9 +147,9 @@ def test_a_schema_that_is_not_an_object_is_refused():
 
 
 def test_main_usage():
-    assert tool_forms.main(["--bogus"]) == 2
+    assert _tool_forms.main(["--bogus"]) == 2
 
 
 def test_the_description_is_the_one_the_harness_gives_the_model():
-    prompts = pytest.importorskip("fsmem.prompts")
+    prompts = pytest.importorskip("fsmem._prompts")
     assert tool_description(load_source()) == prompts.tool_description()

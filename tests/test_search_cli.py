@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import fsmem
 from fsmem.cli import main
-from fsmem.index_state import index_dir, read_current
+from fsmem._index_state import index_dir, read_current
 from tests.conftest import REPO, run_fsmem, write
 
 
@@ -183,8 +183,8 @@ def test_the_cold_search_path_imports_only_what_it_needs(root: Path) -> None:
     assert result.returncode == 0
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert "tantivy" in imported and "click" in imported
-    assert "fsmem.memory" in imported  # through Memory, like every other command
-    for heavy in ("jsonschema", "frontmatter", "watchdog", "regex", "fsmem.facts", "mcp", "anthropic"):
+    assert "fsmem._memory" in imported  # through Memory, like every other command
+    for heavy in ("jsonschema", "frontmatter", "watchdog", "regex", "fsmem._facts", "mcp", "anthropic"):
         assert heavy not in imported
 
 
@@ -214,7 +214,7 @@ def test_a_cold_search_loads_neither_the_review_nor_the_extractor(tmp_path):
         "from fsmem.cli import main\n"
         f"try:\n    main(['search', 'okapiword', '--root', {str(tmp_path)!r}])\n"
         "except SystemExit as done:\n    assert not done.code, done.code\n"
-        "print(sorted(name for name in sys.modules if name in ('fsmem.core.review', 'fsmem.core.extract')))\n"
+        "print(sorted(name for name in sys.modules if name in ('fsmem._core.review', 'fsmem._core.extract')))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)

@@ -1,4 +1,4 @@
-"""The pure rules of search (fsmem.core.search): no disk, no tantivy."""
+"""The pure rules of search (fsmem._core.search): no disk, no tantivy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fsmem.core.search import (
+from fsmem._core.search import (
     RACY_WINDOW_NS,
     Indexed,
     Stamp,

@@ -4,7 +4,7 @@ Each row is ``secret`` (with the kind the guard must name) or ``clean`` (what de
 day and must not be blocked: commit ids, digests, UUIDs, phone numbers, "password: in the team
 1Password vault"). The secret rows include the evasions found in issue 10: a zero-width character
 inside a key, full-width letters, non-breaking hyphens, a card or a key cut over two lines, and the
-real AWS secret shape. The guard runs in ``fsmem.core.secrets`` (pure); the tool and the facts API
+real AWS secret shape. The guard runs in ``fsmem._core.secrets`` (pure); the tool and the facts API
 refuse what it finds, and their messages never repeat the secret.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem.core.secrets import find_fact_secret, find_secret, readable
-from fsmem.errors import FactSensitive
+from fsmem._core.secrets import find_fact_secret, find_secret, readable
+from fsmem._errors import FactSensitive
 from tests.procs.common import diff, snapshot
 
 CORPUS = Path(__file__).parent / "data" / "secrets_corpus.tsv"

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fsmem
-from fsmem.core.requests import check_text
-from fsmem.core.when import EARLIEST, LATEST, parse_since
-from fsmem.errors import BadRequest
+from fsmem._core.requests import check_text
+from fsmem._core.when import EARLIEST, LATEST, parse_since
+from fsmem._errors import BadRequest
 from tests.conftest import REPO, invoke
 
 NOW = datetime(2026, 8, 31, 12, tzinfo=timezone.utc)

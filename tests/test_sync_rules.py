@@ -1,4 +1,4 @@
-"""`fsmem sync` keeps the rules the tool keeps (fsmem/sync.py): a conflict that cannot finish keeps the
+"""`fsmem sync` keeps the rules the tool keeps (fsmem/_sync.py): a conflict that cannot finish keeps the
 person's text once, not once a pass; a top file deleted by hand is emptied, a level folder deleted by
 hand comes back, a fact file changes only through the facts API. Real PostgreSQL, real folders."""
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import fsmem.sync as sync_module
-from fsmem import levels
-from fsmem.sync import Sync
+import fsmem._sync as sync_module
+from fsmem import _levels
+from fsmem._sync import Sync
 
 
 @pytest.fixture
 def store(postgres):
-    from fsmem.pg_store import PgStore
+    from fsmem._pg_store import PgStore
 
     with PgStore.open(postgres, f"rules-{uuid.uuid4().hex[:8]}") as opened:
         yield opened
@@ -102,7 +102,7 @@ def mirror_of(memory, folder: Path):
 def test_an_agent_folder_deleted_by_hand_comes_back_with_a_note(tmp_path: Path, memory) -> None:
     import shutil
 
-    folder = levels.create_agent(memory, "agent-77-abc", "Ghost")
+    folder = _levels.create_agent(memory, "agent-77-abc", "Ghost")
     pg = memory.drive.pg
     with pg.change("write") as tx:
         tx.write(f"{folder}/seo.md", b"# SEO\nkeep titles short\n")
@@ -116,7 +116,7 @@ def test_an_agent_folder_deleted_by_hand_comes_back_with_a_note(tmp_path: Path, 
         note = (here / f"{folder}.conflict").read_text()
         assert "Agents are deleted by the harness (`fsmem agents delete ID`)" in note
         assert not mirror.run_once(None).changed  # settled: the next pass does nothing
-    assert [(agent.id, agent.folder) for agent in levels.describe_agents(memory)] == [("agent-77-abc", folder)]
+    assert [(agent.id, agent.folder) for agent in _levels.describe_agents(memory)] == [("agent-77-abc", folder)]
     assert {path: pg.read(path) for path in held} == held
 
 
@@ -157,7 +157,7 @@ def test_a_top_file_deleted_by_hand_is_emptied_not_removed(tmp_path: Path, memor
     assert pg.read("MEMORY.md") == b"" and pg.read(f"{agent}/MEMORY.md") == b""
     kept = pg.versions("MEMORY.md")[0]
     assert pg.read_kept("MEMORY.md", kept.version) == b"# Project\nthe project's own memory\n"
-    assert [level.id for level in levels.describe_agents(memory)] == ["agent-99-abc"]
+    assert [level.id for level in _levels.describe_agents(memory)] == ["agent-99-abc"]
 
 
 def test_fact_files_change_only_through_the_facts_api(tmp_path: Path, memory) -> None:
@@ -198,4 +198,4 @@ def test_a_file_in_an_agent_folder_the_memory_does_not_have_is_not_pushed(tmp_pa
         assert sorted(report.conflicts) == ["agents/made-up-1234/MEMORY.md.conflict", "agents/stray.md.conflict"]
         assert "agents are created by the harness" in (here / "agents/made-up-1234/MEMORY.md.conflict").read_text()
         assert not (here / "agents" / "made-up-1234" / "MEMORY.md").exists()
-    assert levels.describe_agents(memory) == [] and not memory.drive.pg.is_dir("agents")
+    assert _levels.describe_agents(memory) == [] and not memory.drive.pg.is_dir("agents")

@@ -159,7 +159,7 @@ def test_bad_regex_is_bad_pattern(run):
 
 def test_catastrophic_regex_times_out(memory, run):
     ok(run.call({"command": "write", "path": "a.md", "content": "a" * 5000 + "!\n"}))
-    fast = fsmem.open(memory.root, settings=fsmem.config.Settings(regex_timeout=0.2)).run()
+    fast = fsmem.open(memory.root, settings=fsmem._config.Settings(regex_timeout=0.2)).run()
     refused(fast.call({"command": "search", "query": r"^(a|a)+$", "regex": True}), "TIMEOUT")
 
 
@@ -236,8 +236,8 @@ def test_a_request_nested_past_pythons_recursion_limit_is_refused_not_raised(tmp
 @pytest.mark.parametrize("fields", [{}, {"old_text": "x"}, {"new_text": "y"}])
 def test_a_typed_write_with_nothing_to_write_is_refused_and_changes_nothing(memory, run, fields):
     # call() checks the shape against the schema; execute() takes a typed Write, checked by the tool.
-    from fsmem.core.requests import Write
-    from fsmem.errors import BadRequest
+    from fsmem._core.requests import Write
+    from fsmem._errors import BadRequest
 
     ok(run.call({"command": "write", "path": "a.md", "content": "x\n"}))
     with pytest.raises(BadRequest, match="either content, or old_text with new_text"):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem.core.versions import version_of
-from fsmem.errors import NotFound
+from fsmem._core.versions import version_of
+from fsmem._errors import NotFound
 from tests.conftest import run_fsmem
 
 KEPT_NAME = re.compile(r"^[0-9TZ]+-([0-9a-f]{12})(?:-[a-z_]+)?\.md$")
@@ -205,7 +205,7 @@ def test_the_last_change_of_a_path_is_found_from_the_end_of_a_long_log(root: Pat
     with open(root / ".fsmem" / "log.jsonl", "a", encoding="utf-8") as log:
         log.write('{"time": "2026-11-30T00:00:00+00:00", "command": "write", "path": "a.m')  # torn by a crash
 
-    from fsmem import drive as drive_module
+    from fsmem import _drive as drive_module
 
     expected = {}
     for entry in drive.log():  # the whole log read forwards: the newest entry naming each path

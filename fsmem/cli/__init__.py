@@ -8,8 +8,8 @@ import sys
 
 import click
 
+from fsmem._errors import BadFact, Conflict, FsmemError, NotRead, SetupError
 from fsmem.cli.options import echo_json, json_option, root_option, wants_json
-from fsmem.errors import BadFact, Conflict, FsmemError, NotRead, SetupError
 
 # name -> "module:attribute"; each module is imported only when its command runs (or for --help).
 COMMANDS: dict[str, str] = {

@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from fsmem.atomic import write_atomic
+from fsmem._atomic import write_atomic
+from fsmem._errors import ModelError, ScopeError, SetupError
 from fsmem.cli.model_options import make_model, model_options
 from fsmem.cli.options import echo_json, json_option, open_memory, root_option
-from fsmem.errors import ModelError, ScopeError, SetupError
 
 
 def _scope(
@@ -58,7 +58,7 @@ def _save_thread(path: Path, thread_id: str, scope_key: str, messages: list[dict
 
 
 def _print_turn(turn: Any, show_context: bool) -> None:
-    from fsmem.core.context import message_text, parse_header
+    from fsmem._core.context import message_text, parse_header
 
     if show_context:
         for message in turn.given:
@@ -204,8 +204,8 @@ def demo(model_settings: Any, source: Path | None, keep: Path | None, show_syste
     respects; a routine compares with what it kept last run. Uses a scripted model (no network, no
     key) unless --model-url is given. Prints what the model was given and what it wrote.
     """
-    from fsmem.demo import AGENT_MEMORY, run_demo
-    from fsmem.sample import copy_sample
+    from fsmem._demo import AGENT_MEMORY, run_demo
+    from fsmem._sample import copy_sample
 
     model_url = model_settings.url
     model = make_model(model_settings) if model_url else None

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
+from fsmem._core.facts import DEFAULT_SOURCE, Fact, format_when
+from fsmem._errors import BadFact
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
 from fsmem.cli.options import echo_json, json_option, open_root, root_option
-from fsmem.core.facts import DEFAULT_SOURCE, Fact, format_when
-from fsmem.errors import BadFact
 
 THREAD = "cli"
 

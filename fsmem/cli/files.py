@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from fsmem._errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 from fsmem.cli import exit_code_for
 from fsmem.cli.options import (
     echo_json,
@@ -23,7 +24,6 @@ from fsmem.cli.options import (
     shell_path,
 )
 from fsmem.cli.style import table
-from fsmem.errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 
 
 def _memory(root: str | None, near: str | None = None):
@@ -74,9 +74,9 @@ def init(directory: Path | None, root: str | None, as_json: bool) -> None:
     A folder of notes you already have becomes a root as it is: its files stay where they are and
     are searchable at once.
     """
+    from fsmem._memory import init_root
+    from fsmem._system import check_system
     from fsmem.cli.options import chosen_store
-    from fsmem.memory import init_root
-    from fsmem.system import check_system
 
     check_system()
     url, project = chosen_store(folder_given=directory is not None or bool(root))
@@ -182,9 +182,9 @@ def edit(path: str, root: str | None, as_json: bool) -> None:
     changed and are offered your editor again on your text (nothing you typed is lost). A new PATH
     starts empty. Lines like <!-- ... --> are saved as text, not read as edit markers.
     """
+    from fsmem._core.requests import Write
+    from fsmem._core.review import unified_diff
     from fsmem.cli.style import diff as paint_diff
-    from fsmem.core.requests import Write
-    from fsmem.core.review import unified_diff
 
     memory = _memory(root, path)
     run = memory.run(thread_id="cli")
@@ -242,7 +242,7 @@ def _utf8(data: bytes) -> str:
 
 def _open_for_edit(run: Any, path: str) -> tuple[str, bytes | None]:
     """The file's real path and bytes (None: a new file), marked as read at exactly those bytes."""
-    from fsmem.core.versions import version_of
+    from fsmem._core.versions import version_of
 
     shown = run.call({"command": "read", "path": path, "end_line": 1})
     if not shown["ok"]:
@@ -347,9 +347,9 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
 
     Always JSON, refusals and setup problems too; exit 0 done, 1 refused, 2 setup, 3 conflict.
     """
-    from fsmem.errors import FsmemError
-    from fsmem.levels import Scope
-    from fsmem.tool import error_result
+    from fsmem._errors import FsmemError
+    from fsmem._levels import Scope
+    from fsmem._tool import error_result
 
     try:
         request = _request_from_stdin()
@@ -379,7 +379,7 @@ def _request_from_stdin() -> object:
 @json_option
 def versions(path: str, root: str | None, as_json: bool) -> None:
     """List the earlier contents kept for PATH, newest first."""
-    from fsmem.render import size, when_iso
+    from fsmem._render import size, when_iso
 
     memory = _memory(root, path)
     path = shell_path(path, memory.root)
@@ -433,7 +433,7 @@ def log(path_filter: str | None, limit: int, root: str | None, as_json: bool) ->
 
 def log_lines(entries: list[Any]) -> list[str]:
     """Log entries as aligned columns: time, command, path, versions, thread."""
-    from fsmem.render import when_iso
+    from fsmem._render import when_iso
 
     rows = [
         [

@@ -18,14 +18,14 @@ def _memory(root: str | None):
 def describe_levels(memory: Any) -> list[dict[str, Any]]:
     """Every agent with its routines: name, full id (None for a folder made before ids were kept, not
     claimed yet) and folder."""
-    from fsmem import levels
+    from fsmem import _levels
 
-    def row(level: levels.LevelFolder) -> dict[str, Any]:
+    def row(level: _levels.LevelFolder) -> dict[str, Any]:
         return {"name": level.name, "id": level.id, "folder": level.folder}
 
     return [
-        {**row(agent), "routines": [row(r) for r in levels.describe_routines(memory, agent.folder)]}
-        for agent in levels.describe_agents(memory)
+        {**row(agent), "routines": [row(r) for r in _levels.describe_routines(memory, agent.folder)]}
+        for agent in _levels.describe_agents(memory)
     ]
 
 
@@ -75,10 +75,10 @@ def create_agent(agent_id: str, name: str, exist_ok: bool, root: str | None, as_
 def delete_agent(agent_id: str, root: str | None, as_json: bool) -> None:
     """Delete agent AGENT_ID's whole folder (its files stay in `fsmem versions`); an unambiguous
     start of the id is enough."""
-    from fsmem import levels
+    from fsmem import _levels
 
     memory = _memory(root)
-    agent_id = levels.match_id(memory, agent_id, "agent")
+    agent_id = _levels.match_id(memory, agent_id, "agent")
     held = memory.delete_agent(agent_id)
     if as_json:
         echo_json(held)
@@ -101,10 +101,10 @@ def routines() -> None:
 def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, root: str | None, as_json: bool) -> None:
     """Make the folder of routine ROUTINE_ID of agent AGENT_ID (an unambiguous start of the agent's id
     is enough), with an empty NOTES.md."""
-    from fsmem import levels
+    from fsmem import _levels
 
     memory = _memory(root)
-    agent_id = levels.match_id(memory, agent_id, "agent")
+    agent_id = _levels.match_id(memory, agent_id, "agent")
     folder = memory.create_routine(agent_id, routine_id, name, exist_ok=exist_ok)
     if as_json:
         echo_json({"id": routine_id, "agent_id": agent_id, "name": name, "folder": folder})
@@ -119,10 +119,10 @@ def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, ro
 def delete_routine(routine_id: str, root: str | None, as_json: bool) -> None:
     """Delete routine ROUTINE_ID's folder (an unambiguous start of the id is enough); prints what its
     files held."""
-    from fsmem import levels
+    from fsmem import _levels
 
     memory = _memory(root)
-    routine_id = levels.match_id(memory, routine_id, "routine")
+    routine_id = _levels.match_id(memory, routine_id, "routine")
     held = memory.delete_routine(routine_id)
     if as_json:
         echo_json(held)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from fsmem._errors import FsmemError, RootNotFound
 from fsmem.cli.options import open_memory, root_option
-from fsmem.errors import FsmemError, RootNotFound
 
 
 @click.command()
@@ -35,7 +35,7 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
     A configuration that cannot serve (no root, a bad scope) still starts: every call is answered
     with a tool error that says what to fix, and the reason goes to stderr.
     """
-    from fsmem.levels import Scope
+    from fsmem._levels import Scope
 
     try:
         from fsmem import mcp_server

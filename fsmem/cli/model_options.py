@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fsmem.errors import BadFact, FsmemError
+from fsmem._errors import BadFact, FsmemError
 
 if TYPE_CHECKING:
-    from fsmem.llm import ModelSettings
+    from fsmem._llm import ModelSettings
 
 
 def conversation_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -48,12 +48,12 @@ def read_conversation(path: Path, error: type[FsmemError] = BadFact) -> Any:
 
 def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The model options of every model-facing command, collected into one ``model_settings``
-    argument (a :class:`fsmem.llm.ModelSettings`); build the model with :func:`make_model`.
+    argument (a :class:`fsmem._llm.ModelSettings`); build the model with :func:`make_model`.
 
     ``--model-url`` ($FSMEM_MODEL_URL), ``--model`` ($FSMEM_MODEL), ``--api-key-env``, ``--timeout``
     ($FSMEM_TIMEOUT), ``--max-tokens``, ``--temperature``, ``--no-thinking``.
     """
-    from fsmem.llm import (
+    from fsmem._llm import (
         DEFAULT_API_KEY_ENV,
         DEFAULT_MAX_TOKENS,
         DEFAULT_TIMEOUT,
@@ -141,7 +141,7 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def make_model(settings: ModelSettings) -> Any:
-    """The model the settings name (:func:`fsmem.llm.build_model`); MODEL_ERROR when there is none."""
-    from fsmem.llm import build_model
+    """The model the settings name (:func:`fsmem._llm.build_model`); MODEL_ERROR when there is none."""
+    from fsmem._llm import build_model
 
     return build_model(settings)

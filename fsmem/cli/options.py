@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fsmem.core.layout import STATE_DIR
-from fsmem.errors import BadPath, BadStore, RootNotFound
+from fsmem._core.layout import STATE_DIR
+from fsmem._errors import BadPath, BadStore, RootNotFound
 
 if TYPE_CHECKING:
-    from fsmem.memory import Memory
+    from fsmem._memory import Memory
 
 # ``--root`` and ``--json`` may stand before the subcommand (``fsmem --root R read X``) or after it
 # (``fsmem read X --root R``): the value is kept in the context's ``meta``, which every nested
@@ -24,7 +24,7 @@ _ROOT_KEY = "fsmem.root"
 _JSON_KEY = "fsmem.json"
 
 
-_STORE_KEY = "fsmem.store"
+_STORE_KEY = "fsmem._store"
 _PROJECT_KEY = "fsmem.project"
 
 
@@ -40,7 +40,7 @@ def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = 
     import dataclasses
 
     import fsmem
-    from fsmem.config import load_settings
+    from fsmem._config import load_settings
 
     url, project = chosen_store(folder_given=bool(explicit))
     if url is not None:

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from fsmem._errors import BadRequest, ModelError
 from fsmem.cli import exit_code_for
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
 from fsmem.cli.options import echo_json, json_option, open_root, root_option
-from fsmem.errors import BadRequest, ModelError
 
 if TYPE_CHECKING:
-    from fsmem.llm import ModelSettings
+    from fsmem._llm import ModelSettings
 
 
 @click.command()
@@ -53,7 +53,7 @@ def review(
     sent nothing usable (exit 2).
     """
     from fsmem import Scope
-    from fsmem.review import review as run_review
+    from fsmem._review import review as run_review
 
     memory = open_root(root)
     scope = Scope.parse(scope_text)

@@ -10,11 +10,11 @@ from contextlib import contextmanager
 
 import click
 
-from fsmem import render
+from fsmem import _render
+from fsmem._core.search import SearchHit
+from fsmem._errors import BadPattern
 from fsmem.cli import EXIT_NO_MATCH
 from fsmem.cli.options import echo_json, json_option, open_root, root_option
-from fsmem.core.search import SearchHit
-from fsmem.errors import BadPattern
 
 
 @contextmanager
@@ -72,7 +72,7 @@ def search(
     elif hits and hits[0].text is not None:  # lines: regex mode, or the scan of a read-only root
         _echo_lines(hits, text, more)
     else:
-        _echo_ranked(render.hits(hits, text), text)
+        _echo_ranked(_render.hits(hits, text), text)
     if not hits and not as_json:  # as grep; under --json, [] is the answer
         sys.exit(EXIT_NO_MATCH)
 
@@ -82,8 +82,8 @@ MORE_COUNTED = 1000
 
 def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
     """``path:line: text``, the matches painted; then how many more matching lines were not shown."""
+    from fsmem._grep import compile_pattern
     from fsmem.cli.style import colour_on, paint
-    from fsmem.grep import compile_pattern
 
     compiled = None
     if colour_on() and hits:
@@ -136,7 +136,7 @@ def status(root: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(info)
         return
-    from fsmem.render import size
+    from fsmem._render import size
 
     watcher = f"running (pid {info['watcher_pid']})" if info["watcher"] else "not running"
     click.echo(
@@ -182,9 +182,9 @@ def rebuild(root: str | None, as_json: bool) -> None:
 )
 def watch(root: str | None, debounce: float) -> None:
     """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
-    from fsmem.drive import Drive
-    from fsmem.errors import BadRequest
-    from fsmem.watch import Watcher
+    from fsmem._drive import Drive
+    from fsmem._errors import BadRequest
+    from fsmem._watch import Watcher
 
     memory = open_root(root)
     if not isinstance(memory.drive, Drive):

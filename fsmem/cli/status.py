@@ -13,8 +13,8 @@ LAST_CHANGES = 5
 
 def gather(memory: Any) -> dict[str, Any]:
     """Everything ``fsmem status`` shows, as data (the ``--json`` form)."""
+    from fsmem._proposals import stale_paths
     from fsmem.cli.levels import describe_levels
-    from fsmem.proposals import stale_paths
 
     files = list(memory.drive.walk_files(""))
     facts = memory.facts.all()
@@ -48,9 +48,9 @@ def gather(memory: Any) -> dict[str, Any]:
 @json_option
 def status(root: str | None, as_json: bool) -> None:
     """The root at a glance: levels, file and fact counts, index freshness, watcher, proposals, last changes."""
+    from fsmem._drive import LogEntry
+    from fsmem._render import size
     from fsmem.cli.files import log_lines
-    from fsmem.drive import LogEntry
-    from fsmem.render import size
 
     memory = open_root(root)
     info = gather(memory)
@@ -86,7 +86,7 @@ def status(root: str | None, as_json: bool) -> None:
 
 def _no_watcher(memory: Any) -> str:
     """What to do about no watcher, per store: a folder has `fsmem watch`; PostgreSQL needs none."""
-    from fsmem.drive import Drive
+    from fsmem._drive import Drive
 
     if isinstance(memory.drive, Drive):
         return "`fsmem watch` starts one"

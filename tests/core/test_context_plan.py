@@ -7,7 +7,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsmem.core.context import (
+from fsmem._core.context import (
     EMPTY_NOTE,
     Document,
     RecallCandidate,
@@ -18,7 +18,7 @@ from fsmem.core.context import (
     plan_recall,
     render_copy,
 )
-from fsmem.core.versions import version_of
+from fsmem._core.versions import version_of
 
 RULES = Document("memory", "MEMORY.md", "# Rules\n- Titles end with | Harbor Light\n")
 AGENT = Document("memory", "agents/seo-5c81d0e4/MEMORY.md", "# SEO\n- /classes on hold\n")
@@ -241,13 +241,13 @@ def test_core_context_imports_only_the_standard_library():
     import sys
     from pathlib import Path
 
-    import fsmem.core.context as module
+    import fsmem._core.context as module
 
     tree = ast.parse(Path(module.__file__).read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             root = node.module.split(".")[0]
-            assert root in sys.stdlib_module_names or node.module.startswith("fsmem.core") or root == "__future__"
+            assert root in sys.stdlib_module_names or node.module.startswith("fsmem._core") or root == "__future__"
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 assert alias.name.split(".")[0] in sys.stdlib_module_names

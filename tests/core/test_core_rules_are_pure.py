@@ -1,5 +1,5 @@
-"""Every module of ``fsmem.core`` is pure: it imports only the standard library, ``fsmem.core`` and
-``fsmem.errors``, and does no I/O of its own."""
+"""Every module of ``fsmem._core`` is pure: it imports only the standard library, ``fsmem._core`` and
+``fsmem._errors``, and does no I/O of its own."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-CORE = Path(__file__).resolve().parents[2] / "fsmem" / "core"
+CORE = Path(__file__).resolve().parents[2] / "fsmem" / "_core"
 MODULES = sorted(path.stem for path in CORE.glob("*.py"))
 
 
@@ -24,13 +24,13 @@ def test_core_module_imports_only_the_standard_library(name: str) -> None:
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # a relative import stays inside fsmem.core
+            if node.level:  # a relative import stays inside fsmem._core
                 continue
             modules = [node.module or ""]
         else:
             continue
         for module in modules:
             top = module.split(".")[0]
-            assert (top in sys.stdlib_module_names or module == "fsmem.errors"
-                    or module == "fsmem.core" or module.startswith("fsmem.core.")), (name, module)
+            assert (top in sys.stdlib_module_names or module == "fsmem._errors"
+                    or module == "fsmem._core" or module.startswith("fsmem._core.")), (name, module)
     assert "open(" not in source and "os." not in source, name  # no I/O in the rules

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.core import chains as C
-from fsmem.core import facts as F
-from fsmem.errors import BadFact, FactSensitive, NotFound
+from fsmem._core import chains as C
+from fsmem._core import facts as F
+from fsmem._errors import BadFact, FactSensitive, NotFound
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
 
@@ -516,8 +516,8 @@ def test_fact_rules_are_pure(name: str) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for module in modules:
-                assert (module.split(".")[0] in sys.stdlib_module_names or module == "fsmem.errors"
-                        or module.startswith("fsmem.core.")), module
+                assert (module.split(".")[0] in sys.stdlib_module_names or module == "fsmem._errors"
+                        or module.startswith("fsmem._core.")), module
     assert "open(" not in source and "os." not in source
 
 
@@ -526,7 +526,7 @@ def test_fact_rules_are_pure(name: str) -> None:
                     timezones=st.just(timezone.utc)),
        st.integers(0, 2**32 - 1))
 def test_an_id_never_looks_like_a_secret(moment, tail) -> None:
-    from fsmem.core.secrets import find_fact_secret
+    from fsmem._core.secrets import find_fact_secret
 
     fid = F.new_fact_id(moment, f"{tail:08x}")
     assert find_fact_secret(fid) is None

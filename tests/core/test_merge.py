@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from fsmem.core.merge import has_markers, is_marker, merge_markers, replace_exact
-from fsmem.errors import BadRequest, EditUnplaced, NotUnique
+from fsmem._core.merge import has_markers, is_marker, merge_markers, replace_exact
+from fsmem._errors import BadRequest, EditUnplaced, NotUnique
 
 ORIGINAL = """\
 # Project

@@ -7,8 +7,8 @@ import unicodedata
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.core.paths import MAX_PATH_BYTES, ensure_memory_file, is_memory_file_name, normalize_path
-from fsmem.errors import BadPath
+from fsmem._core.paths import MAX_PATH_BYTES, ensure_memory_file, is_memory_file_name, normalize_path
+from fsmem._errors import BadPath
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

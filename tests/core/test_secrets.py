@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.core.secrets import find_fact_secret, find_secret, luhn_valid
+from fsmem._core.secrets import find_fact_secret, find_secret, luhn_valid
 
 SECRETS = {
     # PEM blocks

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsmem.core.when import EARLIEST, compile_globs, parse_since
-from fsmem.errors import BadRequest
+from fsmem._core.when import EARLIEST, compile_globs, parse_since
+from fsmem._errors import BadRequest
 
 NOW = datetime(2026, 8, 31, 12, 0, tzinfo=timezone.utc)
 UTC = timezone.utc
@@ -183,7 +183,7 @@ def test_single_segment_globs_agree_with_fnmatch(pattern: str, name: str) -> Non
 
 
 def test_spoken_dates_name_the_month_in_english_whatever_the_locale() -> None:
-    from fsmem.core.when import spoken_date
+    from fsmem._core.when import spoken_date
 
     assert spoken_date(datetime(2026, 9, 1, tzinfo=timezone.utc)) == "1 September 2026"
     assert [spoken_date(datetime(2026, month, 28)).split()[1] for month in (1, 12)] == ["January", "December"]

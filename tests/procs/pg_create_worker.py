@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fsmem.errors import RequestError
-from fsmem.pg_store import PgStore
+from fsmem._errors import RequestError
+from fsmem._pg_store import PgStore
 from tests.procs.common import emit, wait_for_file
 
 

@@ -284,7 +284,7 @@ class Worker:
     # ---- facts ----
 
     def fact(self, end: float) -> None:
-        from fsmem.errors import FsmemError
+        from fsmem._errors import FsmemError
 
         k = self.counts["facts"]
         self.counts["facts"] += 1
@@ -364,7 +364,7 @@ def _stamp(seen: os.stat_result | None) -> tuple[int, int, int] | None:
 
 def person_main(argv: list[str]) -> int:
     """Edit files in the sync folder as a person's editor does, until the end; journal each save."""
-    from fsmem.core.versions import version_of
+    from fsmem._core.versions import version_of
 
     folder, journal_path, go = Path(argv[0]), Path(argv[1]), Path(argv[2])
     journal = Journal(journal_path)
@@ -448,9 +448,9 @@ def person_main(argv: list[str]) -> int:
 
 def hand_settled(url: str, project: str, folder: Path) -> bool:
     """Whether the sync folder and the rows hold the same memory files, byte for byte."""
-    from fsmem.core.versions import version_of
-    from fsmem.pg_store import PgStore
-    from fsmem.sync import _mirrored
+    from fsmem._core.versions import version_of
+    from fsmem._pg_store import PgStore
+    from fsmem._sync import _mirrored
 
     with PgStore.open(url, project, create=False) as store:
         there = {path: version for path, version in store.file_versions().items() if _mirrored(path)}
@@ -540,8 +540,8 @@ def _iso_seconds(stamp: str) -> float:
 def audit(
     target: str, project: str | None, journals: Path, killed: list[int], hand_dir: Path | None = None
 ) -> dict[str, Any]:
-    from fsmem.core.versions import version_of
-    from fsmem.errors import FsmemError
+    from fsmem._core.versions import version_of
+    from fsmem._errors import FsmemError
 
     problems: list[str] = []
     by_worker = {int(p.stem[1:]): read_journal(p) for p in sorted(journals.glob("w*.jsonl"))}

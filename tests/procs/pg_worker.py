@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from fsmem.core.versions import version_of
-from fsmem.errors import Busy, Conflict
-from fsmem.pg_store import PgStore, StoreUnavailable
+from fsmem._core.versions import version_of
+from fsmem._errors import Busy, Conflict
+from fsmem._pg_store import PgStore, StoreUnavailable
 from tests.procs.common import emit, wait_for_file
 
 

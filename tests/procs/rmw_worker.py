@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import fsmem
-from fsmem.core.versions import version_of
+from fsmem._core.versions import version_of
 from tests.procs.common import emit, wait_for_file
 
 

@@ -71,7 +71,7 @@ def _journal(file: Path, **entry: object) -> None:
 
 def api(root: Path, name: str, end: float, journal: Path) -> None:
     import fsmem
-    from fsmem.core.versions import version_of
+    from fsmem._core.versions import version_of
 
     memory = fsmem.open(root)
     run = memory.run(fsmem.Scope.chat(), thread_id=name)
@@ -104,7 +104,7 @@ def api(root: Path, name: str, end: float, journal: Path) -> None:
 
 
 def tool(root: Path, end: float, journal: Path) -> None:
-    from fsmem.core.versions import version_of
+    from fsmem._core.versions import version_of
 
     rng = random.Random("tool")
     count = 0
@@ -186,7 +186,7 @@ def editor(root: Path, end: float, journal: Path) -> None:
 
 def audit(root: Path, journals: list[Path]) -> dict[str, object]:
     import fsmem
-    from fsmem.core.versions import version_of
+    from fsmem._core.versions import version_of
 
     entries = [json.loads(line) for journal in journals if journal.exists()
                for line in journal.read_text(encoding="utf-8").splitlines()]

@@ -1,0 +1,295 @@
+"""Pure rules of search: what a file becomes in the index, what a query means, what is stale.
+
+Nothing here touches the disk or tantivy; ``fsmem._index`` feeds these functions and carries out
+their answers.
+
+    >>> split_query('deploy "release notes" stag')
+    QueryParts(words=('deploy', 'stag'), phrases=('release notes',), last_is_prefix=True)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any, NamedTuple
+
+from fsmem._core.layout import role_of, title_of
+from fsmem._core.paths import is_memory_file_name
+from fsmem._core.when import glob_regex, parse_since, spoken_date
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "FileDoc",
+    "Indexed",
+    "Plan",
+    "QueryParts",
+    "SearchHit",
+    "Stamp",
+    "file_doc",
+    "fact_note",
+    "glob_to_regex",
+    "is_indexable_name",
+    "parse_since",
+    "plan_reconcile",
+    "split_front_matter",
+    "split_query",
+]
+
+# A change of any rule below that alters what is stored in the index bumps this number; an index
+# built with another number is rebuilt from the files.
+SCHEMA_VERSION = 5  # 5: plain stored fields (no card), tantivy's own doc store settings and snippets
+
+# Files whose stat is this close to the moment they were indexed may have changed again within the
+# same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
+RACY_WINDOW_NS = 2_000_000_000
+
+
+# --- what a file becomes -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileDoc:
+    """The fields of one file's index document."""
+
+    path: str
+    folder: str
+    level: str
+    kind: str
+    title: str
+    body: str  # the text after any front matter: what snippets are cut from
+    body_line: int  # line number (1-based) of the first line of ``body`` in the file
+    meta: str  # searchable text that is not the body: a fact's subject, source, dates
+    said: datetime | None = None
+    until: datetime | None = None
+
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_SIMPLE_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_ -]*):[ \t]*(.*?)[ \t]*$")
+
+
+def split_front_matter(text: str) -> tuple[dict[str, str], str, str, int]:
+    """``(fields, raw block, body, body_line)``; top-level ``key: value`` pairs only, values unquoted.
+
+    A full YAML parser is not needed to index: facts write flat scalars, and anything richer is still
+    indexed as text through the raw block.
+    """
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return {}, "", text, 1
+    raw = match.group(1)
+    fields: dict[str, str] = {}
+    for line in raw.splitlines():
+        found = _SIMPLE_KEY.match(line)
+        if found:
+            value = found.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            fields[found.group(1).strip().lower()] = value
+    body = text[match.end() :]
+    return fields, raw, body, text.count("\n", 0, match.end()) + 1
+
+
+def parse_when(value: str | None) -> datetime | None:
+    """A front-matter date or datetime as an aware UTC datetime; ``None`` when absent or unreadable."""
+    if not value or value.lower() in {"null", "~", "none"}:
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        if len(text) == 10:
+            return datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
+        moment = datetime.fromisoformat(text.replace(" ", "T", 1))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def file_doc(path: str, text: str) -> FileDoc:
+    """What ``path`` holding ``text`` becomes in the index."""
+    role = role_of(path)
+    fields, raw, body, body_line = split_front_matter(text)
+    folder = path.rsplit("/", 1)[0] if "/" in path else ""
+    said = until = None
+    if role.kind in ("fact", "replaced_fact"):
+        said = parse_when(fields.get("said"))
+        until = parse_when(fields.get("until"))
+        subject = fields.get("subject", "")
+        attribute = fields.get("attribute", "")
+        title = " · ".join(part for part in (subject, attribute) if part) or title_of(body, path)
+        meta_parts = [subject, attribute, fields.get("source", "")]
+        if said:  # in words too: "what was Ana's role in September?"
+            meta_parts.append(f"said {said.date().isoformat()} ({spoken_date(said)})")
+        if role.kind == "replaced_fact":
+            meta_parts.append(f"held until {until.date().isoformat()} ({spoken_date(until)})" if until else "replaced")
+        meta = "\n".join(part for part in meta_parts if part)
+    else:
+        title = title_of(body, path)
+        meta = raw
+    return FileDoc(
+        path=path,
+        folder=folder,
+        level=role.level,
+        kind=role.kind,
+        title=title,
+        body=body,
+        body_line=body_line,
+        meta=meta,
+        said=said,
+        until=until,
+    )
+
+
+def fact_note(kind: str, said: datetime | None, until: datetime | None) -> str:
+    """What a snippet of a fact adds so the reader knows whether it still holds."""
+    if kind == "replaced_fact":
+        held = f"held until {until.date().isoformat()}" if until else "replaced"
+        return f" (said {said.date().isoformat()}; {held})" if said else f" ({held})"
+    if kind == "fact" and said:
+        return f" (said {said.date().isoformat()})"
+    return ""
+
+
+class SearchHit(NamedTuple):
+    """One search result. ``line``/``text`` are set in regex mode (and ``line`` for snippets).
+
+    A named tuple: immutable, and cheap to make ten of per search.
+    """
+
+    path: str
+    title: str
+    kind: str
+    level: str
+    score: float
+    snippet: str
+    modified: datetime | None
+    line: int | None = None
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        value = self._asdict()
+        value["modified"] = self.modified.isoformat() if self.modified else None
+        return value
+
+
+# --- what a query means --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryParts:
+    """A text query split the way a person typed it: loose words and quoted phrases."""
+
+    words: tuple[str, ...]
+    phrases: tuple[str, ...]
+    last_is_prefix: bool  # the query ends inside a loose word: match it as a prefix too
+
+
+_QUOTED = re.compile(r'"([^"]*)"?')
+
+
+def split_query(query: str) -> QueryParts:
+    """Split ``query`` into words and quoted phrases; an unclosed quote runs to the end."""
+    words: list[str] = []
+    phrases: list[str] = []
+    last_is_prefix = False
+    position = 0
+    for match in _QUOTED.finditer(query):
+        loose = query[position : match.start()].split()
+        words.extend(loose)
+        if match.group(1).strip():
+            phrases.append(match.group(1).strip())
+        position = match.end()
+    tail = query[position:]
+    words.extend(tail.split())
+    if tail.strip() and not tail[-1].isspace():
+        last_is_prefix = True
+    return QueryParts(tuple(words), tuple(phrases), last_is_prefix)
+
+
+def glob_to_regex(pattern: str, name: str = "include") -> str:
+    """A glob (the rules of ``core.when.compile_globs``) as a regex tantivy can run on the path field.
+
+    The translation is ``core.when``'s, so regex mode and text mode filter alike; tantivy's regex
+    dialect (Rust's) has no look-ahead, so a class that must not match ``/`` becomes an intersection.
+
+    >>> glob_to_regex("seo/*.md")
+    'seo/[^/]*\\.md(?:/.+)?'
+    """
+    return _without_lookahead(glob_regex(pattern, name))
+
+
+def _without_lookahead(source: str) -> str:
+    out: list[str] = []
+    i = 0
+    marker = "(?!/)["
+    while True:
+        found = source.find(marker, i)
+        if found == -1:
+            out.append(source[i:])
+            return "".join(out)
+        out.append(source[i:found])
+        j = found + len(marker)
+        while source[j] != "]":  # every literal "]" inside the class is escaped
+            j += 2 if source[j] == "\\" else 1
+        out.append("[" + source[found + len(marker) : j] + "&&[^/]]")
+        i = j + 1
+
+
+# --- what is stale -------------------------------------------------------------------------------
+
+
+class Stamp(NamedTuple):
+    """What a cheap stat says about a file: any edit, save-by-rename or touch changes it.
+
+    A plain tuple compares equal to it: the walk over thousands of files builds bare tuples.
+    """
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+
+class Indexed(NamedTuple):
+    """What the index holds for one path: the stamp it was read with, its hash, and when."""
+
+    stamp: tuple[int, int, int, int]
+    version: str
+    indexed_ns: int
+
+    def racy(self) -> bool:
+        """Changed again within one timestamp tick of being read? Then the stamp alone cannot tell."""
+        return max(self.stamp[1], self.stamp[2]) + RACY_WINDOW_NS > self.indexed_ns
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a comparison found: paths to (re)index, paths to remove, racy paths to hash."""
+
+    changed: tuple[str, ...]
+    removed: tuple[str, ...]
+    racy: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.removed)
+
+
+def plan_reconcile(on_disk: dict[str, Stamp], indexed: dict[str, Indexed]) -> Plan:
+    """Compare the files with what the index holds."""
+    changed: list[str] = []
+    racy: list[str] = []
+    window = RACY_WINDOW_NS
+    for path, stamp in on_disk.items():
+        entry = indexed.get(path)  # an Indexed, or a plain tuple of the same shape
+        if entry is None or entry[0] != stamp:
+            changed.append(path)
+        elif max(stamp[1], stamp[2]) + window > entry[2]:  # Indexed.racy(), inlined: hot loop
+            racy.append(path)
+    removed = [path for path in indexed if path not in on_disk]
+    return Plan(tuple(sorted(changed)), tuple(sorted(removed)), tuple(sorted(racy)))
+
+
+def is_indexable_name(name: str) -> bool:
+    """Memory files only (``core.paths.is_memory_file_name``): plain text, no editor's temp files."""
+    return is_memory_file_name(name)

@@ -1,0 +1,189 @@
+"""The index's query side: a text query and its filters become tantivy clauses; hits come back ranked,
+facts that hold before replaced ones, each with a snippet cut by tantivy's generator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import tantivy
+from tantivy import Occur, Query
+
+from fsmem._core.search import (
+    SearchHit,
+    fact_note,
+    glob_to_regex,
+    parse_since,
+    split_query,
+)
+from fsmem._core.when import check_moment
+from fsmem._errors import BadRequest
+
+TITLE_BOOST = 2.0
+META_BOOST = 0.5
+PREFIX_EXPANSIONS = 16
+SNIPPET_CHARS = 180
+
+_TEXT_FIELDS = (("title", TITLE_BOOST), ("body", 1.0), ("meta", META_BOOST))
+
+Globs = Iterable[str] | str | None
+
+
+class TextQuery:
+    """One search over a searcher of the store (its schema and analyzer)."""
+
+    def __init__(self, schema: tantivy.Schema, analyzer: tantivy.TextAnalyzer) -> None:
+        self.schema = schema
+        self.analyzer = analyzer
+        self._replaced = Query.term_query(schema, "kind", "replaced_fact")
+
+    def search(
+        self, searcher: tantivy.Searcher, query: str, filters: list[tuple[Occur, Query]], limit: int = 10
+    ) -> list[SearchHit]:
+        """All words first, any word if that finds nothing; replaced facts only after the rest.
+        ``filters`` come from :meth:`filters` (made first, so a bad glob or date changes nothing)."""
+        clauses = self.clauses(query, searcher)
+        modes = [Occur.Must] if len(clauses) == 1 else [Occur.Must, Occur.Should]
+        for occur in modes:
+            text_query = Query.boolean_query([(occur, clause) for clause in clauses])
+            found = self._ranked(searcher, [(Occur.Must, text_query), *filters], limit)
+            if found:
+                break
+        else:
+            return []
+        snippets = tantivy.SnippetGenerator.create(searcher, text_query, self.schema, "body")
+        snippets.set_max_num_chars(SNIPPET_CHARS)
+        return [_hit(doc, score, snippets) for score, doc in found]
+
+    def _ranked(
+        self, searcher: tantivy.Searcher, base: list[tuple[Occur, Query]], limit: int
+    ) -> list[tuple[float, tantivy.Document]]:
+        """The best ``limit`` documents, those that hold first, then replaced facts.
+
+        One search usually settles it: when its best ``limit`` hold no replaced fact, or are every
+        match there is, no other order is possible. Otherwise the files that hold are searched alone
+        (a ``MustNot`` leaves their scores as they were) and replaced facts fill the places left.
+        """
+        doc = searcher.doc
+        hits = searcher.search(Query.boolean_query(base), limit, count=False).hits
+        found = [(score, doc(address)) for score, address in hits]
+        replaced = [hit for hit in found if _is_replaced(hit[1])]
+        if not replaced:
+            return found
+        holding = [hit for hit in found if not _is_replaced(hit[1])]
+        if len(found) < limit:
+            return holding + replaced
+        hits = searcher.search(Query.boolean_query([*base, (Occur.MustNot, self._replaced)]), limit, count=False).hits
+        found = [(score, doc(address)) for score, address in hits]
+        if len(found) < limit:
+            only_replaced = Query.boost_query(self._replaced, 0.0)  # a filter: it adds nothing to scores
+            hits = searcher.search(
+                Query.boolean_query([*base, (Occur.Must, only_replaced)]), limit - len(found), count=False
+            ).hits
+            found += [(score, doc(address)) for score, address in hits]
+        return found
+
+    def clauses(self, query: str, searcher: tantivy.Searcher) -> list[Query]:
+        """The query's clauses: one per word (the last also as a prefix) and one per phrase."""
+        if not isinstance(query, str):
+            raise BadRequest("query must be text")
+        parts = split_query(query)
+        clauses: list[Query] = []
+        last = len(parts.words) - 1
+        for text, is_prefix in [
+            *((word, parts.last_is_prefix and position == last) for position, word in enumerate(parts.words)),
+            *((phrase, False) for phrase in parts.phrases),
+        ]:
+            tokens: list[str | tuple[int, str]] = list(self.analyzer.analyze(text))
+            if len(tokens) == 1:
+                clauses.append(self._term_clause(str(tokens[0]), searcher if is_prefix else None))
+            elif tokens:
+                clauses.append(
+                    Query.boolean_query(
+                        [
+                            (Occur.Should, Query.boost_query(Query.phrase_query(self.schema, field, tokens), boost))
+                            for field, boost in _TEXT_FIELDS
+                        ]
+                    )
+                )
+        if not clauses:
+            raise BadRequest(f'the query {query!r} has no words to search for: give at least one word or "a phrase"')
+        return clauses
+
+    def _term_clause(self, token: str, prefix_from: tantivy.Searcher | None) -> Query:
+        """The word in any text field; with ``prefix_from``, also up to ``PREFIX_EXPANSIONS`` words it
+        begins in each field (weighted 0.7)."""
+        subs = []
+        for field, boost in _TEXT_FIELDS:
+            subs.append(Query.boost_query(Query.term_query(self.schema, field, token), boost))
+            if prefix_from is not None and field != "meta":
+                longer = [
+                    term
+                    for term, _ in prefix_from.terms_with_prefix(field, token, limit=PREFIX_EXPANSIONS)
+                    if term != token
+                ]
+                subs.extend(
+                    Query.boost_query(Query.term_query(self.schema, field, term), boost * 0.7) for term in longer
+                )
+        return Query.boolean_query([(Occur.Should, sub) for sub in subs])
+
+    def filters(self, include: Globs, exclude: Globs, since: datetime | str | None) -> list[tuple[Occur, Query]]:
+        filters: list[tuple[Occur, Query]] = []
+        includes = [include] if isinstance(include, str) else list(include or [])
+        excludes = [exclude] if isinstance(exclude, str) else list(exclude or [])
+        if includes:
+            filters.append(
+                (Occur.Must, Query.boolean_query([(Occur.Should, self._glob(pattern)) for pattern in includes]))
+            )
+        filters.extend((Occur.MustNot, self._glob(pattern)) for pattern in excludes)
+        if since is not None:
+            moment = parse_since(since, datetime.now(UTC)) if isinstance(since, str) else check_moment(since)
+            filters.append(
+                (Occur.Must, Query.range_query(self.schema, "modified", tantivy.FieldType.Date, lower_bound=moment))
+            )
+        return filters
+
+    def _glob(self, pattern: str) -> Query:
+        try:
+            return Query.regex_query(self.schema, "path", glob_to_regex(pattern))
+        except ValueError as error:
+            raise BadRequest(
+                f"the pattern {pattern!r} is not a usable glob ({error}); use *, ** and ? as in 'seo/**' or '*.md'"
+            ) from error
+
+
+def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator) -> SearchHit:
+    """A hit: the best window of its body (tantivy's generator), or its beginning when the body is
+    short or the match was only in the title or metadata."""
+    get = doc.get_first
+    body = get("body") or ""
+    snippet = snippets.snippet_from_doc(doc) if len(body) > SNIPPET_CHARS else None
+    fragment = snippet.fragment() if snippet is not None else ""
+    if snippet is not None and fragment.strip():  # newlines before the window's first byte (one byte in UTF-8)
+        lines_before = body.encode("utf-8").count(b"\n", 0, snippet.fragment_range().start)
+    else:
+        stripped = body.lstrip()
+        fragment = stripped[:SNIPPET_CHARS]
+        lines_before = body.count("\n", 0, len(body) - len(stripped))
+    text = " ".join(fragment.split())
+    kind = str(get("kind"))
+    if kind in ("fact", "replaced_fact"):
+        text += fact_note(kind, _utc(get("said")), _utc(get("until")))
+    return SearchHit(
+        str(get("path")),
+        str(get("title")),
+        kind,
+        str(get("level")),
+        round(score, 4),
+        text,
+        _utc(get("modified")),
+        int(get("body_line") or 1) + lines_before,
+    )
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def _is_replaced(doc: tantivy.Document) -> bool:
+    return doc.get_first("kind") == "replaced_fact"
