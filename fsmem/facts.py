@@ -826,39 +826,40 @@ def _mark(value: Any) -> Hashable:
     return tuple(_mark(item) for item in value) if isinstance(value, list) else value
 
 
+CACHE_FORMAT = 2  # one row a file: path, stamp, then the fact's fields in the order of Fact's
+
+
 def _read_cache(cache_file: Path) -> dict[str, _Read]:
     """Parsed facts a previous process saved, keyed by file stamp; anything odd means no cache."""
     try:
-        data = json.loads(cache_file.read_text(encoding="utf-8"))
-        if data.get("format") != 1:
+        data = json.loads(cache_file.read_bytes())
+        if data.get("format") != CACHE_FORMAT:
             return {}
+        when = datetime.fromisoformat
         found: dict[str, _Read] = {}
-        for path, entry in data["files"].items():
+        for path, stamp, fid, subject, attribute, text, source, said, kept, edited, replaces, by, until in data[
+            "files"
+        ]:
             place = rules.fact_id_of_path(path)
-            if place is None:
+            if place is None or place[0] != fid:
                 return {}
-            fields = entry["fact"]
-            when = datetime.fromisoformat
-            fact = Fact(
-                id=fields["id"],
-                subject=fields["subject"],
-                attribute=fields["attribute"],
-                text=fields["text"],
-                source=fields["source"],
-                said=when(fields["said"]),
-                kept=when(fields["kept"]),
-                edited=when(fields["edited"]) if fields["edited"] else None,
-                replaces=tuple(fields["replaces"]),
-                replaced_by=fields["replaced_by"],
-                until=when(fields["until"]) if fields["until"] else None,
-            )
-            if fact.id != place[0]:
-                return {}
-            stamp = entry["stamp"]
             if isinstance(stamp, list) and len(stamp) == 3:
                 stamp = tuple(stamp)  # the folder's (size, mtime_ns, inode)
             elif not isinstance(stamp, str):  # PostgreSQL's: the version
                 return {}
+            fact = Fact(
+                fid,
+                subject,
+                attribute,
+                text,
+                source,
+                when(said),
+                when(kept),
+                when(edited) if edited else None,
+                tuple(replaces),
+                by,
+                when(until) if until else None,
+            )
             found[path] = _Read(stamp, place[1], fact)
         return found
     except Exception:  # noqa: BLE001 - a missing, old or damaged cache is simply not used
@@ -866,34 +867,36 @@ def _read_cache(cache_file: Path) -> dict[str, _Read]:
 
 
 def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
-    entries = {}
+    rows = []
     for path, read in files.items():
         fact = read.fact
         if fact is None:
             continue
-        entries[path] = {
-            "stamp": list(read.stamp) if isinstance(read.stamp, tuple) else read.stamp,
-            "fact": {
-                "id": fact.id,
-                "subject": fact.subject,
-                "attribute": fact.attribute,
-                "text": fact.text,
-                "source": fact.source,
-                "said": fact.said.isoformat(),
-                "kept": fact.kept.isoformat(),
-                "edited": fact.edited.isoformat() if fact.edited else None,
-                "replaces": list(fact.replaces),
-                "replaced_by": fact.replaced_by,
-                "until": fact.until.isoformat() if fact.until else None,
-            },
-        }
+        rows.append(
+            [
+                path,
+                list(read.stamp) if isinstance(read.stamp, tuple) else read.stamp,
+                fact.id,
+                fact.subject,
+                fact.attribute,
+                fact.text,
+                fact.source,
+                fact.said.isoformat(),
+                fact.kept.isoformat(),
+                fact.edited.isoformat() if fact.edited else None,
+                list(fact.replaces),
+                fact.replaced_by,
+                fact.until.isoformat() if fact.until else None,
+            ]
+        )
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         # pid in the name: the debris of a dead writer can be told from a live one's file
         fd, temp = tempfile.mkstemp(prefix=f".facts.{os.getpid()}.", suffix=".tmp", dir=cache_file.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb") as handle:
             # one dumps then one write: json.dump to a file runs the encoder in Python, 10x slower
-            handle.write(json.dumps({"format": 1, "files": entries}, ensure_ascii=False, separators=(",", ":")))
+            text = json.dumps({"format": CACHE_FORMAT, "files": rows}, ensure_ascii=False, separators=(",", ":"))
+            handle.write(text.encode("utf-8"))
         os.replace(temp, cache_file)
     except OSError:
         pass  # a cache we cannot write only costs the next process some parsing
