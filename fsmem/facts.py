@@ -9,11 +9,12 @@
     facts.forget(kept.fact.id)         # the fact and the chain it replaced
 
 The rules are :mod:`fsmem.core.facts` and :mod:`fsmem.core.chains`; this module reads and writes the
-files (python-frontmatter), keeps every fact in memory once parsed (a new process starts from a cache
-keyed by each file's size, mtime and inode), checks before each call only what the call depends on
-(see :meth:`Facts._load`), and runs each plan through one drive change: locked, atomic per file,
-versions kept, logged, indexed on commit. A change cut short
-by a crash is finished by the next change (the repair), and every read already sees it finished.
+files through :mod:`fsmem.front_matter` (python-frontmatter, the one reader of front matter), keeps
+every fact in memory once parsed (a new process starts from a cache keyed by each file's size, mtime
+and inode), checks before each call only what the call depends on (see :meth:`Facts._load`), and runs
+each plan through one drive change: locked, atomic per file, versions kept, logged, indexed on commit.
+A change cut short by a crash is finished by the next change (the repair), and every read already sees
+it finished.
 """
 
 from __future__ import annotations
@@ -30,18 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import frontmatter
-import yaml  # PyYAML: the reader python-frontmatter uses
-
-if TYPE_CHECKING:  # checked as PyYAML's own classes, whose interface the libyaml ones share
-    from yaml import SafeDumper as _SafeDumper
-    from yaml import SafeLoader as _SafeLoader
-else:
-    try:  # libyaml reads and writes a fact several times faster than PyYAML's own Python code
-        from yaml import CSafeDumper as _SafeDumper
-        from yaml import CSafeLoader as _SafeLoader
-    except ImportError:  # a PyYAML built without libyaml
-        from yaml import SafeDumper as _SafeDumper
-        from yaml import SafeLoader as _SafeLoader
 
 from fsmem.atomic import write_atomic
 from fsmem.core import chains
@@ -59,6 +48,7 @@ from fsmem.core.facts import Draft, Fact
 from fsmem.core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem.drive import FactStamp
 from fsmem.errors import BadFact, BadPath, FactSensitive, FsmemError, SetupError
+from fsmem.front_matter import HANDLER, SafeDumper, YAMLError
 from fsmem.resources import data_dir
 
 if TYPE_CHECKING:
@@ -82,7 +72,7 @@ _NOT_A_FILE = {  # what else the store found in the facts folders (Store.stamps)
 # --------------------------------------------------------------------------- the file format
 
 
-class _FactDumper(_SafeDumper):
+class _FactDumper(SafeDumper):
     """YAML as a person would write a fact by hand: ``edited:`` rather than ``edited: null``, and
     times as ``2026-11-30T10:00:00Z`` (midnight as the date alone), which YAML reads back as times."""
 
@@ -96,16 +86,6 @@ _FactDumper.add_representer(
 )
 
 
-class _FactYAML(frontmatter.YAMLHandler):
-    """python-frontmatter's YAML handler, with libyaml's safe loader and the dumper above."""
-
-    def load(self, fm: str, **kwargs: object) -> Any:
-        return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
-
-
-_YAML = _FactYAML()
-
-
 def render(fact: Fact) -> bytes:
     """The file of a fact: front matter in a fixed order, then the sentence."""
     fields = rules.fields_of(fact)
@@ -113,7 +93,7 @@ def render(fact: Fact) -> bytes:
     post = frontmatter.Post(fact.text)
     post.metadata.update(fields)
     text = frontmatter.dumps(
-        post, handler=_YAML, Dumper=_FactDumper, sort_keys=False, default_flow_style=None, width=1_000_000
+        post, handler=HANDLER, Dumper=_FactDumper, sort_keys=False, default_flow_style=None, width=1_000_000
     )
     return (text + "\n").encode("utf-8")
 
@@ -129,8 +109,8 @@ def parse(data: bytes, file_id: str) -> Fact:
             "the file has no front matter: it should start with a `---` line, the fields, and another `---` line"
         )
     try:
-        post = frontmatter.loads(text.lstrip("\ufeff"), handler=_YAML)
-    except yaml.YAMLError as error:
+        post = frontmatter.loads(text.lstrip("\ufeff"), handler=HANDLER)
+    except YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise BadFact(
