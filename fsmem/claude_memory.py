@@ -88,6 +88,10 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
         if run is None:
             if memory is None:
                 raise TypeError("FsmemMemoryTool needs a memory (a fsmem.Memory or a folder) or a run")
+            if isinstance(memory, str) and memory.startswith(("postgresql://", "postgres://")):
+                raise TypeError(
+                    "a database holds many projects: open one with fsmem.open(url, project=...) and pass the Memory"
+                )
             if not isinstance(memory, Memory):
                 memory = fsmem.open(Path(memory), create=create)
             run = memory.run(scope or Scope.chat(), thread_id=thread_id or f"claude-{uuid.uuid4().hex[:8]}")

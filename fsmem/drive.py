@@ -703,12 +703,24 @@ class Drive:
         for folder, folders, names in os.walk(self.root):
             here = Path(folder)
             folders[:] = sorted(name for name in folders if not name.startswith("."))
+            for name in [name for name in folders if not _is_utf8(name)]:
+                folders.remove(name)
+                skipped.append(
+                    (here / name)
+                    .relative_to(self.root)
+                    .as_posix()
+                    .encode("utf-8", "surrogateescape")
+                    .decode("utf-8", "replace")
+                )
             for name in list(folders):
                 if (here / name).is_symlink():
                     folders.remove(name)
                     skipped.append(nfc((here / name).relative_to(self.root).as_posix()))
             for name in sorted(names):
                 path = nfc((here / name).relative_to(self.root).as_posix())
+                if not _is_utf8(path):  # a name no store can hold (nor a tool call name): listed, shown readable
+                    skipped.append(path.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+                    continue
                 if name.startswith(".") and name != IDENTITY_FILE:
                     continue  # an editor's swap file, a crash's temp file: never memory
                 info = os.lstat(here / name)
@@ -1142,6 +1154,15 @@ def _append_line(log_file: Path, line: str) -> None:
                 if tail.read(1) != b"\n":
                     prefix = b"\n"
         handle.write(prefix + line.encode("utf-8") + b"\n")
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a name read from the disk is UTF-8 (others come back from ``os`` with lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_only(folder: Path) -> bool:

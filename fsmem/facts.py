@@ -591,24 +591,24 @@ class Facts:
     ) -> list[Op]:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
         writes nothing. ``applies``: the plan advanced the resolution itself. Returns the repairs made."""
-        with self._guard, self.drive.change(command=command, thread=thread) as tx:
-            tx.hold("facts")  # the root's lock on the folder; on PostgreSQL, one facts change at a time
-            resolution = self._load(scope)  # looked at again under the lock
-            fixes = list(resolution.fixes)
+        with self._guard:
             try:
-                if fixes:
-                    resolution.apply(fixes)
-                ops = plan(resolution)
-                if not applies:
-                    resolution.apply(ops)
+                with self.drive.change(command=command, thread=thread) as tx:
+                    tx.hold("facts")  # the root's lock on the folder; on PostgreSQL, one facts change at a time
+                    resolution = self._load(scope)  # looked at again under the lock
+                    fixes = list(resolution.fixes)
+                    if fixes:
+                        resolution.apply(fixes)
+                    ops = plan(resolution)
+                    if not applies:
+                        resolution.apply(ops)
+                    self._run(tx, resolution, [*fixes, *ops])
             except BaseException:
-                self._resolution = None
-                raise
-            try:
-                self._run(tx, resolution, [*fixes, *ops])
-            except BaseException:
+                # Refused before, during or at the commit (PostgreSQL commits when the block ends): what
+                # this view holds may be what was planned, not what is kept. Look again next time.
                 self._resolution = None
                 self._snapshot = None
+                self._folders = None
                 raise
         return fixes
 

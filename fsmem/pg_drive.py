@@ -27,7 +27,7 @@ from fsmem.core.layout import PROJECT_FILE, STATE_DIR
 from fsmem.core.paths import is_memory_file_name, normalize_path
 from fsmem.core.search import Stamp
 from fsmem.drive import Entry, LogEntry, Parked, VersionInfo
-from fsmem.errors import BadPath, Exists, FsmemError, NotFound, TooLarge
+from fsmem.errors import BadPath, Conflict, Exists, FsmemError, NotFound, TooLarge
 from fsmem.pg_index import PgFeed, stamp_ns
 from fsmem.pg_store import PgStore, PgTransaction
 from fsmem.proposals import ChangeProposal
@@ -66,11 +66,16 @@ def open_store(
     store = PgStore.open(
         url, project, create=create, lock_timeout=settings.lock_timeout, versions_kept=settings.versions_kept
     )
-    drive = PgDrive(store, Path(cache) if cache is not None else default_cache(url, project), settings, url)
-    if create and not drive.exists(PROJECT_FILE):
-        with contextlib.suppress(Exists), drive.change("init") as tx:
-            if tx.read(PROJECT_FILE) is None:
-                tx.write(PROJECT_FILE, b"")
+    try:
+        drive = PgDrive(store, Path(cache) if cache is not None else default_cache(url, project), settings, url)
+        if create and not drive.exists(PROJECT_FILE):
+            # Workers opening a new project at once: the first makes MEMORY.md, the rest find it made.
+            with contextlib.suppress(Exists, Conflict), drive.change("init") as tx:
+                if tx.read(PROJECT_FILE) is None:
+                    tx.write(PROJECT_FILE, b"")
+    except BaseException:
+        store.close()  # nothing half-open is handed back: no pool left behind
+        raise
     return drive
 
 

@@ -510,3 +510,11 @@ def test_concurrent_conversations_lose_no_insert(memory):
         thread.join()
     lines = (memory.root / "MEMORY.md").read_text().splitlines()
     assert sorted(lines) == sorted(f"- c{n} item {i}" for n in range(8) for i in range(5))
+
+
+def test_a_database_url_is_not_taken_for_a_folder(tmp_path, monkeypatch) -> None:
+    """A ``postgresql://`` URL names a database of many projects, never a folder to make."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match="fsmem.open"):
+        FsmemMemoryTool("postgresql://fsmem@db.internal/fsmem")
+    assert list(tmp_path.iterdir()) == []

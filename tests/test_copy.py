@@ -322,3 +322,18 @@ def test_a_copy_into_postgres_killed_mid_transaction_writes_nothing(tmp_path, po
         assert store.export_project().empty
     # and the same copy, not held, goes through
     assert cli("copy", str(source), pg_url(postgres, project)).exit_code == 0
+
+
+def test_a_name_that_is_not_utf8_is_left_out_and_listed(tmp_path, postgres) -> None:
+    """A file or folder whose name is not UTF-8 (made by hand) cannot be a row nor a tool path: the copy
+    leaves it out and says so, readable, instead of failing with an encoding error."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("# Mine\n")
+    os.mkdir(os.path.join(os.fsencode(folder), b"caf\xe9"))
+    with open(os.path.join(os.fsencode(folder), b"r\xe9sum\xe9.md"), "wb") as handle:
+        handle.write(b"old\n")
+    project = new_project()
+    result = cli("copy", str(folder), pg_url(postgres, project))
+    assert result.exit_code == 0, result.output
+    assert "Left out, not memory: caf\ufffd, r\ufffdsum\ufffd.md" in result.output

@@ -386,3 +386,28 @@ def test_a_change_inside_the_block_waits_for_it_and_is_busy_not_hung(postgres, p
         assert not memory.drive.is_dir(folder)
     finally:
         memory.close()
+
+
+def test_a_facts_change_refused_at_its_commit_leaves_the_view_looking_again(worker, monkeypatch) -> None:
+    """On PostgreSQL a facts change commits when its block ends; refused there (BUSY at the commit
+    lock, a dropped connection), the view must not keep what was planned: the next keep about the same
+    thing replaces the fact the rows hold, and one fact holds."""
+    from fsmem import pg_store
+    from fsmem.errors import Busy
+
+    memory = worker()
+    memory.facts.keep("Ana", "role", "Ana is the baker.")
+    real_flush = pg_store.PgTransaction._flush_log
+
+    def refuse(self) -> None:
+        raise Busy("the commit lock was not granted")
+
+    monkeypatch.setattr(pg_store.PgTransaction, "_flush_log", refuse)
+    with pytest.raises(Busy):
+        memory.facts.keep("Ana", "role", "Ana is the manager.")
+    monkeypatch.setattr(pg_store.PgTransaction, "_flush_log", real_flush)
+    assert [fact.text for fact in memory.facts.current("Ana")] == ["Ana is the baker."]
+    memory.facts.keep("Ana", "role", "Ana is the owner.")
+    other = worker()
+    assert [fact.text for fact in other.facts.current("Ana")] == ["Ana is the owner."]
+    assert other.facts.check() == []

@@ -134,3 +134,43 @@ def test_the_shell_says_when_a_project_does_not_exist(postgres: str, tmp_path: P
     gone = run_fsmem("read", "MEMORY.md", "--store", postgres, "--project", _project(),
                      env={"XDG_CACHE_HOME": str(tmp_path / "x")})
     assert gone.returncode != 0 and "no project" in gone.stderr
+
+
+def test_a_folder_named_by_root_leaves_the_store_variables_aside(tmp_path: Path) -> None:
+    """``$FSMEM_STORE``/``$FSMEM_PROJECT`` set in a shell do not stop a command given ``--root`` (a
+    folder); giving ``--root`` with ``--store`` is refused as naming two places."""
+    fsmem.open(tmp_path / "root", create=True)
+    env = {"FSMEM_PROJECT": "somewhere", "FSMEM_STORE": "postgresql://nobody@/nowhere"}
+    read = run_fsmem("read", "MEMORY.md", "--root", str(tmp_path / "root"), env=env)
+    assert read.returncode == 0, read.stderr
+    both = run_fsmem("read", "MEMORY.md", "--root", str(tmp_path / "root"), "--project", "x")
+    assert both.returncode == 2 and both.stderr.startswith("Error: [BAD_STORE]"), both.stderr
+
+
+def test_workers_opening_a_new_project_at_once_both_open_it(postgres: str, tmp_path: Path, monkeypatch) -> None:
+    """The second worker's ``open(create=True)`` finds MEMORY.md made by the first between its look
+    and its write: it opens the project, never CONFLICT."""
+    from fsmem import pg_store
+    from fsmem.pg_store import PgStore
+
+    project = _project()
+    PgStore.open(postgres, project, create=True).close()  # the row exists; MEMORY.md not yet
+    real_read = pg_store.PgTransaction.read
+    raced = []
+
+    def read(self, path):
+        got = real_read(self, path)
+        if path == "MEMORY.md" and got is None and not raced:
+            raced.append(path)
+            other = PgStore.open(postgres, project)  # another worker's first open commits it now
+            with other.change("init") as tx:
+                tx.write("MEMORY.md", b"", expect=None)
+            other.close()
+        return got
+
+    monkeypatch.setattr(pg_store.PgTransaction, "read", read)
+    memory = fsmem.open(postgres, project=project, create=True, cache=tmp_path / "c")
+    try:
+        assert raced and memory.read("MEMORY.md") == ""
+    finally:
+        memory.close()

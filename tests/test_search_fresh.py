@@ -100,7 +100,7 @@ def test_where_watching_cannot_start_the_comparison_stays_with_one_warning(memor
         write(memory.root, "b.md", "# B\n\nbilby\n")
         assert paths(memory.search("bilby")) == ["b.md"]  # compared: found without a watcher
     told = [str(w.message) for w in caught]
-    assert len(told) == 1 and "every search compares the files" in told[0], told
+    assert len(told) == 1 and "every search asks what changed" in told[0], told
 
 
 def versions_of(memory, path: str) -> dict[str, bytes]:

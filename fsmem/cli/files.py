@@ -79,8 +79,8 @@ def init(directory: Path | None, root: str | None, as_json: bool) -> None:
     from fsmem.system import check_system
 
     check_system()
-    url, project = chosen_store()
-    if url is not None and directory is None and not root:
+    url, project = chosen_store(folder_given=directory is not None or bool(root))
+    if url is not None:
         memory = open_memory(None, watch=False, create=True)
         if as_json:
             echo_json({"store": memory.drive.label, "project": memory.name})

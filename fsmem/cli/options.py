@@ -42,8 +42,8 @@ def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = 
     import fsmem
     from fsmem.config import load_settings
 
-    url, project = chosen_store()
-    if url is not None and not explicit:
+    url, project = chosen_store(folder_given=bool(explicit))
+    if url is not None:
         settings = load_settings(None)
         return fsmem.open(url, create=create, project=project, settings=dataclasses.replace(settings, watch=watch))
     folder = find_root(explicit, near)
@@ -51,9 +51,14 @@ def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = 
     return fsmem.open(folder, create=create, settings=dataclasses.replace(settings, watch=watch))
 
 
-def chosen_store() -> tuple[str | None, str | None]:
-    """The PostgreSQL URL and project given by ``--store``/``--project`` or their variables, if any."""
+def chosen_store(folder_given: bool = False) -> tuple[str | None, str | None]:
+    """The PostgreSQL URL and project given by ``--store``/``--project`` or their variables, if any.
+    With a folder given (``--root``), the variables are left aside and the options refused."""
     meta = ctx.meta if (ctx := click.get_current_context(silent=True)) is not None else {}
+    if folder_given:
+        if meta.get(_STORE_KEY) or meta.get(_PROJECT_KEY):
+            raise BadStore("--root names a folder and --store/--project a database: give one of them")
+        return None, None
     url = meta.get(_STORE_KEY) or os.environ.get("FSMEM_STORE") or None
     project = meta.get(_PROJECT_KEY) or os.environ.get("FSMEM_PROJECT") or None
     if url is None and project is not None:
