@@ -68,8 +68,7 @@ def _fsmem(*args: str, row: str = "") -> None:
     """One shell command, as a person runs it: a new interpreter, output read and dropped. Its CPU
     seconds are kept under ``row``: on a loaded machine they say more than the wall clock."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([sys.executable, "-m", "fsmem", *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, check=False)
+    done = subprocess.run([sys.executable, "-m", "fsmem", *args], capture_output=True, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"fsmem {' '.join(args)} failed: {done.stderr.decode(errors='replace')}")
