@@ -24,7 +24,7 @@ import os
 import secrets as random_source
 import tempfile
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -399,53 +399,97 @@ class Facts:
         """Every file's stamp; files parsed again only where they changed; the state advanced file
         by file (rebuilt only when an unreadable file appears or goes)."""
         with self._guard:
-            journal, folders = self._journal_end(), self._folder_stamps()  # before the scan: later changes show
-            stamps, self._scan_problems = self._scan()
-            self._folders, self._journal_read = folders, journal
-            if self._resolution is not None and stamps == self._snapshot:
+            looked = self._look_at_files()
+            if looked is None:
+                assert self._resolution is not None
                 return self._resolution
-            incremental = self._resolution is not None
-            ops: list[Op] = []
-            files: dict[str, _Read] = {}
-            stale = [
-                path for path, stamp in stamps.items() if (seen := self._files.get(path)) is None or seen.stamp != stamp
-            ]
-            changed = self._read_many(stale)  # at once: one query on PostgreSQL however many
-            for path in stamps:
-                known = self._files.get(path)
-                if path not in changed:
-                    assert known is not None
-                    files[path] = known
-                    continue
-                read = files[path] = changed[path]
-                if read.fact is None or (known is not None and known.fact is None):
-                    incremental = False
-                else:
-                    ops.append(Op("write", path, read.fact))
-            for path, known in self._files.items():
-                if path not in stamps:
-                    if known.fact is None:
-                        incremental = False
-                    ops.append(Op("delete", path))
-            self._files = files
-            self._snapshot = stamps  # a file changed between scan and read is simply read again
-            self._unsaved += len(ops)
-            if self._unsaved >= CACHE_AFTER:
-                _write_cache(self._cache_file, files)
-                self._unsaved = 0
+            ops, incremental = looked
             if incremental and self._resolution is not None:
                 self._resolution.apply(ops)
                 return self._resolution
-            pairs: list[tuple[rules.Location, Fact]] = []
-            broken: set[str] = set()
-            for path, read in sorted(files.items()):
-                if read.fact is not None:
-                    assert read.location is not None  # a fact read from a file is placed by its path
-                    pairs.append((read.location, read.fact))
-                else:
-                    broken.add(_place(path)[0])
-            self._resolution = chains.resolve(pairs, broken)
+            self._resolution = chains.resolve(*self._stored())
             return self._resolution
+
+    def _look_at_files(self) -> tuple[list[Op], bool] | None:
+        """Every file's stamp, and files parsed again where they changed: the ops that bring the
+        state last resolved to the files, and whether applying them is enough (else resolve again);
+        None when nothing changed since."""
+        journal, folders = self._journal_end(), self._folder_stamps()  # before the scan: later changes show
+        stamps, self._scan_problems = self._scan()
+        self._folders, self._journal_read = folders, journal
+        if self._resolution is not None and stamps == self._snapshot:
+            return None
+        incremental = self._resolution is not None
+        ops: list[Op] = []
+        files: dict[str, _Read] = {}
+        stale = [
+            path for path, stamp in stamps.items() if (seen := self._files.get(path)) is None or seen.stamp != stamp
+        ]
+        changed = self._read_many(stale)  # at once: one query on PostgreSQL however many
+        for path in stamps:
+            known = self._files.get(path)
+            if path not in changed:
+                assert known is not None
+                files[path] = known
+                continue
+            read = files[path] = changed[path]
+            if read.fact is None or (known is not None and known.fact is None):
+                incremental = False
+            else:
+                ops.append(Op("write", path, read.fact))
+        for path, known in self._files.items():
+            if path not in stamps:
+                if known.fact is None:
+                    incremental = False
+                ops.append(Op("delete", path))
+        self._files = files
+        self._snapshot = stamps  # a file changed between scan and read is simply read again
+        self._unsaved += len(ops)
+        if self._unsaved >= CACHE_AFTER:
+            _write_cache(self._cache_file, files)
+            self._unsaved = 0
+        return ops, incremental
+
+    def _stored(self, ids: Container[str] | None = None) -> tuple[list[tuple[rules.Location, Fact]], set[str]]:
+        """The facts read (of ``ids`` only, when given) as :func:`chains.resolve` takes them, and the
+        ids of the files that cannot be read."""
+        pairs: list[tuple[rules.Location, Fact]] = []
+        broken: set[str] = set()
+        for path, read in sorted(self._files.items()):
+            if read.fact is not None:
+                assert read.location is not None  # a fact read from a file is placed by its path
+                if ids is None or read.fact.id in ids:
+                    pairs.append((read.location, read.fact))
+            else:
+                broken.add(_place(path)[0])
+        return pairs, broken
+
+    def _current_first(self, subject: str) -> list[Fact]:
+        """``current(subject)`` in a view that has not resolved the chains yet (a new process's
+        `fsmem facts list SUBJECT`): every file is checked as a full look checks it, but only the
+        chains that hold a fact about the subject are resolved — the facts joined to those by any
+        link, either way, as :func:`chains.resolve` joins them. The next call resolves them all."""
+        self._look_at_files()
+        wanted = rules.clean_name(subject).casefold()
+        linked: dict[str, list[str]] = {}
+        chain = []
+        for read in self._files.values():
+            fact = read.fact
+            if fact is None:
+                continue
+            for other in (*fact.replaces, fact.replaced_by):
+                if other is not None:
+                    linked.setdefault(fact.id, []).append(other)
+                    linked.setdefault(other, []).append(fact.id)
+            if fact.key[0] == wanted:
+                chain.append(fact.id)
+        reached = set(chain)
+        while chain:
+            for other in linked.get(chain.pop(), ()):
+                if other not in reached:
+                    reached.add(other)
+                    chain.append(other)
+        return chains.resolve(*self._stored(reached)).current(subject)
 
     def _problems(self) -> list[Problem]:
         """Files that are no fact, and facts that cannot be read, as of the last load."""
@@ -473,6 +517,8 @@ class Facts:
         with self._guard:
             if subject is None:
                 return self._load().current()
+            if self._resolution is None:
+                return self._current_first(subject)
             return self._load(
                 lambda resolution: [
                     path for fact in resolution.current(subject) for path in self._chain_paths(resolution, fact.id)
