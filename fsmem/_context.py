@@ -23,7 +23,9 @@ from fsmem._core.context import (
     plan_context,
     plan_recall,
 )
+from fsmem._core.search import fact_note
 from fsmem._core.versions import version_of
+from fsmem._front_matter import file_document
 
 if TYPE_CHECKING:
     from fsmem._tool import Run
@@ -128,12 +130,10 @@ def recall_query(text: str) -> str:
 
 def _recall_text(path: str, data: bytes) -> str:
     """A file as recall shows it: a fact as one line (thing, sentence, when said), the rest as it is."""
-    from fsmem._core.search import fact_note, file_doc
-
     text = data.decode("utf-8", errors="replace")
     if layout.role_of(path).kind not in ("fact", "replaced_fact"):
         return text
-    doc = file_doc(path, text)
+    doc = file_document(path, text)
     return f"{doc.title}: {' '.join(doc.body.split())}{fact_note(doc.kind, doc.said, doc.until)}\n"
 
 

@@ -9,11 +9,12 @@
     facts.forget(kept.fact.id)         # the fact and the chain it replaced
 
 The rules are :mod:`fsmem._core.facts` and :mod:`fsmem._core.chains`; this module reads and writes the
-files (python-frontmatter), keeps every fact in memory once parsed (a new process starts from a cache
-keyed by each file's size, mtime and inode), checks before each call only what the call depends on
-(see :meth:`Facts._load`), and runs each plan through one drive change: locked, atomic per file,
-versions kept, logged, indexed on commit. A change cut short
-by a crash is finished by the next change (the repair), and every read already sees it finished.
+files through :mod:`fsmem._front_matter` (python-frontmatter, the one reader of front matter), keeps
+every fact in memory once parsed (a new process starts from a cache keyed by each file's size, mtime
+and inode), checks before each call only what the call depends on (see :meth:`Facts._load`), and runs
+each plan through one drive change: locked, atomic per file, versions kept, logged, indexed on commit.
+A change cut short by a crash is finished by the next change (the repair), and every read already sees
+it finished.
 """
 
 from __future__ import annotations
@@ -23,25 +24,13 @@ import os
 import secrets as random_source
 import tempfile
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import frontmatter
-import yaml  # PyYAML: the reader python-frontmatter uses
-
-if TYPE_CHECKING:  # checked as PyYAML's own classes, whose interface the libyaml ones share
-    from yaml import SafeDumper as _SafeDumper
-    from yaml import SafeLoader as _SafeLoader
-else:
-    try:  # libyaml reads and writes a fact several times faster than PyYAML's own Python code
-        from yaml import CSafeDumper as _SafeDumper
-        from yaml import CSafeLoader as _SafeLoader
-    except ImportError:  # a PyYAML built without libyaml
-        from yaml import SafeDumper as _SafeDumper
-        from yaml import SafeLoader as _SafeLoader
 
 from fsmem._atomic import write_atomic
 from fsmem._core import chains
@@ -59,6 +48,7 @@ from fsmem._core.facts import Draft, Fact
 from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem._drive import FactStamp
 from fsmem._errors import BadFact, BadPath, FactSensitive, FsmemError, SetupError
+from fsmem._front_matter import HANDLER, SafeDumper, YAMLError
 from fsmem._resources import data_dir
 
 if TYPE_CHECKING:
@@ -82,7 +72,7 @@ _NOT_A_FILE = {  # what else the store found in the facts folders (Store.stamps)
 # --------------------------------------------------------------------------- the file format
 
 
-class _FactDumper(_SafeDumper):
+class _FactDumper(SafeDumper):
     """YAML as a person would write a fact by hand: ``edited:`` rather than ``edited: null``, and
     times as ``2026-11-30T10:00:00Z`` (midnight as the date alone), which YAML reads back as times."""
 
@@ -96,16 +86,6 @@ _FactDumper.add_representer(
 )
 
 
-class _FactYAML(frontmatter.YAMLHandler):
-    """python-frontmatter's YAML handler, with libyaml's safe loader and the dumper above."""
-
-    def load(self, fm: str, **kwargs: object) -> Any:
-        return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
-
-
-_YAML = _FactYAML()
-
-
 def render(fact: Fact) -> bytes:
     """The file of a fact: front matter in a fixed order, then the sentence."""
     fields = rules.fields_of(fact)
@@ -113,7 +93,7 @@ def render(fact: Fact) -> bytes:
     post = frontmatter.Post(fact.text)
     post.metadata.update(fields)
     text = frontmatter.dumps(
-        post, handler=_YAML, Dumper=_FactDumper, sort_keys=False, default_flow_style=None, width=1_000_000
+        post, handler=HANDLER, Dumper=_FactDumper, sort_keys=False, default_flow_style=None, width=1_000_000
     )
     return (text + "\n").encode("utf-8")
 
@@ -129,8 +109,8 @@ def parse(data: bytes, file_id: str) -> Fact:
             "the file has no front matter: it should start with a `---` line, the fields, and another `---` line"
         )
     try:
-        post = frontmatter.loads(text.lstrip("\ufeff"), handler=_YAML)
-    except yaml.YAMLError as error:
+        post = frontmatter.loads(text.lstrip("\ufeff"), handler=HANDLER)
+    except YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise BadFact(
@@ -419,53 +399,97 @@ class Facts:
         """Every file's stamp; files parsed again only where they changed; the state advanced file
         by file (rebuilt only when an unreadable file appears or goes)."""
         with self._guard:
-            journal, folders = self._journal_end(), self._folder_stamps()  # before the scan: later changes show
-            stamps, self._scan_problems = self._scan()
-            self._folders, self._journal_read = folders, journal
-            if self._resolution is not None and stamps == self._snapshot:
+            looked = self._look_at_files()
+            if looked is None:
+                assert self._resolution is not None
                 return self._resolution
-            incremental = self._resolution is not None
-            ops: list[Op] = []
-            files: dict[str, _Read] = {}
-            stale = [
-                path for path, stamp in stamps.items() if (seen := self._files.get(path)) is None or seen.stamp != stamp
-            ]
-            changed = self._read_many(stale)  # at once: one query on PostgreSQL however many
-            for path in stamps:
-                known = self._files.get(path)
-                if path not in changed:
-                    assert known is not None
-                    files[path] = known
-                    continue
-                read = files[path] = changed[path]
-                if read.fact is None or (known is not None and known.fact is None):
-                    incremental = False
-                else:
-                    ops.append(Op("write", path, read.fact))
-            for path, known in self._files.items():
-                if path not in stamps:
-                    if known.fact is None:
-                        incremental = False
-                    ops.append(Op("delete", path))
-            self._files = files
-            self._snapshot = stamps  # a file changed between scan and read is simply read again
-            self._unsaved += len(ops)
-            if self._unsaved >= CACHE_AFTER:
-                _write_cache(self._cache_file, files)
-                self._unsaved = 0
+            ops, incremental = looked
             if incremental and self._resolution is not None:
                 self._resolution.apply(ops)
                 return self._resolution
-            pairs: list[tuple[rules.Location, Fact]] = []
-            broken: set[str] = set()
-            for path, read in sorted(files.items()):
-                if read.fact is not None:
-                    assert read.location is not None  # a fact read from a file is placed by its path
-                    pairs.append((read.location, read.fact))
-                else:
-                    broken.add(_place(path)[0])
-            self._resolution = chains.resolve(pairs, broken)
+            self._resolution = chains.resolve(*self._stored())
             return self._resolution
+
+    def _look_at_files(self) -> tuple[list[Op], bool] | None:
+        """Every file's stamp, and files parsed again where they changed: the ops that bring the
+        state last resolved to the files, and whether applying them is enough (else resolve again);
+        None when nothing changed since."""
+        journal, folders = self._journal_end(), self._folder_stamps()  # before the scan: later changes show
+        stamps, self._scan_problems = self._scan()
+        self._folders, self._journal_read = folders, journal
+        if self._resolution is not None and stamps == self._snapshot:
+            return None
+        incremental = self._resolution is not None
+        ops: list[Op] = []
+        files: dict[str, _Read] = {}
+        stale = [
+            path for path, stamp in stamps.items() if (seen := self._files.get(path)) is None or seen.stamp != stamp
+        ]
+        changed = self._read_many(stale)  # at once: one query on PostgreSQL however many
+        for path in stamps:
+            known = self._files.get(path)
+            if path not in changed:
+                assert known is not None
+                files[path] = known
+                continue
+            read = files[path] = changed[path]
+            if read.fact is None or (known is not None and known.fact is None):
+                incremental = False
+            else:
+                ops.append(Op("write", path, read.fact))
+        for path, known in self._files.items():
+            if path not in stamps:
+                if known.fact is None:
+                    incremental = False
+                ops.append(Op("delete", path))
+        self._files = files
+        self._snapshot = stamps  # a file changed between scan and read is simply read again
+        self._unsaved += len(ops)
+        if self._unsaved >= CACHE_AFTER:
+            _write_cache(self._cache_file, files)
+            self._unsaved = 0
+        return ops, incremental
+
+    def _stored(self, ids: Container[str] | None = None) -> tuple[list[tuple[rules.Location, Fact]], set[str]]:
+        """The facts read (of ``ids`` only, when given) as :func:`chains.resolve` takes them, and the
+        ids of the files that cannot be read."""
+        pairs: list[tuple[rules.Location, Fact]] = []
+        broken: set[str] = set()
+        for path, read in sorted(self._files.items()):
+            if read.fact is not None:
+                assert read.location is not None  # a fact read from a file is placed by its path
+                if ids is None or read.fact.id in ids:
+                    pairs.append((read.location, read.fact))
+            else:
+                broken.add(_place(path)[0])
+        return pairs, broken
+
+    def _current_first(self, subject: str) -> list[Fact]:
+        """``current(subject)`` in a view that has not resolved the chains yet (a new process's
+        `fsmem facts list SUBJECT`): every file is checked as a full look checks it, but only the
+        chains that hold a fact about the subject are resolved — the facts joined to those by any
+        link, either way, as :func:`chains.resolve` joins them. The next call resolves them all."""
+        self._look_at_files()
+        wanted = rules.clean_name(subject).casefold()
+        linked: dict[str, list[str]] = {}
+        chain = []
+        for read in self._files.values():
+            fact = read.fact
+            if fact is None:
+                continue
+            for other in (*fact.replaces, fact.replaced_by):
+                if other is not None:
+                    linked.setdefault(fact.id, []).append(other)
+                    linked.setdefault(other, []).append(fact.id)
+            if fact.key[0] == wanted:
+                chain.append(fact.id)
+        reached = set(chain)
+        while chain:
+            for other in linked.get(chain.pop(), ()):
+                if other not in reached:
+                    reached.add(other)
+                    chain.append(other)
+        return chains.resolve(*self._stored(reached)).current(subject)
 
     def _problems(self) -> list[Problem]:
         """Files that are no fact, and facts that cannot be read, as of the last load."""
@@ -493,6 +517,8 @@ class Facts:
         with self._guard:
             if subject is None:
                 return self._load().current()
+            if self._resolution is None:
+                return self._current_first(subject)
             return self._load(
                 lambda resolution: [
                     path for fact in resolution.current(subject) for path in self._chain_paths(resolution, fact.id)
@@ -826,39 +852,40 @@ def _mark(value: Any) -> Hashable:
     return tuple(_mark(item) for item in value) if isinstance(value, list) else value
 
 
+CACHE_FORMAT = 2  # one row a file: path, stamp, then the fact's fields in the order of Fact's
+
+
 def _read_cache(cache_file: Path) -> dict[str, _Read]:
     """Parsed facts a previous process saved, keyed by file stamp; anything odd means no cache."""
     try:
-        data = json.loads(cache_file.read_text(encoding="utf-8"))
-        if data.get("format") != 1:
+        data = json.loads(cache_file.read_bytes())
+        if data.get("format") != CACHE_FORMAT:
             return {}
+        when = datetime.fromisoformat
         found: dict[str, _Read] = {}
-        for path, entry in data["files"].items():
+        for path, stamp, fid, subject, attribute, text, source, said, kept, edited, replaces, by, until in data[
+            "files"
+        ]:
             place = rules.fact_id_of_path(path)
-            if place is None:
+            if place is None or place[0] != fid:
                 return {}
-            fields = entry["fact"]
-            when = datetime.fromisoformat
-            fact = Fact(
-                id=fields["id"],
-                subject=fields["subject"],
-                attribute=fields["attribute"],
-                text=fields["text"],
-                source=fields["source"],
-                said=when(fields["said"]),
-                kept=when(fields["kept"]),
-                edited=when(fields["edited"]) if fields["edited"] else None,
-                replaces=tuple(fields["replaces"]),
-                replaced_by=fields["replaced_by"],
-                until=when(fields["until"]) if fields["until"] else None,
-            )
-            if fact.id != place[0]:
-                return {}
-            stamp = entry["stamp"]
             if isinstance(stamp, list) and len(stamp) == 3:
                 stamp = tuple(stamp)  # the folder's (size, mtime_ns, inode)
             elif not isinstance(stamp, str):  # PostgreSQL's: the version
                 return {}
+            fact = Fact(
+                fid,
+                subject,
+                attribute,
+                text,
+                source,
+                when(said),
+                when(kept),
+                when(edited) if edited else None,
+                tuple(replaces),
+                by,
+                when(until) if until else None,
+            )
             found[path] = _Read(stamp, place[1], fact)
         return found
     except Exception:  # noqa: BLE001 - a missing, old or damaged cache is simply not used
@@ -866,34 +893,36 @@ def _read_cache(cache_file: Path) -> dict[str, _Read]:
 
 
 def _write_cache(cache_file: Path, files: Mapping[str, _Read]) -> None:
-    entries = {}
+    rows = []
     for path, read in files.items():
         fact = read.fact
         if fact is None:
             continue
-        entries[path] = {
-            "stamp": list(read.stamp) if isinstance(read.stamp, tuple) else read.stamp,
-            "fact": {
-                "id": fact.id,
-                "subject": fact.subject,
-                "attribute": fact.attribute,
-                "text": fact.text,
-                "source": fact.source,
-                "said": fact.said.isoformat(),
-                "kept": fact.kept.isoformat(),
-                "edited": fact.edited.isoformat() if fact.edited else None,
-                "replaces": list(fact.replaces),
-                "replaced_by": fact.replaced_by,
-                "until": fact.until.isoformat() if fact.until else None,
-            },
-        }
+        rows.append(
+            [
+                path,
+                list(read.stamp) if isinstance(read.stamp, tuple) else read.stamp,
+                fact.id,
+                fact.subject,
+                fact.attribute,
+                fact.text,
+                fact.source,
+                fact.said.isoformat(),
+                fact.kept.isoformat(),
+                fact.edited.isoformat() if fact.edited else None,
+                list(fact.replaces),
+                fact.replaced_by,
+                fact.until.isoformat() if fact.until else None,
+            ]
+        )
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         # pid in the name: the debris of a dead writer can be told from a live one's file
         fd, temp = tempfile.mkstemp(prefix=f".facts.{os.getpid()}.", suffix=".tmp", dir=cache_file.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb") as handle:
             # one dumps then one write: json.dump to a file runs the encoder in Python, 10x slower
-            handle.write(json.dumps({"format": 1, "files": entries}, ensure_ascii=False, separators=(",", ":")))
+            text = json.dumps({"format": CACHE_FORMAT, "files": rows}, ensure_ascii=False, separators=(",", ":"))
+            handle.write(text.encode("utf-8"))
         os.replace(temp, cache_file)
     except OSError:
         pass  # a cache we cannot write only costs the next process some parsing

@@ -25,7 +25,7 @@ from pathlib import Path
 import tantivy
 
 from fsmem._atomic import make_dirs
-from fsmem._core.search import SCHEMA_VERSION, FileDoc, Indexed, file_doc
+from fsmem._core.search import SCHEMA_VERSION, FileDoc, Indexed
 from fsmem._core.versions import version_of
 from fsmem._errors import FsmemError, IndexError_
 from fsmem._index_state import (
@@ -348,6 +348,8 @@ class Store:
     def read(self, paths: Iterable[str]) -> Iterator[tuple[str, tuple[tantivy.Document, Indexed] | None]]:
         """Each path with its file's document and what the manifest records for it (``None``: gone,
         or no memory file), read through the store a few at a time."""
+        from fsmem._front_matter import file_document  # python-frontmatter: not for a search with nothing to read
+
         paths = list(paths)
         reads = self.drive.index_read([path for path in paths if _indexable(path)], MAX_INDEXED_BYTES)
         for path in paths:
@@ -357,7 +359,7 @@ class Store:
                 continue
             stamp, data = got
             text = data.decode("utf-8", "replace")
-            doc = file_doc(path, text)
+            doc = file_document(path, text)
             yield (
                 path,
                 (

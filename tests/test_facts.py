@@ -299,6 +299,16 @@ def test_a_new_process_reads_parsed_facts_from_the_cache(memory, facts, monkeypa
     assert parsed == [new.fact.id]
     (memory.root / ".fsmem/cache/facts.json").write_text('{"format": 1, "files": {"x": 3}}')
     assert [f.id for f in Facts(memory.drive).all()] == [old.fact.id, new.fact.id]
+    # a row naming another fact than its file is no cache: every file is parsed again
+    cache = memory.root / ".fsmem/cache/facts.json"
+    Facts(memory.drive).all()
+    rows = json.loads(cache.read_text())
+    assert rows["format"] == 2 and len(rows["files"]) == 2
+    rows["files"][0][2] = "20991231T000000-00000000"
+    cache.write_text(json.dumps(rows))
+    parsed.clear()
+    assert [f.id for f in Facts(memory.drive).all()] == [old.fact.id, new.fact.id]
+    assert sorted(parsed) == sorted([old.fact.id, new.fact.id])
 
 
 @pytest.mark.slow

@@ -99,11 +99,11 @@ def test_changes_of_another_process_are_followed_through_the_journal(memory, ful
     assert facts.current("ana")
     looks = len(full_looks)
     other = Facts(memory.drive)  # another view of the same root, as another process holds
-    other.current("ana")  # its first look is a full one
-    newer = other.keep("ana", "Role", "Ana works in research.", said="2026-10-12")
+    other.current("ana")  # its first look is a full one (resolving Ana's chains only)
+    newer = other.keep("ana", "Role", "Ana works in research.", said="2026-10-12")  # a full look: all chains
     assert [f.id for f in facts.current("ana")] == [newer.fact.id]
     assert facts.get(newer.replaced.id).replaced_by == newer.fact.id
-    assert len(full_looks) == looks + 1  # the other view's first look, and no other
+    assert len(full_looks) == looks + 2  # the other view's two, and none of this view's
 
 
 def test_a_lost_journal_means_a_full_look_not_a_wrong_answer(memory) -> None:
@@ -133,3 +133,41 @@ def test_a_journal_grown_past_its_limit_starts_again_and_views_follow(memory, mo
         assert [f.id for f in facts.current("ana")] == [kept.fact.id]
     assert max(sizes) < 700 and sizes != sorted(sizes)  # it started again, more than once
     assert facts.all() == Facts(memory.drive).all()
+
+
+def test_a_new_view_asked_about_one_subject_resolves_only_the_chains_it_needs(memory, monkeypatch) -> None:
+    """A new process's `fsmem facts list SUBJECT` checks every file but resolves only the chains that
+    hold a fact about the subject, joined by links in either direction as a full resolution joins
+    them: the answer is the full resolution's."""
+    import fsmem._core.chains as chains_module
+
+    facts = memory.facts
+    facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
+    new = facts.keep("Ana", "role", "Ana works in research.", said="2026-10-12").fact
+    bruno = facts.keep("Bruno", "team", "Bruno is in ops.", said="2026-11-01").fact
+    facts.keep("Carla", "city", "Carla lives in Porto.", said="2026-11-02")
+    facts.keep("Dan", "city", "Dan lives in Lyon.", said="2026-11-03")
+    # a person links Bruno's fact to Ana's by hand, in Bruno's file only: it now replaces Ana's
+    path = memory.root / bruno.path
+    path.write_text(path.read_text().replace("replaces: []", f"replaces: [{new.id}]"))
+
+    resolved: list[int] = []
+    real_resolve = chains_module.resolve
+
+    def counted(stored, broken=()):
+        stored = list(stored)
+        resolved.append(len(stored))
+        return real_resolve(stored, broken)
+
+    monkeypatch.setattr(chains_module, "resolve", counted)
+    expected = Facts(memory.drive).current()  # a full resolution of all five facts
+    assert resolved == [5] and new.id not in [f.id for f in expected]
+    for subject in ("ana", " BRUNO ", "carla"):
+        resolved.clear()
+        wanted = " ".join(subject.split()).casefold()
+        assert Facts(memory.drive).current(subject) == [f for f in expected if f.key[0] == wanted]
+        assert resolved == [1 if subject == "carla" else 3]  # Dan's fact is never resolved
+    view = Facts(memory.drive)
+    view.current("carla")
+    resolved.clear()
+    assert view.current() == expected and resolved == [5]  # the next call resolves them all

@@ -15,9 +15,10 @@ from fsmem._core.search import (
     file_doc,
     is_indexable_name,
     plan_reconcile,
-    split_front_matter,
     split_query,
 )
+from fsmem._facts import Facts, parse
+from fsmem._front_matter import fields, file_document, split
 
 
 @pytest.mark.parametrize(
@@ -58,7 +59,7 @@ Ana leads the data team.
 
 
 def test_a_replaced_fact_says_until_when_it_held() -> None:
-    doc = file_doc("notes/memory/history/f1.md", FACT)
+    doc = file_document("notes/memory/history/f1.md", FACT)
     assert doc.kind == "replaced_fact" and doc.level == "project"
     assert doc.title == "Ana · role"
     assert doc.body == "Ana leads the data team.\n"
@@ -68,16 +69,37 @@ def test_a_replaced_fact_says_until_when_it_held() -> None:
 
 
 def test_a_topic_keeps_its_heading_as_title() -> None:
-    doc = file_doc("agents/seo-3f9a1c2e/titles.md", "intro\n## Title rules\nunder 60 chars\n")
+    doc = file_doc("agents/seo-3f9a1c2e/titles.md", "", "intro\n## Title rules\nunder 60 chars\n", {})
     assert (doc.title, doc.kind, doc.level, doc.folder) == ("Title rules", "topic", "agent", "agents/seo-3f9a1c2e")
     assert doc.said is None and doc.meta == ""
 
 
 def test_front_matter_only_at_the_start() -> None:
-    fields, raw, body, line = split_front_matter("text\n---\nkey: v\n---\n")
-    assert (fields, raw, line) == ({}, "", 1)
-    fields, raw, body, line = split_front_matter("---\nkey: 'v'\nnested:\n  - a\n---\nbody")
-    assert fields == {"key": "v", "nested": ""} and body == "body" and line == 6
+    assert split("text\n---\nkey: v\n---\n") == ("", "text\n---\nkey: v\n---\n")
+    assert split("---\nno closing line\n") == ("", "---\nno closing line\n")
+    head, body = split("---\nkey: 'v'\nnested:\n  - a\n---\nbody")
+    assert fields(head) == {"key": "v", "nested": ["a"]} and body == "body"
+    assert file_document("agents/seo-3f9a1c2e/t.md", head + body).body_line == 6
+    assert fields("---\nkey: [unclosed\n---\n") == {} and fields("---\n- a list\n---\n") == {}
+
+
+def test_the_index_reads_a_fact_as_the_facts_do(tmp_path) -> None:
+    """One reader: the index's fields of a fact file are those fsmem._facts parses from it, even where
+    YAML quoting, a date with a time, or a `...` in the sentence would trip a line-by-line reader."""
+    import fsmem
+
+    memory = fsmem.open(tmp_path / "root", create=True)
+    facts = Facts(memory.drive)
+    kept = facts.keep("O'Hara: #1", "role", "O'Hara leads --- the data team...", said="2026-09-01T09:30:00Z")
+    later = facts.keep("O'Hara: #1", "role", "O'Hara works in research.", said="2026-10-12")
+    path = f"notes/memory/history/{kept.fact.id}.md"
+    data = (memory.root / path).read_bytes()
+    fact = parse(data, kept.fact.id)
+    doc = file_document(path, data.decode())
+    assert doc.title == f"{fact.subject} · {fact.attribute}" == "O'Hara: #1 · role"
+    assert (doc.said, doc.until) == (fact.said, fact.until) == (kept.fact.said, later.fact.said)
+    assert " ".join(doc.body.split()) == fact.text
+    memory.close()
 
 
 def stamp(size: int = 10, mtime: int = 1_000, ctime: int = 1_000, inode: int = 7) -> Stamp:

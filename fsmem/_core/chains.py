@@ -267,7 +267,7 @@ def _store_ops(fact: Fact, places: Mapping[Location, Fact]) -> list[Op]:
     """Writes/deletes that make the files hold ``fact`` in its canonical place (history before delete)."""
     ops: list[Op] = []
     there = places.get(fact.location)
-    if there != fact:
+    if there is not fact and there != fact:  # mostly the very object read: no field-by-field compare
         ops.append(Op("write", fact.path, fact))
     for location in places:
         if location != fact.location:

@@ -71,6 +71,12 @@ Outcome = Literal["current", "history", "known"]
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 _SPACES = re.compile(r"\s+")
+_FACT_PATH = re.compile(
+    re.escape(FACTS_DIR)
+    + "/("
+    + re.escape(HISTORY_DIR[len(FACTS_DIR) + 1 :])
+    + "/)?([A-Za-z0-9][A-Za-z0-9_-]{0,79})\\.md"
+)
 
 
 # --------------------------------------------------------------------------- names and sentences
@@ -165,14 +171,10 @@ def fact_path(fact_id: str, location: Location) -> str:
 
 def fact_id_of_path(path: str) -> tuple[str, Location] | None:
     """``("<id>", "current")`` for ``notes/memory/<id>.md``, ``"history"`` under history/, else None."""
-    places: tuple[tuple[str, Location], ...] = ((HISTORY_DIR, "history"), (FACTS_DIR, "current"))
-    for folder, location in places:
-        prefix = folder + "/"
-        if path.startswith(prefix) and path.endswith(".md"):
-            name = path[len(prefix) : -3]
-            if "/" not in name and is_fact_id(name):
-                return name, location
-    return None
+    found = _FACT_PATH.fullmatch(path)
+    if found is None:
+        return None
+    return found.group(2), "history" if found.group(1) else "current"
 
 
 # --------------------------------------------------------------------------- the fact

@@ -10,6 +10,7 @@ their answers.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
@@ -32,13 +33,12 @@ __all__ = [
     "is_indexable_name",
     "parse_since",
     "plan_reconcile",
-    "split_front_matter",
     "split_query",
 ]
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 5  # 5: plain stored fields (no card), tantivy's own doc store settings and snippets
+SCHEMA_VERSION = 6  # 6: front matter split by fsmem._front_matter (python-frontmatter), the one reader
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
@@ -64,61 +64,41 @@ class FileDoc:
     until: datetime | None = None
 
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
-_SIMPLE_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_ -]*):[ \t]*(.*?)[ \t]*$")
-
-
-def split_front_matter(text: str) -> tuple[dict[str, str], str, str, int]:
-    """``(fields, raw block, body, body_line)``; top-level ``key: value`` pairs only, values unquoted.
-
-    A full YAML parser is not needed to index: facts write flat scalars, and anything richer is still
-    indexed as text through the raw block.
-    """
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        return {}, "", text, 1
-    raw = match.group(1)
-    fields: dict[str, str] = {}
-    for line in raw.splitlines():
-        found = _SIMPLE_KEY.match(line)
-        if found:
-            value = found.group(2)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            fields[found.group(1).strip().lower()] = value
-    body = text[match.end() :]
-    return fields, raw, body, text.count("\n", 0, match.end()) + 1
-
-
-def parse_when(value: str | None) -> datetime | None:
-    """A front-matter date or datetime as an aware UTC datetime; ``None`` when absent or unreadable."""
-    if not value or value.lower() in {"null", "~", "none"}:
-        return None
-    text = value.strip().replace("Z", "+00:00")
-    try:
-        if len(text) == 10:
-            return datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
-        moment = datetime.fromisoformat(text.replace(" ", "T", 1))
-    except ValueError:
+def parse_when(value: object) -> datetime | None:
+    """A front-matter date or datetime (as YAML reads it, or as text) as an aware UTC datetime;
+    ``None`` when absent or unreadable."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        return datetime.combine(value, datetime.min.time(), UTC)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            if len(text) == 10:
+                return datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
+            moment = datetime.fromisoformat(text.replace(" ", "T", 1))
+        except ValueError:
+            return None
+    else:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
 
 
-def file_doc(path: str, text: str) -> FileDoc:
-    """What ``path`` holding ``text`` becomes in the index."""
+def file_doc(path: str, head: str, body: str, fields: Mapping[str, object]) -> FileDoc:
+    """What ``path`` becomes in the index, its text split into front matter ``head`` (with its ``---``
+    lines; empty when none) and ``body``; ``fields`` are a fact's front matter as read (only a fact's
+    are used). The split and the fields come from :mod:`fsmem._front_matter`, the one reader."""
     role = role_of(path)
-    fields, raw, body, body_line = split_front_matter(text)
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     said = until = None
     if role.kind in ("fact", "replaced_fact"):
         said = parse_when(fields.get("said"))
         until = parse_when(fields.get("until"))
-        subject = fields.get("subject", "")
-        attribute = fields.get("attribute", "")
+        subject, attribute, source = (_text(fields.get(name)) for name in ("subject", "attribute", "source"))
         title = " · ".join(part for part in (subject, attribute) if part) or title_of(body, path)
-        meta_parts = [subject, attribute, fields.get("source", "")]
+        meta_parts = [subject, attribute, source]
         if said:  # in words too: "what was Ana's role in September?"
             meta_parts.append(f"said {said.date().isoformat()} ({spoken_date(said)})")
         if role.kind == "replaced_fact":
@@ -126,7 +106,7 @@ def file_doc(path: str, text: str) -> FileDoc:
         meta = "\n".join(part for part in meta_parts if part)
     else:
         title = title_of(body, path)
-        meta = raw
+        meta = head
     return FileDoc(
         path=path,
         folder=folder,
@@ -134,11 +114,16 @@ def file_doc(path: str, text: str) -> FileDoc:
         kind=role.kind,
         title=title,
         body=body,
-        body_line=body_line,
+        body_line=head.count("\n") + 1,
         meta=meta,
         said=said,
         until=until,
     )
+
+
+def _text(value: object) -> str:
+    """A scalar field as text (YAML may read a subject as a number); anything else as nothing."""
+    return "" if value is None or isinstance(value, (dict, list)) else str(value)
 
 
 def fact_note(kind: str, said: datetime | None, until: datetime | None) -> str:

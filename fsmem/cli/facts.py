@@ -99,8 +99,7 @@ def list_(subject: str | None, everything: bool, root: str | None, as_json: bool
         about = f" about {subject}" if subject else ""
         click.echo(f"No facts hold{about}. Keep one with `fsmem facts keep SUBJECT ATTRIBUTE FACT`.")
         return
-    for fact in shown:
-        click.echo(_line(fact))
+    click.echo("\n".join(_line(fact) for fact in shown))  # one write: a line each costs more than the lines
 
 
 @facts.command()
