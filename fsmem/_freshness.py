@@ -37,7 +37,7 @@ from fsmem._index_state import (
     read_pending,
     watcher_health,
 )
-from fsmem._index_store import BIG_BATCH, MAX_INDEXED_BYTES, Store
+from fsmem._index_store import BIG_BATCH, MAX_INDEXED_BYTES, IndexStore
 from fsmem._store import IndexFeed, IndexWatcher
 from fsmem._walk import stamp_of
 
@@ -47,7 +47,7 @@ RECONCILE_CHUNK = 5000  # files re-indexed per batch: a checkout of thousands ne
 class Freshness:
     """Keeps one index store level with the memory, through the memory store's feed."""
 
-    def __init__(self, store: Store, feed: IndexFeed) -> None:
+    def __init__(self, store: IndexStore, feed: IndexFeed) -> None:
         self.store = store
         self.feed = feed
         self.files_seen = 0

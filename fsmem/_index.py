@@ -28,10 +28,9 @@ from fsmem._core.requests import check_text
 from fsmem._core.search import SCHEMA_VERSION, Plan, SearchHit
 from fsmem._errors import BadRequest
 from fsmem._freshness import Freshness
-from fsmem._index_store import IndexWarning, Store
+from fsmem._index_store import IndexStore, IndexWarning
 from fsmem._query import TextQuery
-from fsmem._store import IndexWatcher
-from fsmem._store import Store as MemoryStore
+from fsmem._store import IndexWatcher, Store
 
 __all__ = ["Index", "IndexWarning", "SearchHit"]
 
@@ -42,11 +41,11 @@ class Index:
     """The index of one memory. Cheap to create; opens (or builds) the tantivy index on first use.
     Safe to share between threads."""
 
-    def __init__(self, drive: MemoryStore) -> None:
+    def __init__(self, drive: Store) -> None:
         self.drive = drive
         self.state = drive.state
         self.feed = drive.index_feed()
-        self.store = Store(drive, self.feed)
+        self.store = IndexStore(drive, self.feed)
         self.freshness = Freshness(self.store, self.feed)
         self.query = TextQuery(self.store.schema, self.store.analyzer)
 

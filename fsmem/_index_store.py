@@ -39,8 +39,7 @@ from fsmem._index_state import (
     write_applied,
     write_current,
 )
-from fsmem._store import IndexFeed
-from fsmem._store import Store as MemoryStore
+from fsmem._store import IndexFeed, Store
 from fsmem._walk import WALK_CACHE
 
 MAX_INDEXED_BYTES = 1 << 20  # hand-made giants are indexed by their first MiB
@@ -85,10 +84,10 @@ def analyzer() -> tantivy.TextAnalyzer:
     )
 
 
-class Store:
+class IndexStore:
     """The live generation of one memory's index: open it, search it, write batches to it, rebuild it."""
 
-    def __init__(self, drive: MemoryStore, feed: IndexFeed) -> None:
+    def __init__(self, drive: Store, feed: IndexFeed) -> None:
         self.drive = drive
         self.feed = feed
         self.state = drive.state
@@ -395,7 +394,7 @@ class Store:
 class Batch:
     """What one writer does before its commit: (re)index paths, drop paths, note the pending mark."""
 
-    def __init__(self, store: Store, writer: tantivy.IndexWriter) -> None:
+    def __init__(self, store: IndexStore, writer: tantivy.IndexWriter) -> None:
         self.store = store
         self.writer = writer
         assert store.manifest is not None
