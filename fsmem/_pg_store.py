@@ -375,21 +375,13 @@ class PgStore:
             outer = getattr(self._current, "conn", None)
             self._current.conn = conn
             try:
-                try:
+                with _committed(
+                    conn,
+                    refused="nothing was changed",
+                    unknown="the change may or may not have been applied; read the files to see before trying again",
+                ):
                     yield tx
                     tx._flush_log()
-                except BaseException as error:
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                    if isinstance(error, psycopg.Error):
-                        raise _translated(error, "nothing was changed") from error
-                    raise
-                try:
-                    conn.execute("COMMIT")
-                except psycopg.Error as error:
-                    raise _translated(
-                        error, "the change may or may not have been applied; read the files to see before trying again"
-                    ) from error
             finally:
                 self._current.conn = outer
         if tx.changed:
@@ -447,60 +439,53 @@ class PgStore:
         """Write ``copy`` into this project in ONE transaction: all of it or, on any failure (a
         killed process, a lost server), nothing. Refuses (``EXISTS``) a project that holds anything."""
         project = self.project_id
-        with self._connection() as conn:
-            try:
-                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_FOLDER_LOCK, project))
-                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_COMMIT_LOCK, project))
-                held = conn.execute(
-                    "SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %(p)s) "
-                    "OR EXISTS (SELECT 1 FROM fsmem.kept_versions WHERE project = %(p)s) "
-                    "OR EXISTS (SELECT 1 FROM fsmem.log WHERE project = %(p)s) "
-                    "OR EXISTS (SELECT 1 FROM fsmem.proposals WHERE project = %(p)s)",
-                    {"p": project},
-                ).fetchone()
-                if held and held[0]:
-                    raise Exists(
-                        f"project {self.project!r} already holds memory; copy into a new project (fsmem copy "
-                        "makes it: no `fsmem init` needed), or delete this one first"
-                    )
-                with conn.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO fsmem.files (project, path, content, version, modified) "
-                        "VALUES (%s, %s, %s, %s, to_timestamp(%s))",
-                        [(project, f.path, f.data, version_of(f.data), f.modified) for f in copy.files],
-                    )
-                    cursor.executemany(
-                        "INSERT INTO fsmem.kept_versions (project, path, version, kept_at, command, content) "
-                        "VALUES (%s, %s, %s, %s, %s, %s)",
-                        [(project, k.path, k.version, k.kept_at, k.command, k.data) for k in copy.versions],
-                    )
-                    cursor.executemany(  # in order: the identity gives them rising sequence numbers
-                        "INSERT INTO fsmem.log (project, time, command, path, new_path, before, after, thread) "
-                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                        [
-                            (project, e.time, e.command, e.path, e.new_path, e.before, e.after, e.thread)
-                            for e in copy.log
-                        ],
-                    )
-                for record in copy.proposals:
-                    conn.execute(
-                        _INSERT_PROPOSAL,
-                        _proposal_row(project, ChangeProposal(**record)),
-                    )
-                conn.execute(
-                    "SELECT pg_notify(%s, coalesce(max(seq), 0)::text) FROM fsmem.log WHERE project = %s",
-                    (self.channel, project),
+        with (
+            self._connection() as conn,
+            _committed(
+                conn,
+                refused="nothing was copied",
+                unknown="the copy may or may not have been made; look at the project",
+            ),
+        ):
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_FOLDER_LOCK, project))
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_COMMIT_LOCK, project))
+            held = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %(p)s) "
+                "OR EXISTS (SELECT 1 FROM fsmem.kept_versions WHERE project = %(p)s) "
+                "OR EXISTS (SELECT 1 FROM fsmem.log WHERE project = %(p)s) "
+                "OR EXISTS (SELECT 1 FROM fsmem.proposals WHERE project = %(p)s)",
+                {"p": project},
+            ).fetchone()
+            if held and held[0]:
+                raise Exists(
+                    f"project {self.project!r} already holds memory; copy into a new project (fsmem copy "
+                    "makes it: no `fsmem init` needed), or delete this one first"
                 )
-            except BaseException as error:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(error, psycopg.Error):
-                    raise _translated(error, "nothing was copied") from error
-                raise
-            try:
-                conn.execute("COMMIT")
-            except psycopg.Error as error:
-                raise _translated(error, "the copy may or may not have been made; look at the project") from error
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO fsmem.files (project, path, content, version, modified) "
+                    "VALUES (%s, %s, %s, %s, to_timestamp(%s))",
+                    [(project, f.path, f.data, version_of(f.data), f.modified) for f in copy.files],
+                )
+                cursor.executemany(
+                    "INSERT INTO fsmem.kept_versions (project, path, version, kept_at, command, content) "
+                    "VALUES (%s, %s, %s, %s, %s, %s)",
+                    [(project, k.path, k.version, k.kept_at, k.command, k.data) for k in copy.versions],
+                )
+                cursor.executemany(  # in order: the identity gives them rising sequence numbers
+                    "INSERT INTO fsmem.log (project, time, command, path, new_path, before, after, thread) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    [(project, e.time, e.command, e.path, e.new_path, e.before, e.after, e.thread) for e in copy.log],
+                )
+            for record in copy.proposals:
+                conn.execute(
+                    _INSERT_PROPOSAL,
+                    _proposal_row(project, ChangeProposal(**record)),
+                )
+            conn.execute(
+                "SELECT pg_notify(%s, coalesce(max(seq), 0)::text) FROM fsmem.log WHERE project = %s",
+                (self.channel, project),
+            )
 
     # ---- sync (fsmem/_sync.py: a folder people edit, mirrored from the project) ------------------
 
@@ -1028,6 +1013,25 @@ def _closed(project: str) -> StoreUnavailable:
         f"this memory of project {project!r} was closed (memory.close()); nothing was done; "
         "open it again with fsmem.open(url, project=...)"
     )
+
+
+@contextlib.contextmanager
+def _committed(conn: psycopg.Connection[Any], *, refused: str, unknown: str) -> Iterator[None]:
+    """End the transaction open on ``conn``: COMMIT when the block succeeds, ROLLBACK when it raises;
+    a driver error becomes fsmem's, saying ``refused`` (nothing was done) or, at the commit itself,
+    ``unknown`` (it may or may not have been)."""
+    try:
+        yield
+    except BaseException as error:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
+        if isinstance(error, psycopg.Error):
+            raise _translated(error, refused) from error
+        raise
+    try:
+        conn.execute("COMMIT")
+    except psycopg.Error as error:
+        raise _translated(error, unknown) from error
 
 
 def _first_line(error: BaseException) -> str:
