@@ -138,11 +138,21 @@ class Freshness:
             self.reconcile()
 
     def _unsettled(self, paths: Iterable[str]) -> list[str]:
-        """``paths`` less the files the index holds exactly as they are now."""
+        """``paths`` less the files the index holds exactly as they are now, and less the folders
+        (made, moved in) whose every file it holds so: a folder a watcher named stays named until the
+        watcher's batch, and each search meanwhile would re-index it whole."""
         self.store.open()
         manifest = self.store.manifest
         assert manifest is not None
-        return self.feed.unsettled(paths, manifest.load())
+        seen = manifest.load()
+        files, folders = [], []
+        for path in paths:
+            present = None if not path or path in seen else self.store.files_under(path)
+            if present is None:
+                files.append(path)
+            elif len(present) != manifest.count_under(path) or self.feed.unsettled(present, seen):
+                folders.append(path)
+        return self.feed.unsettled(files, seen) + folders
 
     def keep_hand_edits(self, paths: Iterable[str]) -> list[str]:
         """Keep, as versions, the texts the index last read for ``paths`` that a person has since

@@ -96,14 +96,19 @@ class Manifest:
 
     def holds_under(self, folder: str) -> bool:
         """Whether the index holds any path under ``folder`` (``"a/b"``): a change noted for a file
-        then never scans every path held (the count per folder is kept from the first question on)."""
+        then never scans every path held."""
+        return self.count_under(folder) > 0
+
+    def count_under(self, folder: str) -> int:
+        """How many paths the index holds under ``folder`` (the count per folder is kept from the first
+        question on)."""
         with self._lock:
             self._load()
             if self._folders is None:
                 self._folders = {}
                 for path in self.entries:
                     _count_folders(self._folders, path, 1)
-            return folder in self._folders
+            return self._folders.get(folder, 0)
 
     def paths_since(self, key: tuple[int, int]) -> set[str] | None:
         """The paths recorded since the journal had ``key`` (as loaded), ``None`` if it was replaced."""

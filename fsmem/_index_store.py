@@ -342,6 +342,15 @@ class IndexStore:
                     pass
             shutil.rmtree(folder, ignore_errors=True)
 
+    def files_under(self, path: str) -> set[str] | None:
+        """The memory files under ``path`` when it is a folder (the store's walk), else ``None``."""
+        try:
+            if not self.drive.is_dir(path):
+                return None
+            return {entry.path for entry in self.drive.walk_files(path)}
+        except FsmemError:  # refused (a link leading out, a name no tool could give) or gone meanwhile
+            return None
+
     # --- documents -------------------------------------------------------------------------------
 
     def read(self, paths: Iterable[str]) -> Iterator[tuple[str, tuple[tantivy.Document, Indexed] | None]]:
@@ -436,7 +445,7 @@ class Batch:
             if files and path:  # a file: read, or found gone, by ``apply``
                 changed.add(path)
                 continue
-            present = self._files_under(path)
+            present = self.store.files_under(path)
             held = not path or self.manifest.holds_under(path)  # else no path held lies under it
             if present is not None:
                 prefix = path + "/" if path else ""
@@ -448,16 +457,6 @@ class Batch:
                 if held:
                     removed |= {p for p in indexed if p.startswith(path + "/")}
         return self.apply(sorted(changed), sorted(removed - changed))
-
-    def _files_under(self, path: str) -> set[str] | None:
-        """The memory files under ``path`` when it is a folder (the store's walk), else ``None``."""
-        drive = self.store.drive
-        try:
-            if not drive.is_dir(path):
-                return None
-            return {entry.path for entry in drive.walk_files(path)}
-        except FsmemError:  # refused (a link leading out, a name no tool could give) or gone meanwhile
-            return None
 
     def settle(self, paths: Iterable[str]) -> None:
         """Record verified racy entries as settled (same stamp, same hash, indexed "now")."""

@@ -77,6 +77,21 @@ def test_a_write_through_fsmem_is_found_at_once_without_a_comparison(memory, mon
     assert compared == []
 
 
+def test_a_folder_the_watcher_named_is_indexed_again_only_when_something_under_it_differs(memory) -> None:
+    """A write into a new folder: the watcher names the folder until its batch runs; a search meanwhile
+    must not re-index (and commit) the folder whole when the index holds every file in it already."""
+    run = memory.run()
+    assert run.call({"command": "write", "path": "seo/a.md", "content": "# A\n\nquokka\n"})["ok"]
+    assert paths(memory.search("quokka")) == ["seo/a.md"]
+    assert memory.index.refresh(["seo"]) == 0
+    write(memory.root, "seo/b.md", "# B\n\nwombat\n")  # a file the index does not hold yet
+    assert memory.index.refresh(["seo"]) == 2
+    assert paths(memory.search("wombat")) == ["seo/b.md"]
+    (memory.root / "seo" / "b.md").unlink()  # a file the index holds, gone
+    assert memory.index.refresh(["seo"]) >= 1
+    assert paths(memory.search("wombat")) == []
+
+
 def test_closing_a_memory_stops_its_watcher(memory) -> None:
     memory.search("fridays")
     assert heartbeat_file(memory.drive.state).exists()
