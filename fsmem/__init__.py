@@ -9,6 +9,7 @@ This module is the public face: what `__all__` names (with `fsmem.cli`, `fsmem.m
 `fsmem.claude_memory` and `fsmem.harness`). Every other module is private (`fsmem/_name.py`).
 """
 
+import importlib as _importlib
 import typing as _typing
 
 from fsmem._errors import (
@@ -39,26 +40,43 @@ from fsmem._errors import (
     TooLarge,
     Unsupported,
 )
-from fsmem._levels import Scope, scope_files
-from fsmem._llm import ModelSettings, OpenAICompatibleModel, build_model
-from fsmem._memory import Memory, open
-from fsmem._prompts import memory_section
-from fsmem._tool import Run
 
 if _typing.TYPE_CHECKING:
-    from fsmem._review import ReviewResult as _ReviewResult
+    from fsmem._levels import Scope, scope_files
+    from fsmem._llm import ModelSettings, OpenAICompatibleModel, build_model
+    from fsmem._memory import Memory, open
+    from fsmem._prompts import memory_section
+    from fsmem._review import review
+    from fsmem._tool import Run
+
+# Every name but the errors is bound on its first use, from the module that defines it, so a command
+# loads only what it uses: `fsmem --help` no memory at all, a cold `fsmem search` neither the model
+# clients (http.client, ssl, email) nor the tool's rules, the prompts or the review.
+_DEFINED_IN = {
+    "Memory": "fsmem._memory",
+    "ModelSettings": "fsmem._llm",
+    "OpenAICompatibleModel": "fsmem._llm",
+    "Run": "fsmem._tool",
+    "Scope": "fsmem._levels",
+    "build_model": "fsmem._llm",
+    "memory_section": "fsmem._prompts",
+    "open": "fsmem._memory",
+    "review": "fsmem._review",
+    "scope_files": "fsmem._levels",
+}
+
+if not _typing.TYPE_CHECKING:  # type checkers see the imports above, so a misspelt name stays an error
+
+    def __getattr__(name: str) -> object:
+        if name not in _DEFINED_IN:
+            raise AttributeError(f"module 'fsmem' has no attribute {name!r}")
+        value = getattr(_importlib.import_module(_DEFINED_IN[name]), name)
+        globals()[name] = value
+        return value
 
 
-def review(
-    memory: Memory, conversation: _typing.Any, model: _typing.Any, scope: Scope | None = None, **options: _typing.Any
-) -> "_ReviewResult":
-    """Reread a finished conversation with ``model`` and keep what it taught in ``scope``'s memory
-    (docs/review.md; ``options``: ``max_calls``, ``thread_id``, ``project``, ``conversation_limit``,
-    ``temperature``). The review runner is loaded on the first review, so a cold search never pays for it.
-    """
-    from fsmem._review import review as run_review
-
-    return run_review(memory, conversation, model, scope, **options)
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

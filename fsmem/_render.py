@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from fsmem._core.search import SearchHit
-from fsmem._drive import Entry
+
+if TYPE_CHECKING:
+    from fsmem._drive import Entry
 
 EXCERPT_CONTEXT = 3
 

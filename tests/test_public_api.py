@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,13 +22,26 @@ def test_all_matches_public_members():
     assert len(fsmem.__all__) == len(set(fsmem.__all__))
 
 
-def test_the_public_face_is_plain_imports():
-    # no module __getattr__: what `__all__` names is bound when `import fsmem` returns
-    assert "__getattr__" not in vars(fsmem)
-    names = vars(fsmem)
-    assert all(name in names for name in fsmem.__all__)
-    assert fsmem.open is fsmem._memory.open and fsmem.Memory is fsmem._memory.Memory
-    assert fsmem.Run is fsmem._tool.Run and fsmem.Scope is fsmem._levels.Scope
+def test_the_public_face_binds_each_name_from_its_module_on_first_use():
+    # one table in fsmem/__init__.py: `import fsmem` loads the errors alone; each other name is the
+    # defining module's own object, through `fsmem.X`, `from fsmem import X` and `import *` alike
+    code = (
+        "import sys\n"
+        "import fsmem\n"
+        "print(sorted(name for name in sys.modules if name.startswith('fsmem.')))\n"
+        "from fsmem import *\n"
+        "from fsmem import Memory, Run, Scope, build_model, open, review\n"
+        "from fsmem import _levels, _llm, _memory, _review, _tool\n"
+        "assert open is fsmem.open is _memory.open and Memory is fsmem.Memory is _memory.Memory\n"
+        "assert Run is _tool.Run and Scope is _levels.Scope and build_model is _llm.build_model\n"
+        "assert review is _review.review and set(fsmem.__all__) <= set(vars(fsmem)) <= set(dir(fsmem))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['fsmem._errors']"
+    assert fsmem.Run is fsmem._tool.Run and fsmem.scope_files is fsmem._levels.scope_files
+    with pytest.raises(AttributeError, match="no attribute 'Memroy'"):
+        fsmem.Memroy  # noqa: B018 - the lookup is what is tested
 
 
 def _imports(path: Path) -> set[str]:

@@ -179,9 +179,17 @@ def test_a_write_through_fsmem_is_searchable_when_it_returns(root: Path) -> None
 @pytest.mark.slow
 def test_the_cold_search_path_imports_only_what_it_needs(root: Path) -> None:
     assert search_paths(root, "friday") == ["MEMORY.md"]  # builds the index (that takes the lock)
-    result = run_fsmem("search", "friday", "--root", str(root), env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert result.returncode == 0
-    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    code = (
+        "import sys\n"
+        "from fsmem.cli import main\n"
+        f"try:\n    main(['search', 'friday', '--root', {str(root)!r}])\n"
+        "except SystemExit as done:\n    assert not done.code, done.code\n"
+        "print(' '.join(sorted(sys.modules)))\n"  # not -X importtime: it misses what importlib loads
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")})
+    assert done.returncode == 0, done.stderr
+    imported = set(done.stdout.splitlines()[-1].split())
     assert "tantivy" in imported and "click" in imported
     assert "fsmem._memory" in imported  # through Memory, like every other command
     for heavy in ("jsonschema", "frontmatter", "watchdog", "regex", "fsmem._facts", "mcp", "anthropic"):
@@ -207,17 +215,40 @@ def test_concurrent_searches_after_hand_edits_index_each_change_once(root: Path)
     assert (status["documents"], status["files"], status["stale"]) == (22, 22, 0)
 
 
-def test_a_cold_search_loads_neither_the_review_nor_the_extractor(tmp_path):
+NEVER_USED_BY_A_SEARCH = ("fsmem._core.review", "fsmem._core.extract", "fsmem._review", "fsmem._llm", "fsmem._tool",
+                          "fsmem._prompts", "fsmem._core.secrets", "http.client", "ssl", "email.utils")
+
+
+def test_a_cold_search_loads_neither_the_model_clients_nor_the_tool_nor_the_review(tmp_path):
     fsmem.open(tmp_path, create=True).run().call({"command": "write", "path": "a.md", "content": "# A\nokapiword\n"})
     code = (
         "import sys\n"
         "from fsmem.cli import main\n"
         f"try:\n    main(['search', 'okapiword', '--root', {str(tmp_path)!r}])\n"
         "except SystemExit as done:\n    assert not done.code, done.code\n"
-        "print(sorted(name for name in sys.modules if name in ('fsmem._core.review', 'fsmem._core.extract')))\n"
+        f"print(sorted(name for name in sys.modules if name in {NEVER_USED_BY_A_SEARCH!r}))\n"
+        "import fsmem\n"
+        "print(fsmem.OpenAICompatibleModel.__module__, fsmem.Run.__module__, 'http.client' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "a.md" in done.stdout and done.stdout.strip().endswith("[]")
+    *shown, loaded, later = done.stdout.strip().splitlines()
+    assert "a.md" in "\n".join(shown) and loaded == "[]"
+    assert later == "fsmem._llm fsmem._tool True"  # still there for whoever asks
+
+
+def test_help_loads_no_memory(tmp_path):
+    code = (
+        "import sys\n"
+        "from fsmem.cli import main\n"
+        "try:\n    main(['--help'])\n"
+        "except SystemExit as done:\n    assert not done.code, done.code\n"
+        "print(sorted(name for name in sys.modules if name in ('fsmem._memory', 'fsmem._drive', 'fsmem._levels', "
+        "'fsmem._index', 'tantivy', 'fsmem._tool', 'fsmem._review')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert done.returncode == 0, done.stderr
+    assert "search" in done.stdout and done.stdout.strip().endswith("\n[]")
