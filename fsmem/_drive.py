@@ -40,8 +40,8 @@ from fsmem._atomic import exchange, fsync_dir, make_dirs, pid_alive, place_new, 
 from fsmem._config import Settings
 from fsmem._core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name
-from fsmem._core.requests import check_thread
 from fsmem._core.search import Indexed, Plan, Stamp
+from fsmem._core.text import check_thread
 from fsmem._core.versions import version_of
 from fsmem._errors import BadPath, BadRequest, Exists, LevelParked, NotFound, RootNotFound, Storage, TooLarge
 from fsmem._ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path

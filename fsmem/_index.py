@@ -24,8 +24,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from fsmem._core.requests import check_text
 from fsmem._core.search import SCHEMA_VERSION, Plan, SearchHit
+from fsmem._core.text import check_text
 from fsmem._errors import BadRequest
 from fsmem._freshness import Freshness
 from fsmem._index_store import IndexStore, IndexWarning

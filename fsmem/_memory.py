@@ -24,8 +24,8 @@ from fsmem._config import Settings, load_settings
 from fsmem._core import layout
 from fsmem._core.layout import PROJECT_FILE, STATE_DIR
 from fsmem._core.paths import normalize_path
-from fsmem._core.requests import check_text
 from fsmem._core.search import SearchHit
+from fsmem._core.text import check_text
 from fsmem._drive import Drive, LogEntry, VersionInfo
 from fsmem._errors import BadStore, Exists, FsmemError, NotFound, RootNotFound, Storage
 from fsmem._grep import grep

@@ -39,7 +39,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from fsmem import _pg_schema as pg_schema
 from fsmem._core.layout import LEVEL_IDENTITY_FILE
 from fsmem._core.paths import normalize_path
-from fsmem._core.requests import check_thread
+from fsmem._core.text import check_thread
 from fsmem._core.versions import version_of
 from fsmem._drive import Entry, HandEdit, LogEntry
 from fsmem._errors import (

@@ -216,7 +216,8 @@ def test_concurrent_searches_after_hand_edits_index_each_change_once(root: Path)
 
 
 NEVER_USED_BY_A_SEARCH = ("fsmem._core.review", "fsmem._core.extract", "fsmem._review", "fsmem._llm", "fsmem._tool",
-                          "fsmem._prompts", "fsmem._core.secrets", "http.client", "ssl", "email.utils")
+                          "fsmem._prompts", "fsmem._core.secrets", "fsmem._core.requests",
+                          "http.client", "ssl", "email.utils")
 
 
 def test_a_cold_search_loads_neither_the_model_clients_nor_the_tool_nor_the_review(tmp_path):

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fsmem
-from fsmem._core.requests import check_text
+from fsmem._core.text import check_text
 from fsmem._core.when import EARLIEST, LATEST, parse_since
 from fsmem._errors import BadRequest
 from tests.conftest import REPO, invoke

@@ -6,10 +6,10 @@ turns a checked dict into one of five frozen dataclasses, so dispatch can be exh
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from fsmem._core.text import check_text
 from fsmem._errors import BadRequest
 
 __all__ = [
@@ -21,8 +21,6 @@ __all__ = [
     "Request",
     "parse_request",
     "request_to_dict",
-    "check_text",
-    "check_thread",
 ]
 
 
@@ -92,58 +90,6 @@ def _globs(value: Any) -> tuple[str, ...]:
 
 # Fields of free text; paths and globs are checked by the path rules (BAD_PATH) instead.
 _TEXT_FIELDS = ("query", "content", "old_text", "new_text", "expected_version", "since")
-
-
-def check_text(name: str, value: object) -> None:
-    """Refuse (``BadRequest``) text that holds a lone surrogate: it is no character, cannot be written
-    as UTF-8, and would fail deep inside the index or the drive instead of here.
-
-    >>> check_text("query", "caf" + chr(0xE9))
-    >>> check_text("query", "caf" + chr(0xD800))
-    Traceback (most recent call last):
-    fsmem._errors.BadRequest: the query holds a lone surrogate (U+D800 at character 4), which is not text; ...
-    """
-    if not isinstance(value, str) or value.isascii():
-        return
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        char = value[error.start]
-        raise BadRequest(
-            f"the {name} holds a lone surrogate (U+{ord(char):04X} at character {error.start + 1}), which is "
-            "not text; send valid UTF-8 (a broken emoji or a byte that is not UTF-8 makes one)"
-        ) from None
-
-
-def check_thread(thread: object) -> None:
-    """Refuse (``BadRequest``) a thread id that is not plain text: it is logged with every change,
-    so a control or invisible character (NUL, an escape), a line separator or a lone surrogate would
-    be kept by one store and refused by another; every store asks this first.
-
-    >>> check_thread("t-1")
-    >>> check_thread("t" + chr(0) + "x")
-    Traceback (most recent call last):
-    fsmem._errors.BadRequest: the thread id holds a control character (U+0000 at character 2); use ...
-    """
-    if thread is None:
-        return
-    if not isinstance(thread, str):
-        raise BadRequest(f"a thread id is text, not {type(thread).__name__}; e.g. 't-1'")
-    for number, char in enumerate(thread, 1):
-        problem = _INVISIBLE.get(unicodedata.category(char))
-        if problem is not None:
-            raise BadRequest(
-                f"the thread id holds {problem} (U+{ord(char):04X} at character {number}); use visible characters only"
-            )
-
-
-_INVISIBLE = {
-    "Cc": "a control character",
-    "Cf": "an invisible formatting character",
-    "Zl": "a line separator",
-    "Zp": "a paragraph separator",
-    "Cs": "a lone surrogate",
-}
 
 
 def parse_request(checked: dict[str, Any]) -> Request:
