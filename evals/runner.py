@@ -276,7 +276,7 @@ def cli(model_settings: Any, trials: int | None, pattern: str, bad: bool, as_jso
     if not cases:
         raise click.UsageError(f"no case matches {pattern!r} in {CASES_DIR}")
     if model_settings.url:
-        from fsmem._llm import build_model
+        from fsmem._openai import build_model
 
         build_model(model_settings)  # a missing --model is said once, before any trial
 

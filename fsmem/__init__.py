@@ -43,8 +43,9 @@ from fsmem._errors import (
 
 if _typing.TYPE_CHECKING:
     from fsmem._levels import Scope, scope_files
-    from fsmem._llm import ModelSettings, OpenAICompatibleModel, build_model
+    from fsmem._llm import ModelSettings
     from fsmem._memory import Memory, open
+    from fsmem._openai import OpenAICompatibleModel, build_model
     from fsmem._prompts import memory_section
     from fsmem._review import review
     from fsmem._tool import Run
@@ -55,10 +56,10 @@ if _typing.TYPE_CHECKING:
 _DEFINED_IN = {
     "Memory": "fsmem._memory",
     "ModelSettings": "fsmem._llm",
-    "OpenAICompatibleModel": "fsmem._llm",
+    "OpenAICompatibleModel": "fsmem._openai",
     "Run": "fsmem._tool",
     "Scope": "fsmem._levels",
-    "build_model": "fsmem._llm",
+    "build_model": "fsmem._openai",
     "memory_section": "fsmem._prompts",
     "open": "fsmem._memory",
     "review": "fsmem._review",

@@ -11,7 +11,8 @@ import fsmem
 from fsmem import Scope
 from fsmem.cli import main
 from fsmem.harness import Session
-from fsmem._llm import OpenAICompatibleModel, tool_call
+from fsmem._llm import tool_call
+from fsmem._openai import OpenAICompatibleModel
 from fsmem._sample import SEO, TITLE_TUNING, copy_sample
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem

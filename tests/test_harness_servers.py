@@ -15,7 +15,8 @@ from evals.runner import main as eval_main
 from fsmem import Scope
 from fsmem.cli import main
 from fsmem.harness import BAD_ARGUMENTS_NOTE, Session
-from fsmem._llm import ModelSettings, build_model, tool_call
+from fsmem._llm import ModelSettings, tool_call
+from fsmem._openai import build_model
 from fsmem._review import review
 from fsmem._sample import copy_sample
 from tests.chat_server import ChatServer, Reply

@@ -14,12 +14,10 @@ from fsmem._llm import (
     JSON_OBJECT,
     ChatModel,
     ModelSettings,
-    OpenAICompatibleModel,
     ScriptedModel,
-    build_model,
-    chat_url,
     tool_call,
 )
+from fsmem._openai import OpenAICompatibleModel, build_model, chat_url
 from tests.chat_server import ChatServer, Reply
 
 HELLO = [{"role": "user", "content": "Hi"}]

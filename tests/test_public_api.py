@@ -31,9 +31,9 @@ def test_the_public_face_binds_each_name_from_its_module_on_first_use():
         "print(sorted(name for name in sys.modules if name.startswith('fsmem.')))\n"
         "from fsmem import *\n"
         "from fsmem import Memory, Run, Scope, build_model, open, review\n"
-        "from fsmem import _levels, _llm, _memory, _review, _tool\n"
+        "from fsmem import _levels, _memory, _openai, _review, _tool\n"
         "assert open is fsmem.open is _memory.open and Memory is fsmem.Memory is _memory.Memory\n"
-        "assert Run is _tool.Run and Scope is _levels.Scope and build_model is _llm.build_model\n"
+        "assert Run is _tool.Run and Scope is _levels.Scope and build_model is _openai.build_model\n"
         "assert review is _review.review and set(fsmem.__all__) <= set(vars(fsmem)) <= set(dir(fsmem))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=60)
@@ -155,9 +155,9 @@ def test_what_the_docs_tell_users_to_import_comes_from_the_public_face():
 
 
 def test_the_documented_names_are_those_of_the_private_modules():
-    from fsmem import _errors, _llm, _prompts
+    from fsmem import _errors, _llm, _openai, _prompts
 
-    assert fsmem.OpenAICompatibleModel is _llm.OpenAICompatibleModel and fsmem.build_model is _llm.build_model
+    assert fsmem.OpenAICompatibleModel is _openai.OpenAICompatibleModel and fsmem.build_model is _openai.build_model
     assert fsmem.ModelSettings is _llm.ModelSettings and fsmem.memory_section is _prompts.memory_section
     for name in ("LevelParked", "Unsupported", "BadStore"):
         assert getattr(fsmem, name) is getattr(_errors, name)

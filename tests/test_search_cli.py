@@ -215,8 +215,8 @@ def test_concurrent_searches_after_hand_edits_index_each_change_once(root: Path)
     assert (status["documents"], status["files"], status["stale"]) == (22, 22, 0)
 
 
-NEVER_USED_BY_A_SEARCH = ("fsmem._core.review", "fsmem._core.extract", "fsmem._review", "fsmem._llm", "fsmem._tool",
-                          "fsmem._prompts", "fsmem._core.secrets", "fsmem._core.requests",
+NEVER_USED_BY_A_SEARCH = ("fsmem._core.review", "fsmem._core.extract", "fsmem._review", "fsmem._llm", "fsmem._openai",
+                          "fsmem._tool", "fsmem._prompts", "fsmem._core.secrets", "fsmem._core.requests",
                           "http.client", "ssl", "email.utils")
 
 
@@ -237,17 +237,17 @@ def test_a_cold_search_loads_neither_the_model_clients_nor_the_tool_nor_the_revi
     assert done.returncode == 0, done.stderr
     *shown, loaded, later = done.stdout.strip().splitlines()
     assert "a.md" in "\n".join(shown) and loaded == "[]"
-    assert later == "fsmem._llm fsmem._tool True"  # still there for whoever asks
+    assert later == "fsmem._openai fsmem._tool True"  # still there for whoever asks
 
 
-def test_help_loads_no_memory(tmp_path):
+def test_help_loads_no_memory_and_no_http_client(tmp_path):
     code = (
         "import sys\n"
         "from fsmem.cli import main\n"
         "try:\n    main(['--help'])\n"
         "except SystemExit as done:\n    assert not done.code, done.code\n"
         "print(sorted(name for name in sys.modules if name in ('fsmem._memory', 'fsmem._drive', 'fsmem._levels', "
-        "'fsmem._index', 'tantivy', 'fsmem._tool', 'fsmem._review')))\n"
+        "'fsmem._index', 'tantivy', 'fsmem._tool', 'fsmem._review', 'fsmem._openai', 'http.client', 'ssl')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})

@@ -8,14 +8,13 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+import fsmem
 from fsmem._errors import BadFact, FsmemError
-
-if TYPE_CHECKING:
-    from fsmem._llm import ModelSettings
+from fsmem._llm import DEFAULT_API_KEY_ENV, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, ModelSettings
 
 
 def conversation_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,12 +52,6 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ``--model-url`` ($FSMEM_MODEL_URL), ``--model`` ($FSMEM_MODEL), ``--api-key-env``, ``--timeout``
     ($FSMEM_TIMEOUT), ``--max-tokens``, ``--temperature``, ``--no-thinking``.
     """
-    from fsmem._llm import (
-        DEFAULT_API_KEY_ENV,
-        DEFAULT_MAX_TOKENS,
-        DEFAULT_TIMEOUT,
-        ModelSettings,
-    )
 
     @functools.wraps(command)
     def collect(
@@ -141,7 +134,6 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def make_model(settings: ModelSettings) -> Any:
-    """The model the settings name (:func:`fsmem._llm.build_model`); MODEL_ERROR when there is none."""
-    from fsmem._llm import build_model
-
-    return build_model(settings)
+    """The model the settings name (:func:`fsmem.build_model`, which loads the HTTP client); MODEL_ERROR
+    when there is none."""
+    return fsmem.build_model(settings)
