@@ -1,6 +1,6 @@
 """Model clients: one small interface, the settings that name a model, and a scripted model for tests.
 
-    model = build_model(ModelSettings.from_env(url="http://localhost:11434/v1", model="qwen3:4b"))
+    model = fsmem.build_model(ModelSettings.from_env(url="http://localhost:11434/v1", model="qwen3:4b"))
     reply = model.complete([{"role": "user", "content": "Hi"}])   # key from $OPENAI_API_KEY
     reply["content"]          # "Hello!"  (an OpenAI-style assistant message; see ChatModel)
 
@@ -114,7 +114,7 @@ class ModelSettings:
     command and API (``fsmem.cli.model_options`` renders it as ``--model-url`` … ``--temperature``).
 
         settings = ModelSettings.from_env(max_tokens=512)   # $FSMEM_MODEL_URL, $FSMEM_MODEL, $FSMEM_TIMEOUT
-        model = build_model(settings)
+        model = fsmem.build_model(settings)
     """
 
     url: str | None = None
