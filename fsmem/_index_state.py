@@ -10,16 +10,20 @@ worker's cache folder for PostgreSQL)::
 
 The manifest is a journal: ``+`` lines record what was indexed for a path (its stamp, hash and when),
 ``-`` lines its removal. It is appended only after the tantivy commit it describes, so it can lag behind
-the index (the next comparison re-reads those files) but never claim more than the index holds.
+the index (the next comparison re-reads those files) but never claim more than the index holds. A
+rebuild or a compaction replaces it whole with a base (every entry, marshalled, checked by a CRC) that
+the journal's lines then follow: a new process loads ten thousand entries in a few milliseconds.
 """
 
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import secrets
 import threading
 import time
+import zlib
 from pathlib import Path
 
 from fsmem._atomic import pid_alive, write_atomic
@@ -30,6 +34,8 @@ CURRENT = "CURRENT"
 MANIFEST = "files"
 BUILDING = ".building"
 HEARTBEAT = "watch.json"
+_BASE_MAGIC = b"fsmem-manifest-base-1\n"  # then the payload's CRC-32 (4 bytes), its length (8), it, "\n"
+_BASE_HEAD = len(_BASE_MAGIC) + 12
 
 
 def index_dir(state: Path) -> Path:
@@ -48,6 +54,7 @@ class Manifest:
         self.lines = 0
         self._offset = 0
         self._inode: int | None = None
+        self._base_end = 0  # where the journal's lines start (after the base, if the file has one)
         self._lock = threading.Lock()  # threads of one process share it: a search and the watcher
         self._folders: dict[str, int] | None = None  # folder -> paths held under it, once asked (holds_under)
 
@@ -64,11 +71,16 @@ class Manifest:
             return self.entries
         if info.st_ino != self._inode or info.st_size < self._offset:
             self.entries, self.lines, self._offset, self._inode, self._folders = {}, 0, 0, info.st_ino, None
+            self._base_end = 0
         if info.st_size == self._offset:
             return self.entries
         with open(self.file, "rb") as handle:
             handle.seek(self._offset)
             data = handle.read()
+        if self._offset == 0 and data.startswith(_BASE_MAGIC):
+            self.entries, self._base_end = _read_base(data)
+            data = data[self._base_end :]
+            self._offset = self._base_end
         complete = data.rfind(b"\n") + 1  # a torn last line (crash mid-append) is ignored
         self._offset += complete
         entries, folders = self.entries, self._folders
@@ -113,7 +125,7 @@ class Manifest:
     def paths_since(self, key: tuple[int, int]) -> set[str] | None:
         """The paths recorded since the journal had ``key`` (as loaded), ``None`` if it was replaced."""
         inode, offset = key
-        if inode != self._inode or offset > self._offset:
+        if inode != self._inode or offset > self._offset or offset < self._base_end:
             return None
         with open(self.file, "rb") as handle:
             handle.seek(offset)
@@ -144,12 +156,32 @@ class Manifest:
             handle.write("".join(lines).encode("utf-8", "surrogateescape"))
 
     def rewrite(self, entries: dict[str, Indexed]) -> None:
-        """Replace the journal with one line per entry (atomic), e.g. after a rebuild or to compact."""
-        text = "".join(_record(path, entry) for path, entry in sorted(entries.items()))
-        atomic_write(self.file, text.encode("utf-8", "surrogateescape"))
+        """Replace the journal with a base holding every entry (atomic), e.g. after a rebuild or to compact."""
+        payload = marshal.dumps({path: (tuple(entry[0]), entry[1], entry[2]) for path, entry in entries.items()})
+        head = _BASE_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + len(payload).to_bytes(8, "big")
+        atomic_write(self.file, head + payload + b"\n")
 
     def needs_compaction(self) -> bool:
-        return self.lines > 2 * len(self.entries) + 1000
+        """Whether the journal's lines after the base cost a new process more than writing a base would."""
+        return self.lines > len(self.entries) // 4 + 1000
+
+
+def _read_base(data: bytes) -> tuple[dict[str, Indexed], int]:
+    """The entries of the base at the start of ``data``, and where the journal's lines start. A base that
+    does not check out (its CRC, its shape) holds nothing: the manifest then lags, which only costs the
+    next comparison a re-read of every file."""
+    length = int.from_bytes(data[len(_BASE_MAGIC) + 4 : _BASE_HEAD], "big")
+    end = min(len(data), _BASE_HEAD + length + 1)
+    payload = data[_BASE_HEAD : _BASE_HEAD + length]
+    if len(payload) != length or zlib.crc32(payload) != int.from_bytes(
+        data[len(_BASE_MAGIC) : len(_BASE_MAGIC) + 4], "big"
+    ):
+        return {}, end
+    try:
+        entries = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return {}, end
+    return (entries if isinstance(entries, dict) else {}), end
 
 
 def _count_folders(folders: dict[str, int], path: str, delta: int) -> None:

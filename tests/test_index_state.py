@@ -46,3 +46,62 @@ def test_a_folder_noted_as_gone_drops_every_file_held_under_it(tmp_path):
     shutil.rmtree(tmp_path / "seo")
     note_pending(tmp_path / ".fsmem", {"seo"})  # a folder's change is noted as the folder, not its files
     assert sorted(hit.path for hit in index.search("quetzalword", fresh=False)) == ["seo.md", "seoul/trip.md"]
+
+
+def test_a_rewrite_leaves_a_base_that_a_new_process_loads_with_the_lines_after_it(tmp_path):
+    manifest = Manifest(tmp_path / "files")
+    manifest.rewrite({f"f/{n}.md": _entry() for n in range(3)})
+    assert (tmp_path / "files").read_bytes().startswith(b"fsmem-manifest-base-")
+    manifest.append({"g/new.md": _entry()}, ["f/0.md"])
+    fresh = Manifest(tmp_path / "files")
+    assert sorted(fresh.load()) == ["f/1.md", "f/2.md", "g/new.md"]
+    assert fresh.load()["f/1.md"] == ((1, 2, 3, 4), "abc123abc123", 5)
+    assert fresh.lines == 2  # the base is no journal line
+    assert fresh.count_under("f") == 2 and fresh.holds_under("g")
+    assert fresh.paths_since((fresh.key()[0], 0)) is None  # inside the base: no journal to read
+
+
+def test_a_manifest_of_lines_alone_still_loads(tmp_path):
+    (tmp_path / "files").write_text(
+        "+\tabc123abc123\t1\t2\t3\t4\t5\ta.md\n+\tabc123abc123\t1\t2\t3\t4\t5\tb.md\n-\ta.md\n", encoding="utf-8"
+    )
+    assert sorted(Manifest(tmp_path / "files").load()) == ["b.md"]
+
+
+def test_a_base_that_does_not_check_out_holds_nothing_and_the_lines_after_it_still_count(tmp_path):
+    Manifest(tmp_path / "files").rewrite({"a.md": _entry(), "b.md": _entry()})
+    Manifest(tmp_path / "files").append({"c.md": _entry()}, [])
+    data = bytearray((tmp_path / "files").read_bytes())
+    data[40] ^= 0xFF  # a flipped byte inside the marshalled entries
+    (tmp_path / "files").write_bytes(bytes(data))
+    assert sorted(Manifest(tmp_path / "files").load()) == ["c.md"]
+
+
+def test_the_journal_is_compacted_into_a_base_once_its_lines_outgrow_the_entries(tmp_path):
+    manifest = Manifest(tmp_path / "files")
+    manifest.rewrite({f"{n}.md": _entry() for n in range(4000)})
+    for _ in range(2000):
+        manifest.append({"0.md": _entry()}, [])
+    manifest.load()
+    assert not manifest.needs_compaction()  # 2,000 lines: fewer than a quarter of the entries + 1,000
+    manifest.append({f"{n}.md": _entry() for n in range(5)}, [])
+    manifest.load()
+    assert manifest.needs_compaction()
+
+
+def test_a_damaged_base_costs_only_a_reread_of_the_files(tmp_path):
+    memory = fsmem.open(tmp_path, create=True)
+    run = memory.run(thread_id="t-1")
+    for path in ("a.md", "seo/b.md"):
+        assert run.call({"command": "write", "path": path, "content": "# Note\nokapiword\n"})["ok"]
+    memory.index.rebuild()  # the manifest is a base now
+    memory.close()
+    files = next((tmp_path / ".fsmem" / "index").glob("g-*/files"))
+    assert files.read_bytes().startswith(b"fsmem-manifest-base-")
+    data = bytearray(files.read_bytes())
+    data[40] ^= 0xFF
+    files.write_bytes(bytes(data))
+    fresh = fsmem.open(tmp_path)
+    assert sorted(hit.path for hit in fresh.search("okapiword")) == ["a.md", "seo/b.md"]
+    assert fresh.index.status()["stale"] == 0
+    fresh.close()
