@@ -78,7 +78,7 @@ class Manifest:
             handle.seek(self._offset)
             data = handle.read()
         if self._offset == 0 and data.startswith(_BASE_MAGIC):
-            self.entries, self._base_end = _read_base(data)
+            self.entries, self._folders, self._base_end = _read_base(data)
             data = data[self._base_end :]
             self._offset = self._base_end
         complete = data.rfind(b"\n") + 1  # a torn last line (crash mid-append) is ignored
@@ -156,8 +156,14 @@ class Manifest:
             handle.write("".join(lines).encode("utf-8", "surrogateescape"))
 
     def rewrite(self, entries: dict[str, Indexed]) -> None:
-        """Replace the journal with a base holding every entry (atomic), e.g. after a rebuild or to compact."""
-        payload = marshal.dumps({path: (tuple(entry[0]), entry[1], entry[2]) for path, entry in entries.items()})
+        """Replace the journal with a base holding every entry and the count of paths under each folder
+        (atomic), e.g. after a rebuild or to compact."""
+        folders: dict[str, int] = {}
+        for path in entries:
+            _count_folders(folders, path, 1)
+        payload = marshal.dumps(
+            ({path: (tuple(entry[0]), entry[1], entry[2]) for path, entry in entries.items()}, folders)
+        )
         head = _BASE_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + len(payload).to_bytes(8, "big")
         atomic_write(self.file, head + payload + b"\n")
 
@@ -166,22 +172,23 @@ class Manifest:
         return self.lines > len(self.entries) // 4 + 1000
 
 
-def _read_base(data: bytes) -> tuple[dict[str, Indexed], int]:
-    """The entries of the base at the start of ``data``, and where the journal's lines start. A base that
-    does not check out (its CRC, its shape) holds nothing: the manifest then lags, which only costs the
-    next comparison a re-read of every file."""
+def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int] | None, int]:
+    """The entries of the base at the start of ``data``, its count of paths per folder, and where the
+    journal's lines start. A base that does not check out (its CRC, its shape) holds nothing: the
+    manifest then lags, which only costs the next comparison a re-read of every file."""
     length = int.from_bytes(data[len(_BASE_MAGIC) + 4 : _BASE_HEAD], "big")
     end = min(len(data), _BASE_HEAD + length + 1)
     payload = data[_BASE_HEAD : _BASE_HEAD + length]
-    if len(payload) != length or zlib.crc32(payload) != int.from_bytes(
-        data[len(_BASE_MAGIC) : len(_BASE_MAGIC) + 4], "big"
-    ):
-        return {}, end
+    crc = int.from_bytes(data[len(_BASE_MAGIC) : _BASE_HEAD - 8], "big")
+    if len(payload) != length or zlib.crc32(payload) != crc:
+        return {}, None, end
     try:
-        entries = marshal.loads(payload)
+        entries, folders = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
-        return {}, end
-    return (entries if isinstance(entries, dict) else {}), end
+        return {}, None, end
+    if not (isinstance(entries, dict) and isinstance(folders, dict)):
+        return {}, None, end
+    return entries, folders, end
 
 
 def _count_folders(folders: dict[str, int], path: str, delta: int) -> None:
