@@ -150,8 +150,11 @@ class Freshness:
             present = None if not path or path in seen else self.store.files_under(path)
             if present is None:
                 files.append(path)
-            elif len(present) != manifest.count_under(path) or self.feed.unsettled(present, seen):
+                continue
+            differ = self.feed.unsettled(present, seen)
+            if differ or len(present) != manifest.count_under(path):
                 folders.append(path)
+                folders.extend(differ)  # named too: a hand edit among them keeps the text it replaced
         return self.feed.unsettled(files, seen) + folders
 
     def keep_hand_edits(self, paths: Iterable[str]) -> list[str]:

@@ -17,6 +17,7 @@ the journal's lines then follow: a new process loads ten thousand entries in a f
 
 from __future__ import annotations
 
+import array
 import json
 import marshal
 import os
@@ -28,14 +29,25 @@ from pathlib import Path
 
 from fsmem._atomic import pid_alive, write_atomic
 from fsmem._core.search import SCHEMA_VERSION, Indexed
+from fsmem._errors import IndexError_
 
 INDEX_DIR = "index"
 CURRENT = "CURRENT"
 MANIFEST = "files"
 BUILDING = ".building"
 HEARTBEAT = "watch.json"
-_BASE_MAGIC = b"fsmem-manifest-base-1\n"  # then the payload's CRC-32 (4 bytes), its length (8), it, "\n"
-_BASE_HEAD = len(_BASE_MAGIC) + 12
+# A base: this magic, a nonce (8 random bytes: each base is told from any other that took its inode),
+# the payload's CRC-32 (4) and length (8), the payload, "\n". The payload, marshalled: the paths, their
+# versions, their stamps' and indexed times as int64s (size, mtime, ctime, indexed) and the inodes as
+# uint64s, five to a path in that order; then the folders and how many paths each holds. Only lists of
+# str and machine integers: whatever the bytes, loading builds nothing else.
+_BASE_MAGIC = b"fsmem-manifest-base-1\n"
+_BASE_HEAD = len(_BASE_MAGIC) + 8 + 12
+_HEAD = 64  # the bytes that tell one manifest file from another that replaced it
+
+
+class DamagedManifest(IndexError_):
+    """The manifest's base does not check out: the generation is rebuilt from the files."""
 
 
 def index_dir(state: Path) -> Path:
@@ -54,12 +66,15 @@ class Manifest:
         self.lines = 0
         self._offset = 0
         self._inode: int | None = None
+        self._head = b""  # the file's first bytes as loaded: a file that took its inode differs there
+        self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime) when last loaded
         self._base_end = 0  # where the journal's lines start (after the base, if the file has one)
         self._lock = threading.Lock()  # threads of one process share it: a search and the watcher
         self._folders: dict[str, int] | None = None  # folder -> paths held under it, once asked (holds_under)
 
     def load(self) -> dict[str, Indexed]:
-        """Bring ``entries`` up to date with the file (only the new tail when it only grew)."""
+        """Bring ``entries`` up to date with the file (only the new tail when it only grew). Raises
+        ``DamagedManifest`` when its base does not check out."""
         with self._lock:
             return self._load()
 
@@ -67,20 +82,27 @@ class Manifest:
         try:
             info = self.file.stat()
         except FileNotFoundError:
-            self.entries, self.lines, self._offset, self._inode, self._folders = {}, 0, 0, None, None
+            self._reset(None)
             return self.entries
-        if info.st_ino != self._inode or info.st_size < self._offset:
-            self.entries, self.lines, self._offset, self._inode, self._folders = {}, 0, 0, info.st_ino, None
-            self._base_end = 0
-        if info.st_size == self._offset:
+        if (info.st_ino, info.st_size, info.st_mtime_ns) == self._seen:
             return self.entries
         with open(self.file, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_ino != self._inode or info.st_size < self._offset or not self._same_head(handle.fileno()):
+                self._reset(info.st_ino)
             handle.seek(self._offset)
-            data = handle.read()
-        if self._offset == 0 and data.startswith(_BASE_MAGIC):
-            self.entries, self._folders, self._base_end = _read_base(data)
-            data = data[self._base_end :]
-            self._offset = self._base_end
+            data = handle.read(info.st_size - self._offset)
+        self._seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+        if self._offset == 0:
+            self._head = data[:_HEAD]
+            if data.startswith(_BASE_MAGIC):
+                try:
+                    self.entries, self._folders, self._base_end = _read_base(data)
+                except DamagedManifest:
+                    self._reset(None)
+                    raise
+                data = data[self._base_end :]
+                self._offset = self._base_end
         complete = data.rfind(b"\n") + 1  # a torn last line (crash mid-append) is ignored
         self._offset += complete
         entries, folders = self.entries, self._folders
@@ -106,6 +128,13 @@ class Manifest:
                     _count_folders(folders, line[2:], -1)
         return entries
 
+    def _reset(self, inode: int | None) -> None:
+        self.entries, self.lines, self._offset, self._inode, self._folders = {}, 0, 0, inode, None
+        self._head, self._seen, self._base_end = b"", None, 0
+
+    def _same_head(self, fd: int) -> bool:
+        return os.pread(fd, len(self._head), 0) == self._head
+
     def holds_under(self, folder: str) -> bool:
         """Whether the index holds any path under ``folder`` (``"a/b"``): a change noted for a file
         then never scans every path held."""
@@ -124,10 +153,12 @@ class Manifest:
 
     def paths_since(self, key: tuple[int, int]) -> set[str] | None:
         """The paths recorded since the journal had ``key`` (as loaded), ``None`` if it was replaced."""
-        inode, offset = key
-        if inode != self._inode or offset > self._offset or offset < self._base_end:
+        ident, offset = key
+        if self._inode is None or ident != self._ident() or offset > self._offset or offset < self._base_end:
             return None
         with open(self.file, "rb") as handle:
+            if os.fstat(handle.fileno()).st_ino != self._inode or not self._same_head(handle.fileno()):
+                return None  # replaced since it was loaded
             handle.seek(offset)
             data = handle.read(self._offset - offset)
         paths = set()
@@ -141,8 +172,12 @@ class Manifest:
         return paths
 
     def key(self) -> tuple[int, int] | None:
-        """``(inode, length)`` of the journal as loaded: it only grows, or is replaced whole."""
-        return None if self._inode is None else (self._inode, self._offset)
+        """``(identity, length)`` of the journal as loaded: it only grows, or is replaced whole."""
+        return None if self._inode is None else (self._ident(), self._offset)
+
+    def _ident(self) -> int:
+        """The file as loaded, as a number: its inode and its first bytes (a base's nonce among them)."""
+        return ((self._inode or 0) << 32) | zlib.crc32(self._head)
 
     def append(self, added: dict[str, Indexed], removed: list[str]) -> None:
         """Record one commit's worth of changes (call only after the tantivy commit succeeded)."""
@@ -161,34 +196,56 @@ class Manifest:
         folders: dict[str, int] = {}
         for path in entries:
             _count_folders(folders, path, 1)
-        payload = marshal.dumps(
-            ({path: (tuple(entry[0]), entry[1], entry[2]) for path, entry in entries.items()}, folders)
+        values = entries.values()
+        numbers = array.array(
+            "q", [n for (size, mtime, ctime, _), _, indexed in values for n in (size, mtime, ctime, indexed)]
         )
-        head = _BASE_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + len(payload).to_bytes(8, "big")
-        atomic_write(self.file, head + payload + b"\n")
+        payload = marshal.dumps(
+            (
+                list(entries),
+                [entry[1] for entry in values],
+                numbers.tobytes(),
+                array.array("Q", [entry[0][3] for entry in values]).tobytes(),
+                list(folders),
+                array.array("q", folders.values()).tobytes(),
+            )
+        )
+        head = _BASE_MAGIC + secrets.token_bytes(8) + zlib.crc32(payload).to_bytes(4, "big")
+        atomic_write(self.file, head + len(payload).to_bytes(8, "big") + payload + b"\n")
 
     def needs_compaction(self) -> bool:
         """Whether the journal's lines after the base cost a new process more than writing a base would."""
         return self.lines > len(self.entries) // 4 + 1000
 
 
-def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int] | None, int]:
+def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int], int]:
     """The entries of the base at the start of ``data``, its count of paths per folder, and where the
-    journal's lines start. A base that does not check out (its CRC, its shape) holds nothing: the
-    manifest then lags, which only costs the next comparison a re-read of every file."""
-    length = int.from_bytes(data[len(_BASE_MAGIC) + 4 : _BASE_HEAD], "big")
-    end = min(len(data), _BASE_HEAD + length + 1)
+    journal's lines start; ``DamagedManifest`` when it does not check out (its CRC, its shape)."""
+    crc = int.from_bytes(data[_BASE_HEAD - 12 : _BASE_HEAD - 8], "big")
+    length = int.from_bytes(data[_BASE_HEAD - 8 : _BASE_HEAD], "big")
     payload = data[_BASE_HEAD : _BASE_HEAD + length]
-    crc = int.from_bytes(data[len(_BASE_MAGIC) : _BASE_HEAD - 8], "big")
     if len(payload) != length or zlib.crc32(payload) != crc:
-        return {}, None, end
+        raise DamagedManifest("its manifest's base is damaged (a checksum does not match)")
     try:
-        entries, folders = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return {}, None, end
-    if not (isinstance(entries, dict) and isinstance(folders, dict)):
-        return {}, None, end
-    return entries, folders, end
+        paths, versions, packed, packed_inodes, folder_names, packed_counts = marshal.loads(payload)
+        numbers, inodes, counts = array.array("q"), array.array("Q"), array.array("q")
+        numbers.frombytes(packed)
+        inodes.frombytes(packed_inodes)
+        counts.frombytes(packed_counts)
+    except Exception as error:  # noqa: BLE001 - any shape the bytes may take is a damaged base
+        raise DamagedManifest(f"its manifest's base could not be read ({type(error).__name__})") from None
+    if not (
+        type(paths) is list
+        and type(versions) is list
+        and type(folder_names) is list
+        and len(paths) == len(versions) == len(inodes) == len(numbers) // 4
+        and len(folder_names) == len(counts)
+        and {str} >= set(map(type, paths)) | set(map(type, versions)) | set(map(type, folder_names))
+    ):
+        raise DamagedManifest("its manifest's base is not shaped as fsmem writes it")
+    stamps = zip(numbers[0::4], numbers[1::4], numbers[2::4], inodes, strict=True)
+    entries = dict(zip(paths, zip(stamps, versions, numbers[3::4], strict=True), strict=True))
+    return entries, dict(zip(folder_names, counts, strict=True)), _BASE_HEAD + length + 1
 
 
 def _count_folders(folders: dict[str, int], path: str, delta: int) -> None:

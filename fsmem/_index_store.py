@@ -179,8 +179,10 @@ class IndexStore:
         except ValueError as error:
             raise IndexError_(f"tantivy could not open it ({error})") from error
         tv.register_tokenizer("fsmem", self.analyzer)
+        manifest = Manifest(folder / MANIFEST)
+        manifest.load()  # DamagedManifest (an IndexError_): what the index holds is unknown, so rebuilt
         self._tv, self.generation = tv, generation
-        self.manifest = Manifest(folder / MANIFEST)
+        self.manifest = manifest
         self._meta_file = str(folder / "meta.json")
         self._meta_key = None
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import marshal
 import shutil
+import zlib
+
+import pytest
 
 import fsmem
 from fsmem._core.search import Indexed, Stamp
-from fsmem._index_state import Manifest, note_pending
+from fsmem._index_state import DamagedManifest, Manifest, note_pending
+from fsmem._index_store import IndexWarning
 
 
 def _entry() -> Indexed:
@@ -68,13 +73,46 @@ def test_a_manifest_of_lines_alone_still_loads(tmp_path):
     assert sorted(Manifest(tmp_path / "files").load()) == ["b.md"]
 
 
-def test_a_base_that_does_not_check_out_holds_nothing_and_the_lines_after_it_still_count(tmp_path):
+def test_a_base_that_does_not_check_out_is_refused_whole(tmp_path):
     Manifest(tmp_path / "files").rewrite({"a.md": _entry(), "b.md": _entry()})
     Manifest(tmp_path / "files").append({"c.md": _entry()}, [])
     data = bytearray((tmp_path / "files").read_bytes())
-    data[40] ^= 0xFF  # a flipped byte inside the marshalled entries
+    data[60] ^= 0xFF  # a flipped byte inside the marshalled entries
     (tmp_path / "files").write_bytes(bytes(data))
-    assert sorted(Manifest(tmp_path / "files").load()) == ["c.md"]
+    with pytest.raises(DamagedManifest, match="checksum"):
+        Manifest(tmp_path / "files").load()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"seo/a.md": 1},  # an older layout, or anything else marshal reads
+        (["a.md"], ["v1"], b"\0" * 32, b"\0" * 8, [None], b"\0" * 8),  # a folder that is no name
+        (["a.md", "b.md"], ["v1"], b"\0" * 32, b"\0" * 8, [], b""),  # columns of different lengths
+        ([7], ["v1"], b"\0" * 32, b"\0" * 8, [], b""),  # a path that is no text
+        (["a.md"], ["v1"], b"\0" * 31, b"\0" * 8, [], b""),  # numbers cut short
+    ],
+)
+def test_a_base_planted_with_a_valid_checksum_but_another_shape_is_refused(tmp_path, payload):
+    data = marshal.dumps(payload)
+    head = b"fsmem-manifest-base-1\n" + bytes(8) + zlib.crc32(data).to_bytes(4, "big") + len(data).to_bytes(8, "big")
+    (tmp_path / "files").write_bytes(head + data + b"\n")
+    with pytest.raises(DamagedManifest):
+        Manifest(tmp_path / "files").load()
+
+
+def test_a_manifest_replaced_by_one_that_took_its_inode_is_loaded_again(tmp_path):
+    """ext4 hands a freed inode to the next file: a replacement is told by its first bytes too."""
+    base = {f"f/{n}.md": _entry() for n in range(50)}
+    Manifest(tmp_path / "files").rewrite(base)
+    reader = Manifest(tmp_path / "files")
+    reader.load()
+    key = reader.key()
+    Manifest(tmp_path / "next").rewrite({**base, "y/new.md": _entry(), "y/other.md": _entry()})
+    with open(tmp_path / "files", "r+b") as handle:  # the same inode, as a reused one would be
+        handle.write((tmp_path / "next").read_bytes())
+    assert "y/new.md" in reader.load() and reader.count_under("y") == 2
+    assert reader.paths_since(key) is None  # the walk's record of the old file says nothing of this one
 
 
 def test_the_journal_is_compacted_into_a_base_once_its_lines_outgrow_the_entries(tmp_path):
@@ -89,7 +127,7 @@ def test_the_journal_is_compacted_into_a_base_once_its_lines_outgrow_the_entries
     assert manifest.needs_compaction()
 
 
-def test_a_damaged_base_costs_only_a_reread_of_the_files(tmp_path):
+def test_a_damaged_base_rebuilds_the_index_from_the_files_with_a_warning(tmp_path):
     memory = fsmem.open(tmp_path, create=True)
     run = memory.run(thread_id="t-1")
     for path in ("a.md", "seo/b.md"):
@@ -99,9 +137,11 @@ def test_a_damaged_base_costs_only_a_reread_of_the_files(tmp_path):
     files = next((tmp_path / ".fsmem" / "index").glob("g-*/files"))
     assert files.read_bytes().startswith(b"fsmem-manifest-base-")
     data = bytearray(files.read_bytes())
-    data[40] ^= 0xFF
+    data[60] ^= 0xFF
     files.write_bytes(bytes(data))
+    (tmp_path / "seo" / "b.md").unlink()  # gone since: the index still holds it, the manifest cannot say so
     fresh = fsmem.open(tmp_path)
-    assert sorted(hit.path for hit in fresh.search("okapiword")) == ["a.md", "seo/b.md"]
+    with pytest.warns(IndexWarning, match="manifest's base is damaged"):
+        assert [hit.path for hit in fresh.search("okapiword")] == ["a.md"]
     assert fresh.index.status()["stale"] == 0
     fresh.close()

@@ -92,6 +92,18 @@ def test_a_folder_the_watcher_named_is_indexed_again_only_when_something_under_i
     assert paths(memory.search("wombat")) == []
 
 
+def test_a_hand_edit_in_a_folder_the_watcher_named_keeps_the_text_it_replaced(memory) -> None:
+    """A folder moved out, edited and moved back is named by the watcher as the folder alone."""
+    run = memory.run()
+    before = "# A\n\nquokka\n"
+    assert run.call({"command": "write", "path": "seo/a.md", "content": before})["ok"]
+    assert paths(memory.search("quokka")) == ["seo/a.md"]
+    write(memory.root, "seo/a.md", "# A\n\nthe numbat, by hand\n")
+    assert memory.index.refresh(["seo"]) >= 1
+    assert versions_of(memory, "seo/a.md").get(version_of(before.encode())) == before.encode()
+    assert [entry.path for entry in memory.log() if entry.command == "hand_edit"] == ["seo/a.md"]
+
+
 def test_closing_a_memory_stops_its_watcher(memory) -> None:
     memory.search("fridays")
     assert heartbeat_file(memory.drive.state).exists()

@@ -38,7 +38,7 @@ __all__ = [
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 6  # 6: front matter split by fsmem._front_matter (python-frontmatter), the one reader
+SCHEMA_VERSION = 7  # 7: the manifest starts with a marshalled base; 6: front matter split by fsmem._front_matter
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
