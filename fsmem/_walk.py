@@ -185,6 +185,8 @@ def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderR
         return None
     try:
         key, taken_ns, count, folders, racy = marshal.loads(payload)
+        if not folders:  # every walk records the root's own folder
+            return None
         return (int(key[0]), int(key[1])), int(taken_ns), int(count), list(folders), dict(racy)
     except (ValueError, TypeError, EOFError, IndexError):
         return None
@@ -306,7 +308,10 @@ def changes_since(root: Path, seen: Mapping[str, Indexed], memo: Memo | None, li
     """
     key = memo.key() if memo is not None else None
     if memo is not None and key is not None:
-        counted = _unchanged_since_cached_walk(root, memo, key, seen, limit)
+        try:
+            counted = _unchanged_since_cached_walk(root, memo, key, seen, limit)
+        except (TypeError, ValueError, AttributeError, IndexError, KeyError):
+            counted = None  # a cache of another shape (damaged, or planted with a valid CRC): walk instead
         if counted is not None:
             return Plan((), (), ()), counted
     taken = time.time_ns()

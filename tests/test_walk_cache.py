@@ -15,7 +15,7 @@ from fsmem._config import Settings
 
 import fsmem._walk as index_module
 from fsmem._index_state import index_dir, read_current
-from fsmem._walk import WALK_CACHE, load_walk_cache, unchanged_since, walk_tree
+from fsmem._walk import WALK_CACHE, load_walk_cache, save_walk_cache, unchanged_since, walk_tree
 from tests.conftest import index_of, run_fsmem, write
 
 FAR_FUTURE = 1 << 62  # "recorded long after every stamp": no folder is too recent to trust
@@ -151,6 +151,34 @@ def test_a_damaged_or_foreign_cache_is_ignored(tree: Path) -> None:
         assert load_walk_cache(target) is None
         write(tree, "notes/b.md", f"# B\n\nbeta {len(junk)}\n")
         assert [hit.path for hit in index_of(tree).search(f"beta {len(junk)}")] == ["notes/b.md"]
+
+
+@pytest.mark.parametrize(
+    "racy, folders",
+    [
+        ({"notes/b.md": 1}, None),  # a racy entry that is no (version, tick)
+        ({"notes/b.md": ("v1",)}, None),
+        ({3: ("v1", 1)}, None),  # a path that is no text
+        ({}, [1]),  # a folder record that is no tuple
+        ({}, [("", (1, 2, 3), 5, b"", (), ())]),  # names that are no text
+        ({}, [("", "x", "", b"", (), ())]),  # a stamp that is no tuple
+        ({}, [("", (1, 2, 3), "", b"", (7,), ())]),  # a link that is no name
+        ({}, []),  # no folder at all, not even the root
+    ],
+)
+def test_a_cache_of_another_shape_is_ignored_even_with_a_valid_checksum(tree: Path, racy, folders) -> None:
+    """A damaged or planted cache must send the search to the walk, never raise in it."""
+    index = index_of(tree)
+    index.search("friday")
+    target = cache_file(tree)
+    key, taken_ns, count, real_folders, _ = load_walk_cache(target)
+    save_walk_cache(target, key, taken_ns, count, real_folders if folders is None else folders, racy)
+    # its checksum holds: only using it (or its emptiness) can tell
+    assert [hit.path for hit in index_of(tree).search("friday")] == ["MEMORY.md"]
+    write(tree, "notes/b.md", "# B\n\nbeta planted\n")
+    assert [hit.path for hit in index_of(tree).search("beta planted")] == ["notes/b.md"]
+    write(tree, "seo/deep/a.md", "# A\n\nalpha planted again\n")
+    assert [hit.path for hit in index_of(tree).search("alpha planted again")] == ["seo/deep/a.md"]
 
 
 def test_changes_through_fsmem_never_make_anyone_walk_the_whole_root(tree: Path, monkeypatch) -> None:
