@@ -18,7 +18,6 @@ lost (``FolderFeed``, below: the folder's answers).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
@@ -31,6 +30,7 @@ from fsmem._drive import Drive
 from fsmem._errors import FsmemError
 from fsmem._index_state import (
     Manifest,
+    file_key,
     pending_file,
     pending_mark,
     read_applied,
@@ -180,7 +180,7 @@ class FolderFeed:
         self._pending_file = str(pending_file(drive.state))
 
     def probe(self) -> object:
-        return _stat_key(self._pending_file)
+        return file_key(self._pending_file)
 
     def noted(self, applied: object) -> tuple[set[str], object] | None:
         return read_pending(self.state, applied)
@@ -273,11 +273,3 @@ def _is_file(drive: Drive, path: str) -> bool:
         return drive.resolve(path).is_file()
     except (FsmemError, OSError):  # a path the drive refuses is no memory file
         return False
-
-
-def _stat_key(path: str) -> tuple[int, int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_ino, info.st_size, info.st_mtime_ns

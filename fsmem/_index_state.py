@@ -50,6 +50,16 @@ class DamagedManifest(IndexError_):
     """The manifest's base does not check out: the generation is rebuilt from the files."""
 
 
+def file_key(path: str) -> tuple[int, int, int] | None:
+    """What tells whether a small state file changed (replaced, grown, rewritten): its inode, size and
+    modified time; ``None`` when it is missing."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
 def index_dir(state: Path) -> Path:
     return state / INDEX_DIR
 

@@ -33,6 +33,7 @@ from fsmem._index_state import (
     CURRENT,
     MANIFEST,
     Manifest,
+    file_key,
     index_dir,
     new_generation_name,
     read_current,
@@ -118,9 +119,9 @@ class IndexStore:
         tv = self._tv
         if self._pinned and tv is not None:  # a rebuild catching up on the generation it will swap in
             return tv
-        seen = _file_key(self._current_file)
+        seen = file_key(self._current_file)
         if seen is not None and seen == self._current_key and tv is not None:
-            meta = _file_key(self._meta_file)
+            meta = file_key(self._meta_file)
             if meta is not None:  # CURRENT is replaced whole on every swap: same generation
                 if meta != self._meta_key:
                     tv.reload()
@@ -143,7 +144,7 @@ class IndexStore:
                         )
         assert self._tv is not None
         self._tv.reload()
-        self._meta_key = _file_key(self._meta_file)
+        self._meta_key = file_key(self._meta_file)
         return self._tv
 
     def _follow_current(self) -> str | None:
@@ -236,7 +237,7 @@ class IndexStore:
         folder = index_dir(self.state) / generation
         deadline = time.monotonic() + self.settings.lock_timeout
         while True:
-            before = _file_key(str(folder / ".managed.json"))
+            before = file_key(str(folder / ".managed.json"))
             try:
                 tv = tantivy.Index.open(str(folder))
             except ValueError as error:
@@ -246,7 +247,7 @@ class IndexStore:
                 ) from error
             tv.register_tokenizer("fsmem", self.analyzer)
             writer = self._new_writer(tv, big, deadline)
-            if _file_key(str(folder / ".managed.json")) == before:
+            if file_key(str(folder / ".managed.json")) == before:
                 return writer
             writer.wait_merging_threads()  # another batch wrote in between: drop it, open again
 
@@ -511,11 +512,3 @@ def _load_libc() -> ctypes.CDLL | None:
 
 
 _LIBC = _load_libc()
-
-
-def _file_key(path: str) -> tuple[int, int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_ino, info.st_mtime_ns, info.st_size

@@ -232,14 +232,7 @@ class Run:
                 f"lines {request.start_line or 1}-{request.end_line or 'end'} of {path} come to "
                 f"{len(view):,} characters, more than the {cap:,} a read shows; ask for fewer lines"
             )
-        return {
-            "ok": True,
-            "path": path,
-            "version": version,
-            "content": text,
-            "lines": len(text.splitlines()),
-            "text": view,
-        }
+        return _file_result(path, version, text, view)
 
     def _tree(self, path: str) -> str:
         levels = []
@@ -278,14 +271,12 @@ class Run:
             if before is not None and after == before:
                 version = version_of(before)
                 self.mark_seen(path, version)
-                return {
-                    "ok": True,
-                    "path": path,
-                    "version": version,
-                    "content": after_text,
-                    "lines": len(after_text.splitlines()),
-                    "text": f"{path} already holds exactly this (version {version}); nothing changed.",
-                }
+                return _file_result(
+                    path,
+                    version,
+                    after_text,
+                    f"{path} already holds exactly this (version {version}); nothing changed.",
+                )
             if self.review and before_text is not None:
                 from fsmem._core.review import only_adds, unified_diff  # review mode only: not loaded to search
 
@@ -304,15 +295,7 @@ class Run:
         )
         if request.old_text is not None and before_text is not None:  # where the replaced text began
             line = before_text[: before_text.find(request.old_text)].count("\n") + 1
-        result = {
-            "ok": True,
-            "path": path,
-            "version": version,
-            "content": after_text,
-            "lines": len(after_text.splitlines()),
-            "line": line,
-            "text": text,
-        }
+        result = _file_result(path, version, after_text, text, line=line)
         if hand:  # a person saved the file while this write was made: their text is kept, not lost
             kept = hand[-1].version
             result["hand_edit_kept"] = hand[-1].to_dict()
@@ -577,3 +560,17 @@ def _added_lines(before: str, after: str) -> str:
     """The lines of ``after`` that ``before`` does not hold: what this change brings in."""
     old = set(before.splitlines())
     return "\n".join(line for line in after.splitlines() if line not in old)
+
+
+def _file_result(path: str, version: str, content: str, text: str, **more: Any) -> dict[str, Any]:
+    """A read's or a write's result: the file as it now is (faces word it from these fields) and ``text``,
+    the tool's own words for the model."""
+    return {
+        "ok": True,
+        "path": path,
+        "version": version,
+        "content": content,
+        "lines": len(content.splitlines()),
+        **more,
+        "text": text,
+    }
