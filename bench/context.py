@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.repeat = args.repeat or (30 if args.quick else 300)
 
-    from fsmem._context import documents
+    from fsmem._memory.context import documents
     from fsmem._core.context import plan_context
 
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as folder:

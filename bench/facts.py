@@ -27,7 +27,7 @@ import fsmem
 from bench.timing import measure, median_p95
 from fsmem._core import chains
 from fsmem._core import facts as rules
-from fsmem._facts import Facts, render
+from fsmem._memory.facts import Facts, render
 
 ATTRIBUTES = ["role", "team", "employer", "city", "manager", "project", "deadline", "preferred language",
               "decision", "status"]

@@ -210,7 +210,7 @@ memory.close()
 
 def bench_size(count: int, reps: int, workdir: Path) -> dict:
     import fsmem
-    from fsmem._index import Index
+    from fsmem._index.index import Index
 
     root = workdir / f"corpus-{count}"
     root.mkdir()

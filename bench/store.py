@@ -94,8 +94,8 @@ def _options(argv: list[str]) -> argparse.Namespace:
 def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where: str) -> None:
     import fsmem
     from fsmem._core.versions import version_of
-    from fsmem._drive import Drive
-    from fsmem._pg_store import PgStore
+    from fsmem._store.folder.drive import Drive
+    from fsmem._store.postgres.store import PgStore
 
     print(f"PostgreSQL: {where}; {rounds} timed calls a latency row, {seconds:g} s a throughput row")
     project = f"bench-{uuid.uuid4().hex[:8]}"
@@ -300,8 +300,8 @@ def _search_rows(url: str, rounds: int) -> None:
     import dataclasses
 
     import fsmem
-    from fsmem._config import Settings
-    from fsmem._levels import Scope
+    from fsmem._env.config import Settings
+    from fsmem._memory.levels import Scope
 
     project = f"bench-search-{uuid.uuid4().hex[:8]}"
     settings = dataclasses.replace(Settings(), watch=False)  # no listener: each search catches up itself
@@ -352,7 +352,7 @@ def _search_rows(url: str, rounds: int) -> None:
 
 def _throughput(url: str, workers: int, seconds: float, shared: bool) -> tuple[float, float]:
     """Acknowledged writes per second over all workers, and the share of tries refused with CONFLICT."""
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     project = f"bench-{uuid.uuid4().hex[:8]}"
     with PgStore.open(url, project) as store, store.change("write") as tx:
@@ -373,7 +373,7 @@ def _throughput(url: str, workers: int, seconds: float, shared: bool) -> tuple[f
 
 def _wait_ready(url: str, project: str, workers: int) -> None:
     """Every worker has opened its store (and said so with a write) before the clock starts."""
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(url, project) as store:
         while store.newest_seq() < 1 + workers:  # shared.md, then one ready/w<n>.md each
@@ -383,7 +383,7 @@ def _wait_ready(url: str, project: str, workers: int) -> None:
 def _worker(url: str, project: str, number: int, seconds: float, shared: bool, go: str) -> tuple[int, int]:
     from fsmem._core.versions import version_of
     from fsmem._errors import Conflict
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     path = "shared.md" if shared else f"w{number}.md"
     with PgStore.open(url, project, pool_size=1) as store:

@@ -170,7 +170,7 @@ def score(case: Case, before: dict[str, bytes], after: dict[str, bytes], answer:
 def resolve_scope(case: Case) -> Any:
     from fsmem import Scope
     from fsmem._core.layout import slug
-    from fsmem._sample import SEO
+    from fsmem._env.sample import SEO
 
     if case.scope == "chat":
         return Scope.chat()
@@ -192,7 +192,7 @@ def run_trial(case: Case, model: Any, workdir: Path) -> Trial:
     """One run of a case on a fresh copy of the sample project."""
     import fsmem
     from fsmem.harness import Session
-    from fsmem._sample import PROJECT, copy_sample
+    from fsmem._env.sample import PROJECT, copy_sample
 
     root = copy_sample(workdir / "root")
     for path, text in case.files.items():
@@ -231,7 +231,7 @@ def run_trial(case: Case, model: Any, workdir: Path) -> Trial:
 
 
 def scripted_model(case: Case, bad: bool = False) -> Any:
-    from fsmem._llm import ScriptedModel
+    from fsmem._llm.model import ScriptedModel
 
     model = ScriptedModel()
     for message in script_messages(case.bad_script if bad else case.script):
@@ -276,7 +276,7 @@ def cli(model_settings: Any, trials: int | None, pattern: str, bad: bool, as_jso
     if not cases:
         raise click.UsageError(f"no case matches {pattern!r} in {CASES_DIR}")
     if model_settings.url:
-        from fsmem._openai import build_model
+        from fsmem._llm.openai import build_model
 
         build_model(model_settings)  # a missing --model is said once, before any trial
 

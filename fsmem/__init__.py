@@ -42,28 +42,28 @@ from fsmem._errors import (
 )
 
 if _typing.TYPE_CHECKING:
-    from fsmem._levels import Scope, scope_files
-    from fsmem._llm import ModelSettings
-    from fsmem._memory import Memory, open
-    from fsmem._openai import OpenAICompatibleModel, build_model
-    from fsmem._prompts import memory_section
-    from fsmem._review import review
-    from fsmem._tool import Run
+    from fsmem._llm.model import ModelSettings
+    from fsmem._llm.openai import OpenAICompatibleModel, build_model
+    from fsmem._memory.levels import Scope, scope_files
+    from fsmem._memory.memory import Memory, open
+    from fsmem._memory.prompts import memory_section
+    from fsmem._memory.review import review
+    from fsmem._memory.tool import Run
 
 # Every name but the errors is bound on its first use, from the module that defines it, so a command
 # loads only what it uses: `fsmem --help` no memory at all, a cold `fsmem search` neither the model
 # clients (http.client, ssl, email) nor the tool's rules, the prompts or the review.
 _DEFINED_IN = {
-    "Memory": "fsmem._memory",
-    "ModelSettings": "fsmem._llm",
-    "OpenAICompatibleModel": "fsmem._openai",
-    "Run": "fsmem._tool",
-    "Scope": "fsmem._levels",
-    "build_model": "fsmem._openai",
-    "memory_section": "fsmem._prompts",
-    "open": "fsmem._memory",
-    "review": "fsmem._review",
-    "scope_files": "fsmem._levels",
+    "Memory": "fsmem._memory.memory",
+    "ModelSettings": "fsmem._llm.model",
+    "OpenAICompatibleModel": "fsmem._llm.openai",
+    "Run": "fsmem._memory.tool",
+    "Scope": "fsmem._memory.levels",
+    "build_model": "fsmem._llm.openai",
+    "memory_section": "fsmem._memory.prompts",
+    "open": "fsmem._memory.memory",
+    "review": "fsmem._memory.review",
+    "scope_files": "fsmem._memory.levels",
 }
 
 if not _typing.TYPE_CHECKING:  # type checkers see the imports above, so a misspelt name stays an error

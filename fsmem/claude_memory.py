@@ -9,7 +9,7 @@
         messages=[{"role": "user", "content": "Titles end with | Field Notes. Remember that."}])
     for message in runner: ...
 
-``/memories`` is the root. Every command goes through the same :class:`fsmem._tool.Run` as fsmem's own
+``/memories`` is the root. Every command goes through the same :class:`fsmem._memory.tool.Run` as fsmem's own
 tool, so the path and symlink guard, the secret guard, read versions, ``versions/``, ``log.jsonl`` and
 the index all apply:
 
@@ -54,9 +54,9 @@ from fsmem._core.requests import Delete, Read, Rename, Request, Write
 from fsmem._core.secrets import find_secret
 from fsmem._core.versions import version_of
 from fsmem._errors import BadPath, RequestError
-from fsmem._levels import Scope
-from fsmem._memory import Memory
-from fsmem._tool import Run, error_result
+from fsmem._memory.levels import Scope
+from fsmem._memory.memory import Memory
+from fsmem._memory.tool import Run, error_result
 
 __all__ = ["FsmemMemoryTool", "MEMORIES"]
 
@@ -71,7 +71,7 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
 
     ``memory`` is a :class:`fsmem.Memory` or a folder (made into a root when ``create``). Changes are
     logged as ``thread_id`` (default ``claude-<8 hex digits>``). Pass ``run`` to share one
-    :class:`fsmem._tool.Run` with the harness (so context injection counts as a view).
+    :class:`fsmem._memory.tool.Run` with the harness (so context injection counts as a view).
     """
 
     def __init__(
@@ -99,7 +99,9 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
 
     @property
     def memory(self) -> Memory:
-        return self.run.memory
+        memory = self.run.memory
+        assert isinstance(memory, Memory), "a run made by Memory.run"
+        return memory
 
     def execute(self, command: Any) -> str:
         """The SDK's dispatch, plus one outcome it has no text for: a change held for a person."""

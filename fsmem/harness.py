@@ -13,14 +13,13 @@ messages appended to the thread (``Run.context``), so the cached prefix survives
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsmem import _prompts
-from fsmem._errors import ModelError
+from fsmem._memory import prompts as _prompts
+from fsmem._memory.tool_calls import TOOL_NAME, ToolStep, assistant_message, execute_call, memory_tool_spec
 
 __all__ = [
     "TOOL_NAME",
@@ -34,7 +33,6 @@ __all__ = [
     "assistant_message",
 ]
 
-TOOL_NAME = "memory"
 SUMMARY_PREFIX = "Summary of the conversation so far (older messages were compacted):\n"
 _SUMMARIZE = (
     "Summarize this conversation for your own later use in a few short lines: what was asked, what "
@@ -48,51 +46,12 @@ BAD_ARGUMENTS_NOTE = (
 )
 
 
-def memory_tool_spec() -> dict[str, Any]:
-    """The memory tool as an OpenAI function: ``tool_schema/memory.json`` in the grammar-safe form
-    (``fsmem._tool_forms.grammar_safe_function``: no length limits, which local servers' grammar builders
-    choke on; fsmem checks every call against the full schema), described by ``prompts/tool.md``."""
-    from fsmem._tool_forms import grammar_safe_function, load_source
-
-    return grammar_safe_function(load_source(), _prompts.tool_description())
-
-
-@dataclass
-class ToolStep:
-    """One tool call of the model and what it got back."""
-
-    name: str
-    arguments: dict[str, Any] | None
-    result: dict[str, Any]
-    malformed: bool = False  # the arguments were not JSON: the model gets one chance to send them again
-
-    @property
-    def text(self) -> str:
-        return str(self.result.get("text", ""))
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.result.get("ok"))
-
-
 @dataclass
 class Turn:
     given: list[dict[str, Any]]
     steps: list[ToolStep] = field(default_factory=list)
     answer: str = ""
     model_calls: int = 0
-
-
-def assistant_message(reply: dict[str, Any]) -> dict[str, Any]:
-    """The assistant message as it goes back into the thread: role, content, tool calls only."""
-    if not isinstance(reply, dict):
-        raise ModelError(f"the model answered with {type(reply).__name__}, not a message")
-    # "" rather than null beside tool calls: some servers (llama-cpp-python) refuse null content
-    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content") or ""}
-    calls = reply.get("tool_calls") or []
-    if calls:
-        message["tool_calls"] = calls
-    return message
 
 
 class Session:
@@ -194,36 +153,3 @@ class Session:
             kept.pop(0)
         self.messages = [{"role": "user", "content": SUMMARY_PREFIX + summary}, *kept]
         return summary
-
-
-def _refusal(code: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message}, "text": f"Error [{code}]: {message}"}
-
-
-def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
-    """Execute one tool call of the model on ``run``; anything malformed becomes a ``BAD_REQUEST``
-    result the model can act on (used by :class:`Session` and by ``fsmem._review``)."""
-    function = call.get("function") or {}
-    name = str(function.get("name", ""))
-    raw = function.get("arguments") or "{}"
-    if name != TOOL_NAME:
-        return ToolStep(
-            name, None, _refusal("BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}")
-        )
-    try:
-        arguments = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as error:
-        return ToolStep(
-            name,
-            None,
-            _refusal(
-                "BAD_REQUEST",
-                f"the arguments are not valid JSON ({error.msg}: line {error.lineno}, column "
-                f"{error.colno}); send them again as one complete JSON object such as "
-                '{"command": "read", "path": "MEMORY.md"}',
-            ),
-            malformed=True,
-        )
-    if not isinstance(arguments, dict):
-        return ToolStep(name, None, _refusal("BAD_REQUEST", 'the arguments must be one JSON object with a "command"'))
-    return ToolStep(name, arguments, run.call(arguments))

@@ -2,7 +2,7 @@
 
     fsmem mcp --root ~/notes/site --create --scope "agent:3f9a1c2e-77:SEO bot"
 
-One connection is one session and gets one :class:`fsmem._tool.Run`, so the versions a session has
+One connection is one session and gets one :class:`fsmem._memory.tool.Run`, so the versions a session has
 read are its own: a change to a file this session never read (or that changed since) is refused with
 ``NOT_READ`` / ``CONFLICT``, exactly as for any other run. Callers that keep no session may pass
 ``expected_version``. Refusals come back as tool errors (``isError``) whose text starts with
@@ -40,10 +40,10 @@ from mcp.shared.exceptions import MCPError
 from fsmem._core import layout
 from fsmem._core.context import Document, render_copy
 from fsmem._errors import FsmemError
-from fsmem._levels import Scope
-from fsmem._memory import Memory
-from fsmem._tool import Run
-from fsmem._tool_forms import load_source, mcp_tool, tool_description
+from fsmem._memory.levels import Scope
+from fsmem._memory.memory import Memory
+from fsmem._memory.tool import Run
+from fsmem._memory.tool_forms import load_source, mcp_tool, tool_description
 
 __all__ = [
     "LOADED_CAP",
@@ -215,7 +215,7 @@ def unavailable_server(problem: FsmemError) -> Server[Connection]:
 
 
 def _loaded(run: Run) -> tuple[str, dict[str, str]]:
-    from fsmem._context import documents
+    from fsmem._memory.context import documents
 
     return loaded_memory(documents(run))
 

@@ -1,7 +1,7 @@
 """A real chat-completions server on localhost, answering from a script — for HTTP tests.
 
     from tests.chat_server import ChatServer, Reply
-    from fsmem._llm import tool_call
+    from fsmem._llm.model import tool_call
 
     with ChatServer(["Hello!", Reply(tool_calls=[tool_call("memory", {"command": "read", "path": ""})]),
                      Reply(status=500, raw="boom")]) as server:

@@ -174,9 +174,9 @@ def as_url(conninfo: str) -> str:
 
 def index_of(root: Path):
     """The index of ``root`` as ``Memory`` composes it (a bare folder gets its ``.fsmem/`` first)."""
-    from fsmem._config import Settings
-    from fsmem._drive import Drive
-    from fsmem._index import Index
+    from fsmem._env.config import Settings
+    from fsmem._store.folder.drive import Drive
+    from fsmem._index.index import Index
 
     (root / ".fsmem").mkdir(exist_ok=True)
     settings = Settings(watch=False)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem import _drive as drive_module
-from fsmem._ondisk import is_case_blind, spelled
+from fsmem._store.folder import drive as drive_module
+from fsmem._store.folder.ondisk import is_case_blind, spelled
 from tests.procs.common import diff, snapshot
 from tests import test_protection
 from tests.test_protection import AGENT, PROTECTED_CALLS, seen_run

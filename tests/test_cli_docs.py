@@ -9,7 +9,7 @@ import re
 import click
 import pytest
 
-from fsmem._config import Settings
+from fsmem._env.config import Settings
 from tests.conftest import REPO, invoke, run_fsmem
 from tests.test_docs import _commands
 

@@ -376,9 +376,9 @@ def test_agents_list_shows_names_ids_and_folders(root):
 
 
 def test_an_unsupported_system_is_refused_plainly_at_open(root, monkeypatch):
-    import fsmem._system
+    import fsmem._env.system
 
-    assert "fsync of a folder" in fsmem._system.missing_features(os_name="nt")[0]
+    assert "fsync of a folder" in fsmem._env.system.missing_features(os_name="nt")[0]
     monkeypatch.delattr(os, "O_NOFOLLOW")
     try:
         fsmem.open(root)
@@ -391,7 +391,7 @@ def test_an_unsupported_system_is_refused_plainly_at_open(root, monkeypatch):
     shown = invoke(root, "read", "/")
     assert shown.exit_code == 2 and shown.output.startswith("Error: [UNSUPPORTED] fsmem runs on Linux and macOS")
     monkeypatch.undo()
-    assert fsmem._system.missing_features() == []  # here, on Linux or macOS
+    assert fsmem._env.system.missing_features() == []  # here, on Linux or macOS
 
 
 def test_completion_script_is_what_the_readme_says(root):
@@ -407,7 +407,7 @@ def test_review_under_json_prints_one_document_even_when_the_model_fails(root, t
 
     conversation = tmp_path / "chat.json"
     conversation.write_text(json.dumps([{"role": "user", "content": "We deploy on Tuesdays."}]))
-    from fsmem._llm import tool_call
+    from fsmem._llm.model import tool_call
 
     add = {"command": "write", "path": "MEMORY.md", "content": "- Deploys happen on Tuesdays.\n"}
     with ChatServer([Reply(tool_calls=[tool_call("memory", add)]), Reply(status=500, raw="down")]) as server:

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsmem._llm import tool_call
+from fsmem._llm.model import tool_call
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import REPO
 

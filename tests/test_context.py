@@ -220,7 +220,7 @@ def test_no_recall_message_when_nothing_new_matches(memory):
 
 @pytest.fixture
 def sample(tmp_path):
-    from fsmem._sample import copy_sample
+    from fsmem._env.sample import copy_sample
 
     return fsmem.open(copy_sample(tmp_path / "sample"), create=True)
 

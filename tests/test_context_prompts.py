@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fsmem import _prompts
+from fsmem._memory import prompts as _prompts
 
 
 def test_every_template_renders_and_leaves_no_placeholder():

@@ -1,4 +1,4 @@
-"""`fsmem copy SRC DST` (fsmem/_copy.py): a whole project between a folder and PostgreSQL, both ways.
+"""`fsmem copy SRC DST` (fsmem/_memory/copy.py): a whole project between a folder and PostgreSQL, both ways.
 
 Round trips keep files, kept versions (bytes, time, command, order), the log and proposals; a
 destination that holds memory or a source that is not there is refused with nothing written; a copy
@@ -20,9 +20,9 @@ from urllib.parse import quote
 from conftest import REPO, run_fsmem, tree_snapshot
 
 import fsmem
-from fsmem._config import Settings
-from fsmem._drive import Drive
-from fsmem._levels import Scope
+from fsmem._env.config import Settings
+from fsmem._store.folder.drive import Drive
+from fsmem._memory.levels import Scope
 
 
 def cli(*args: str):
@@ -98,7 +98,7 @@ def history(drive: Drive) -> dict[str, object]:
 
 
 def test_folder_to_postgres_to_folder_keeps_files_versions_log_and_proposals(tmp_path, postgres) -> None:
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     source = made_root(tmp_path / "source")
     before = history(Drive(source, Settings()))
@@ -149,8 +149,8 @@ def test_folder_to_folder_copies_a_backup(tmp_path) -> None:
 
 
 def test_a_hand_made_folder_with_no_log_copies_and_what_is_not_memory_is_left_out(tmp_path, postgres) -> None:
-    from fsmem._copy import place
-    from fsmem._pg_store import PgStore
+    from fsmem._memory.copy import place
+    from fsmem._store.postgres.store import PgStore
 
     folder = tmp_path / "notes"
     (folder / "sub").mkdir(parents=True)
@@ -197,7 +197,7 @@ def test_an_empty_destination_folder_is_filled(tmp_path) -> None:
 
 
 def test_a_project_that_holds_memory_is_refused_and_left_as_it_was(tmp_path, postgres) -> None:
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     project = new_project()
     with PgStore.open(postgres, project) as store:
@@ -232,7 +232,7 @@ def test_a_postgres_side_without_a_project_is_a_usage_error(tmp_path, postgres) 
 
 
 def test_the_project_may_come_from_fsmem_project(tmp_path, postgres, monkeypatch) -> None:
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     source = made_root(tmp_path / "source")
     project = new_project()
@@ -243,7 +243,7 @@ def test_the_project_may_come_from_fsmem_project(tmp_path, postgres, monkeypatch
 
 
 def test_a_password_in_the_url_is_never_shown() -> None:
-    from fsmem._copy import place
+    from fsmem._memory.copy import place
 
     where = place("postgresql://worker:hunter2@db.internal/fsmem#rye")
     assert str(where) == "project 'rye' in postgresql://db.internal/fsmem"
@@ -258,7 +258,7 @@ def test_a_folder_copy_that_fails_part_way_leaves_no_destination(tmp_path, postg
     are written, then one fails; the temp folder goes, the destination never appears."""
     import psycopg
 
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     project = new_project()
     with PgStore.open(postgres, project) as store:
@@ -281,7 +281,7 @@ def test_a_copy_into_postgres_killed_mid_transaction_writes_nothing(tmp_path, po
     one), killed with SIGKILL there, and the project is still empty."""
     import psycopg
 
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     source = made_root(tmp_path / "source")
     (source / "zz.md").write_text("last\n")
@@ -342,7 +342,7 @@ def test_a_name_that_is_not_utf8_is_left_out_and_listed(tmp_path, postgres) -> N
 def test_level_identities_travel_so_look_alike_agents_keep_their_own_folders(tmp_path, postgres) -> None:
     """Two agent ids that share their first 8 characters get two folders told apart only by their
     hidden identities (``<folder>/.fsmem-level``): folder -> PostgreSQL -> folder keeps both."""
-    from fsmem import _levels
+    from fsmem._memory import levels as _levels
 
     first, second = "3f9a1c2e-aaaa-1111", "3f9a1c2e-bbbb-2222"
     source = tmp_path / "source"

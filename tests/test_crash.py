@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 import fsmem
-import fsmem._atomic
+import fsmem._store.atomic
 from fsmem._core.versions import version_of
-from fsmem._levels import PARKED_PREFIX
+from fsmem._store.folder.drive import PARKED_PREFIX
 from tests.procs.common import crash_content, parse_crash_header, read_json_line, snapshot, spawn
 
 N_FILES = 4
@@ -208,7 +208,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_file_and_no_temp_file(
     with monkeypatch.context() as patch:
         if broken == "replace":
             patch.setattr(os, "replace", _fail_replace)
-            patch.setattr(fsmem._atomic, "_rename2", _fail_replace)  # the swap a write makes instead
+            patch.setattr(fsmem._store.atomic, "_rename2", _fail_replace)  # the swap a write makes instead
         else:
             patch.setattr(os, "fsync", _fail_fsync)
         failed = run.call({"command": "write", "path": "topic/brand.md", "content": crash_content(0, 2)})

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._atomic import temp_owner
+from fsmem._store.atomic import temp_owner
 from tests.conftest import run_fsmem
 from tests.procs.common import crash_content, parse_crash_header, read_json_line, spawn
 from tests.test_crash import assert_versions_whole

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import fsmem
-from fsmem._atomic import temp_name, temp_owner
+from fsmem._store.atomic import temp_name, temp_owner
 from tests.conftest import run_fsmem
 from tests.procs.common import REPO
 

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 import fsmem
 from fsmem.cli import main
-from fsmem._demo import COMPACTED, RUNS, run_demo
+from fsmem.cli.demo import COMPACTED, RUNS, run_demo
 from fsmem.harness import SUMMARY_PREFIX
-from fsmem._sample import SAMPLE_DIR, copy_sample
+from fsmem._env.sample import SAMPLE_DIR, copy_sample
 from tests.chat_server import ChatServer
 from tests.conftest import run_fsmem
 

@@ -8,7 +8,7 @@ import fsmem
 from fsmem import Scope
 from fsmem._core.layout import folder_matches_id, role_of
 from fsmem._core.secrets import find_secret
-from fsmem._sample import SAMPLE_DIR, SEO, copy_sample
+from fsmem._env.sample import SAMPLE_DIR, SEO, copy_sample
 
 FILES = sorted(p.relative_to(SAMPLE_DIR).as_posix() for p in SAMPLE_DIR.rglob("*") if p.is_file())
 

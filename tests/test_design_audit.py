@@ -46,9 +46,9 @@ def _delete_derived_state(root: Path) -> list[str]:
 
 
 def test_deleting_all_derived_state_leaves_a_working_root(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fsmem._facts
+    import fsmem._memory.facts
 
-    monkeypatch.setattr(fsmem._facts, "CACHE_AFTER", 0)  # so the facts' parse cache is written too
+    monkeypatch.setattr(fsmem._memory.facts, "CACHE_AFTER", 0)  # so the facts' parse cache is written too
     warm = fsmem.open(root)
     assert len(warm.facts.current()) == 1
     heartbeat = root / ".fsmem" / "watch.json"
@@ -300,24 +300,24 @@ def test_deleting_an_agent_removes_its_whole_folder_and_keeps_every_file_in_vers
 
 _CRASHING_WRITER = r"""
 import os, sys
-import fsmem, fsmem._drive, fsmem._index, fsmem._index_store, fsmem._memory
+import fsmem, fsmem._store.folder.drive, fsmem._index.index, fsmem._index.generations, fsmem._memory.memory
 root, where = sys.argv[1], sys.argv[2]
 if where == "after_replace":
-    original = fsmem._drive.exchange  # a write swaps its temp file in
+    original = fsmem._store.folder.drive.exchange  # a write swaps its temp file in
     def swap_then_die(temp, target):
         done = original(temp, target)
         if target.name == "brand.md":
             os._exit(9)
         return done
-    fsmem._drive.exchange = swap_then_die
+    fsmem._store.folder.drive.exchange = swap_then_die
 elif where == "before_index_note":
-    fsmem._memory.note_pending = lambda root, paths: os._exit(9)
+    fsmem._memory.memory.note_pending = lambda root, paths: os._exit(9)
 memory = fsmem.open(root)
 run = memory.run(fsmem.Scope.chat(), thread_id="crasher")
 run.call({"command": "read", "path": "brand.md"})
 result = run.call({"command": "write", "path": "brand.md", "old_text": "okapi", "new_text": "quagga"})
 if where == "inside_index_apply":
-    fsmem._index_store.Batch.apply = lambda self, *args, **kwargs: os._exit(9)
+    fsmem._index.generations.Batch.apply = lambda self, *args, **kwargs: os._exit(9)
     memory.search("quagga")
 print(result)
 """

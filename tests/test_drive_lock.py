@@ -12,7 +12,7 @@ import pytest
 from filelock import FileLock
 
 import fsmem
-from fsmem._config import Settings
+from fsmem._env.config import Settings
 from fsmem._errors import Busy
 
 

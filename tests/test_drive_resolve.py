@@ -83,7 +83,7 @@ def test_fast_real_path_agrees_with_realpath_on_random_paths(tree) -> None:
 
 
 def test_versions_of_a_file_named_like_an_old_folder_are_trimmed_safely(tmp_path) -> None:
-    from fsmem._config import Settings
+    from fsmem._env.config import Settings
 
     fsmem.open(tmp_path / "root", create=True)
     memory = fsmem.open(tmp_path / "root", settings=Settings(durable=False, versions_kept=3))

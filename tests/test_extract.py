@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import fsmem
 from fsmem.cli import main
 from fsmem._errors import ModelError
-from fsmem._facts import Facts
-from fsmem._llm import ScriptedModel
+from fsmem._memory.facts import Facts
+from fsmem._llm.model import ScriptedModel
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem
 

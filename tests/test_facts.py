@@ -11,7 +11,7 @@ import pytest
 import fsmem
 from fsmem import Scope
 from fsmem._errors import BadFact, FactSensitive, NotFound
-from fsmem._facts import Facts, parse, render
+from fsmem._memory.facts import Facts, parse, render
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
 
@@ -281,7 +281,7 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
 
 
 def test_a_new_process_reads_parsed_facts_from_the_cache(memory, facts, monkeypatch) -> None:
-    import fsmem._facts as module
+    import fsmem._memory.facts as module
 
     monkeypatch.setattr(module, "CACHE_AFTER", 1)
     old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")

@@ -15,7 +15,7 @@ from tests.conftest import REPO
 KILLER = r"""
 import os, signal, sys
 import fsmem
-from fsmem import _drive as drive
+from fsmem._store.folder import drive
 
 root, allowed = sys.argv[1], int(sys.argv[2])
 done = 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._facts import JOURNAL_FILE, Facts
+from fsmem._memory.facts import JOURNAL_FILE, Facts
 from tests.conftest import run_fsmem
 
 
@@ -120,7 +120,7 @@ def test_a_lost_journal_means_a_full_look_not_a_wrong_answer(memory) -> None:
 
 
 def test_a_journal_grown_past_its_limit_starts_again_and_views_follow(memory, monkeypatch) -> None:
-    import fsmem._facts as module
+    import fsmem._memory.facts as module
 
     monkeypatch.setattr(module, "JOURNAL_LIMIT", 300)  # about one line
     facts, other = memory.facts, Facts(memory.drive)

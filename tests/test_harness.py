@@ -10,8 +10,8 @@ import fsmem
 from fsmem import Scope
 from fsmem._core.context import message_text, parse_header
 from fsmem.harness import SUMMARY_PREFIX, Session, memory_tool_spec
-from fsmem._llm import ScriptedModel
-from fsmem._sample import RANK_CHECK, SEO, TITLE_TUNING, copy_sample
+from fsmem._llm.model import ScriptedModel
+from fsmem._env.sample import RANK_CHECK, SEO, TITLE_TUNING, copy_sample
 from tests.conftest import REPO
 
 AGENT_FILE = "agents/seo-5c81d0e4/MEMORY.md"

@@ -11,9 +11,9 @@ import fsmem
 from fsmem import Scope
 from fsmem.cli import main
 from fsmem.harness import Session
-from fsmem._llm import tool_call
-from fsmem._openai import OpenAICompatibleModel
-from fsmem._sample import SEO, TITLE_TUNING, copy_sample
+from fsmem._llm.model import tool_call
+from fsmem._llm.openai import OpenAICompatibleModel
+from fsmem._env.sample import SEO, TITLE_TUNING, copy_sample
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem
 

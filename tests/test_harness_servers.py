@@ -15,10 +15,10 @@ from evals.runner import main as eval_main
 from fsmem import Scope
 from fsmem.cli import main
 from fsmem.harness import BAD_ARGUMENTS_NOTE, Session
-from fsmem._llm import ModelSettings, tool_call
-from fsmem._openai import build_model
-from fsmem._review import review
-from fsmem._sample import copy_sample
+from fsmem._llm.model import ModelSettings, tool_call
+from fsmem._llm.openai import build_model
+from fsmem._memory.review import review
+from fsmem._env.sample import copy_sample
 from tests.chat_server import ChatServer, Reply
 
 CONVERSATION = [

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fsmem._errors import BadRequest
-from fsmem._index import IndexWarning
-from fsmem._index_state import MANIFEST, index_dir, read_current
+from fsmem._index.index import IndexWarning
+from fsmem._index.state import MANIFEST, index_dir, read_current
 
 CURRENT_FACT = """---
 id: f2
@@ -125,7 +125,7 @@ def path_index():
     """A bare in-memory tantivy index of paths, to run include/exclude regexes as search does."""
     import tantivy
 
-    from fsmem._index_store import analyzer as _analyzer, schema as _schema
+    from fsmem._index.generations import analyzer as _analyzer, schema as _schema
 
     schema = _schema()
     index = tantivy.Index(schema)
@@ -408,7 +408,7 @@ def test_segment_files_orphaned_by_a_crashed_writer_are_collected(root: Path) ->
     before = {p.name for p in generation.iterdir()}
     crash = (
         "import os, sys; sys.path.insert(0, sys.argv[2]); import tantivy;"
-        "from fsmem._index_store import analyzer as _analyzer;"
+        "from fsmem._index.generations import analyzer as _analyzer;"
         "ix = tantivy.Index.open(sys.argv[1]); ix.register_tokenizer('fsmem', _analyzer());"
         "w = ix.writer(heap_size=15_000_000, num_threads=1)\n"
         "for i in range(40000): w.add_document(tantivy.Document(path=f'x{i}.md', body='word ' * 60 + str(i)))\n"
@@ -533,7 +533,7 @@ def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(root: Path) -> None:
 
 
 def test_a_large_difference_is_applied_in_chunks_and_a_recreated_file_is_kept(root: Path, monkeypatch) -> None:
-    import fsmem._freshness as index_module
+    import fsmem._index.freshness as index_module
 
     index = index_of(root)
     index.search("ana")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import fsmem
-from fsmem._index_state import index_dir, pending_mark, read_applied, read_current
+from fsmem._index.state import index_dir, pending_mark, read_applied, read_current
 from tests.conftest import run_fsmem
 
 

@@ -10,8 +10,8 @@ import pytest
 
 import fsmem
 from fsmem._core.search import Indexed, Stamp
-from fsmem._index_state import DamagedManifest, Manifest, note_pending
-from fsmem._index_store import IndexWarning
+from fsmem._index.state import DamagedManifest, Manifest, note_pending
+from fsmem._index.generations import IndexWarning
 
 
 def _entry() -> Indexed:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem import _levels
+from fsmem._memory import levels as _levels
 from fsmem._errors import Exists, ScopeError
-from fsmem._levels import IDENTITY_FILE, Scope
+from fsmem._memory.levels import IDENTITY_FILE, Scope
 from tests.conftest import invoke
 from tests.procs.common import diff, snapshot
 
@@ -189,7 +189,7 @@ def test_the_shell_takes_an_unambiguous_prefix_and_lists_candidates_otherwise(me
 def test_scopes_are_small_frozen_types_behind_the_same_constructors() -> None:
     from dataclasses import FrozenInstanceError
 
-    from fsmem._levels import AgentScope, ChatScope, RoutineScope
+    from fsmem._memory.levels import AgentScope, ChatScope, RoutineScope
 
     assert isinstance(Scope.chat(), ChatScope) and Scope.chat() == Scope.chat()
     agent = Scope.agent("3f9a1c2e-77", name="SEO")

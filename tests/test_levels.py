@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem import Scope, ScopeError, _levels
+from fsmem import Scope, ScopeError
+from fsmem._memory import levels as _levels
 
 
 @pytest.fixture

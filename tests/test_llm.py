@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fsmem._errors import ModelError
-from fsmem._llm import (
+from fsmem._llm.model import (
     DEFAULT_MAX_TOKENS,
     JSON_OBJECT,
     ChatModel,
@@ -17,7 +17,7 @@ from fsmem._llm import (
     ScriptedModel,
     tool_call,
 )
-from fsmem._openai import OpenAICompatibleModel, build_model, chat_url
+from fsmem._llm.openai import OpenAICompatibleModel, build_model, chat_url
 from tests.chat_server import ChatServer, Reply
 
 HELLO = [{"role": "user", "content": "Hi"}]

@@ -15,12 +15,12 @@ import textwrap
 from pathlib import Path
 
 import fsmem
-from fsmem._config import Settings
+from fsmem._env.config import Settings
 
 GREEDY = textwrap.dedent("""
     import sys, time
     import fsmem
-    from fsmem._config import Settings
+    from fsmem._env.config import Settings
     memory = fsmem.open(sys.argv[1], settings=Settings(lock_timeout=60.0, durable=False))
     end = None
     count = 0
@@ -37,7 +37,7 @@ GREEDY = textwrap.dedent("""
 WAITER = textwrap.dedent("""
     import json, sys, time
     import fsmem
-    from fsmem._config import Settings
+    from fsmem._env.config import Settings
     from fsmem._errors import Busy
     memory = fsmem.open(sys.argv[1], settings=Settings(lock_timeout=float(sys.argv[2]), durable=False))
     got = 0
@@ -117,7 +117,7 @@ def test_waits_given_up_against_a_long_hold_do_not_pile_up(tmp_path: Path) -> No
     import threading
     import time
 
-    from fsmem import _rootlock
+    from fsmem._store.folder import rootlock as _rootlock
     from fsmem._errors import Busy
 
     root = _root(tmp_path)

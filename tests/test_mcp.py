@@ -20,7 +20,7 @@ from fsmem import Scope  # noqa: E402
 from fsmem.cli import main  # noqa: E402
 from fsmem._core.versions import version_of  # noqa: E402
 from fsmem.mcp_server import build_server, path_of_uri, resource_uri  # noqa: E402
-from fsmem._tool_forms import load_source, portable_input_schema, tool_description  # noqa: E402
+from fsmem._memory.tool_forms import load_source, portable_input_schema, tool_description  # noqa: E402
 
 AGENT = "3f9a1c2e-1111"
 ROUTINE = "9b7d4e10-2222"

@@ -21,7 +21,7 @@ from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import fsmem
-from fsmem._levels import Scope
+from fsmem._memory.levels import Scope
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._atomic import write_temp
+from fsmem._store.atomic import write_temp
 
 
 @pytest.fixture(params=[0o022, 0o000, 0o077], ids=["umask022", "umask000", "umask077"])

@@ -27,7 +27,7 @@ WORKERS = 8
 
 @pytest.fixture
 def project(postgres):
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(postgres, f"shared-{uuid.uuid4().hex[:8]}") as store:
         yield store
@@ -124,7 +124,7 @@ def test_a_worker_killed_inside_a_change_leaves_nothing_and_holds_nothing(projec
 def test_an_outage_is_a_storage_error_and_the_pool_reconnects(project, pg_server):
     """Down: every call fails with STORAGE and changes nothing. Up again: the same store works,
     without reopening, and what was acknowledged before is there. A listener catches up too."""
-    from fsmem._pg_store import PgStore, StoreUnavailable
+    from fsmem._store.postgres.store import PgStore, StoreUnavailable
 
     with project.change("write") as tx:
         tx.write("kept.md", b"acknowledged\n")
@@ -157,7 +157,7 @@ def test_an_outage_is_a_storage_error_and_the_pool_reconnects(project, pg_server
 def _once_back(call):
     """The pool reconnects in the background, backing off while the server was away: a call may still
     be refused with STORAGE for a few seconds after it is back, never with anything else."""
-    from fsmem._pg_store import StoreUnavailable
+    from fsmem._store.postgres.store import StoreUnavailable
 
     deadline = time.monotonic() + 60
     while True:
@@ -171,7 +171,7 @@ def _once_back(call):
 
 def test_a_folder_rename_is_never_seen_half_done(project):
     """One thread renames a 30-file folder back and forth; readers always find all 30 on one side."""
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with project.change("write") as tx:
         for n in range(30):

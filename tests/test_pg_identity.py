@@ -14,7 +14,7 @@ import pytest
 from conftest import as_url
 
 import fsmem
-from fsmem._levels import Scope
+from fsmem._memory.levels import Scope
 
 
 def _name(prefix: str) -> str:
@@ -135,7 +135,7 @@ def test_a_database_restored_from_a_backup_at_the_same_url_is_read_again_from_th
 
 
 def test_each_project_has_its_own_random_identity(postgres: str) -> None:
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     name = _name("ident")
     with (
@@ -150,8 +150,8 @@ def test_each_project_has_its_own_random_identity(postgres: str) -> None:
 def test_projects_of_a_database_made_before_identities_each_get_their_own(databases) -> None:
     import psycopg
 
-    from fsmem import _pg_schema
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres import schema as _pg_schema
+    from fsmem._store.postgres.store import PgStore
 
     url = databases.make(_name("fsmem_v1").replace("-", "_"))
     with psycopg.connect(url, autocommit=True) as conn:  # as the first fsmem with PostgreSQL left it
@@ -179,8 +179,8 @@ def test_a_sync_folder_refuses_another_database_with_the_same_project_name(datab
 
     from fsmem.cli import main
     from fsmem._errors import BadStore
-    from fsmem._pg_store import PgStore
-    from fsmem._sync import Sync
+    from fsmem._store.postgres.store import PgStore
+    from fsmem._memory.sync import Sync
 
     first = databases.make(_name("fsmem_first").replace("-", "_"))
     second = databases.make(_name("fsmem_second").replace("-", "_"))
@@ -226,8 +226,8 @@ def test_status_on_postgresql_does_not_send_the_person_to_fsmem_watch(postgres: 
 
 
 def test_a_sync_folder_follows_a_database_restored_from_a_backup_after_a_full_pass(databases, tmp_path: Path) -> None:
-    from fsmem._pg_store import PgStore
-    from fsmem._sync import Sync
+    from fsmem._store.postgres.store import PgStore
+    from fsmem._memory.sync import Sync
 
     live, backup = _name("fsmem_live").replace("-", "_"), _name("fsmem_backup").replace("-", "_")
     url = databases.make(live)

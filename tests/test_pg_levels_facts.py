@@ -1,6 +1,6 @@
 """Levels and facts on PostgreSQL, through ``fsmem.open(url, project=…)``: the same calls as on a folder.
 
-What differs is only how the store holds them (fsmem/_pg_levels_facts.py): a level folder's identity
+What differs is only how the store holds them (fsmem/_store/postgres/levels_facts.py): a level folder's identity
 is a hidden row, a ``deleting_*`` block is one transaction held across the block, a fact's stamp is
 its row's version. Two Memories with their own cache folders stand for two workers.
 """
@@ -20,9 +20,9 @@ import pytest
 from conftest import REPO
 
 import fsmem
-from fsmem import _levels
+from fsmem._memory import levels as _levels
 from fsmem._errors import ScopeError
-from fsmem._levels import Scope
+from fsmem._memory.levels import Scope
 
 
 @pytest.fixture
@@ -205,7 +205,7 @@ def test_a_worker_killed_inside_a_deleting_block_deletes_nothing(memory, postgre
     assert _rows(postgres, project, folder) == rows
     assert run.call({"command": "write", "path": f"{folder}/MEMORY.md", "content": "more notes\n"})["ok"]
     assert _levels.find_agent(memory, "3f9a1c2e") == folder
-    assert memory.drive.restore_parked() == []
+    assert memory.drive.parked() == []  # nothing was moved aside to put back
 
 
 def test_delete_agent_removes_all_its_rows_in_one_transaction(worker, postgres, project) -> None:
@@ -285,7 +285,7 @@ def test_a_new_worker_reads_the_parse_cache_of_its_own_cache_folder(worker) -> N
     memory = worker()
     kept = [memory.facts.keep(f"Person {n}", "role", f"Person {n} works here.") for n in range(3)]
     memory.facts.current()
-    from fsmem._facts import CACHE_FILE, _read_cache, _write_cache
+    from fsmem._memory.facts import CACHE_FILE, _read_cache, _write_cache
 
     _write_cache(memory.drive.state / CACHE_FILE, memory.facts._files)
     cached = _read_cache(memory.drive.state / CACHE_FILE)
@@ -370,7 +370,7 @@ def test_a_call_about_one_thing_looks_at_its_rows_only_while_nothing_changed(wor
 
 
 def test_a_change_inside_the_block_waits_for_it_and_is_busy_not_hung(postgres, project, tmp_path) -> None:
-    from fsmem._config import Settings
+    from fsmem._env.config import Settings
 
     memory = fsmem.open(
         postgres, project=project, create=True, cache=tmp_path / "cache", settings=Settings(lock_timeout=1.0)
@@ -392,7 +392,7 @@ def test_a_facts_change_refused_at_its_commit_leaves_the_view_looking_again(work
     """On PostgreSQL a facts change commits when its block ends; refused there (BUSY at the commit
     lock, a dropped connection), the view must not keep what was planned: the next keep about the same
     thing replaces the fact the rows hold, and one fact holds."""
-    from fsmem import _pg_store
+    from fsmem._store.postgres import store as _pg_store
     from fsmem._errors import Busy
 
     memory = worker()

@@ -14,7 +14,7 @@ from conftest import invoke, run_fsmem
 
 import fsmem
 from fsmem._errors import BadStore, RootNotFound
-from fsmem._levels import Scope
+from fsmem._memory.levels import Scope
 
 
 def _project() -> str:
@@ -150,8 +150,8 @@ def test_a_folder_named_by_root_leaves_the_store_variables_aside(tmp_path: Path)
 def test_workers_opening_a_new_project_at_once_both_open_it(postgres: str, tmp_path: Path, monkeypatch) -> None:
     """The second worker's ``open(create=True)`` finds MEMORY.md made by the first between its look
     and its write: it opens the project, never CONFLICT."""
-    from fsmem import _pg_store
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres import store as _pg_store
+    from fsmem._store.postgres.store import PgStore
 
     project = _project()
     PgStore.open(postgres, project, create=True).close()  # the row exists; MEMORY.md not yet

@@ -20,11 +20,12 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._config import Settings
-from fsmem._index import IndexWarning
-from fsmem._index_state import index_dir, read_applied, read_current
-from fsmem._levels import Scope
-from fsmem._pg_index import PgWatcher, applied_seq
+from fsmem._env.config import Settings
+from fsmem._index.index import IndexWarning
+from fsmem._index.state import index_dir, read_applied, read_current
+from fsmem._memory.levels import Scope
+from fsmem._index.index import feed_of
+from fsmem._index.postgres_feed import PgWatcher, applied_seq
 
 
 def _project() -> str:
@@ -254,7 +255,7 @@ def test_an_index_ahead_of_the_log_is_read_again_from_the_rows(open_worker) -> N
 
 def test_the_feed_names_what_changed_after_a_mark_and_the_number_it_reaches(open_worker) -> None:
     a = open_worker("a")
-    feed = a.drive.index_feed()
+    feed = feed_of(a.drive)
     start = feed.mark()
     assert feed.noted(start) is None and feed.probe() == start[1]
     write(a, "seo/titles.md", "# Titles\n")
@@ -273,7 +274,7 @@ def test_a_rebuild_holds_the_cache_folder_lock_not_the_project(open_worker) -> N
     import threading
 
     from fsmem._errors import Busy
-    from fsmem._pg_index import PgFeed
+    from fsmem._index.postgres_feed import PgFeed
 
     a, b = open_worker("a"), open_worker("b")
     holding, release = threading.Event(), threading.Event()

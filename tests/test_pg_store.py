@@ -1,4 +1,4 @@
-"""fsmem._pg_store on a real PostgreSQL server: every method, refusals, kept versions, log, tenants apart.
+"""fsmem._store.postgres.store on a real PostgreSQL server: every method, refusals, kept versions, log, tenants apart.
 
 The server is bin/test's throwaway cluster (or one the session starts); each test gets a fresh database.
 """
@@ -16,7 +16,7 @@ from fsmem._errors import BadPath, Conflict, Exists, NotFound, RootNotFound
 
 @pytest.fixture
 def store(postgres):
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(postgres, f"rye-and-ember-{uuid.uuid4().hex[:8]}") as opened:
         yield opened
@@ -74,7 +74,7 @@ def test_conditional_writes_are_refused_when_the_version_moved(store) -> None:
 
 def test_a_file_created_meanwhile_is_a_conflict(store) -> None:
     """Two changes both see no file; the second to write meets the first's row and is refused."""
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(store._url, store.project) as other, pytest.raises(Conflict), store.change("write") as tx:
         assert tx.read("new.md") is None
@@ -209,7 +209,7 @@ def test_log_sequence_and_changes_since(store) -> None:
 def test_sequence_numbers_become_visible_in_order(store, monkeypatch) -> None:
     """A change that took its sequence number first commits first: while it hangs between writing its
     log rows and COMMIT, a later change on another file waits, and readers see neither."""
-    from fsmem._pg_store import PgTransaction
+    from fsmem._store.postgres.store import PgTransaction
 
     flushed, release = threading.Event(), threading.Event()
     original = PgTransaction._flush_log
@@ -265,7 +265,7 @@ def test_listen_wakes_on_each_commit(store) -> None:
 
 
 def test_proposals(store) -> None:
-    from fsmem._proposals import ChangeProposal
+    from fsmem._store.types import ChangeProposal
 
     proposal = ChangeProposal(id="20261201T101010-abc123", made_at="2026-12-01T10:10:10Z", thread="t-1",
                         scope="agent:seo", request={"command": "delete", "path": "a.md"},
@@ -286,8 +286,8 @@ def test_proposals(store) -> None:
 def test_schema_is_made_once_and_a_missing_project_is_refused(postgres) -> None:
     import psycopg
 
-    from fsmem import _pg_schema
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres import schema as _pg_schema
+    from fsmem._store.postgres.store import PgStore
 
     with (PgStore.open(postgres, "one") as one, PgStore.open(postgres, "two") as two,
           PgStore.open(postgres, "one", create=False) as again):
@@ -301,7 +301,7 @@ def test_schema_is_made_once_and_a_missing_project_is_refused(postgres) -> None:
 
 
 def test_an_unreachable_server_is_a_storage_error(tmp_path) -> None:
-    from fsmem._pg_store import PgStore, StoreUnavailable
+    from fsmem._store.postgres.store import PgStore, StoreUnavailable
 
     with pytest.raises(StoreUnavailable) as refused:
         PgStore.open(f"postgresql:///x?host={tmp_path}", "p", connect_timeout=1)
@@ -313,7 +313,7 @@ def test_an_unreachable_server_is_a_storage_error(tmp_path) -> None:
 
 def test_a_project_never_sees_another_projects_rows(postgres) -> None:
     """Project B's store, asked about A's paths through every method, finds nothing and changes nothing."""
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(postgres, "alpha") as alpha, PgStore.open(postgres, "beta") as beta:
         put(alpha, "secret/plan.md", "alpha's plan\n", thread="t-a")
@@ -351,7 +351,7 @@ def test_a_project_never_sees_another_projects_rows(postgres) -> None:
 
 
 def _proposal(proposal_id: str):
-    from fsmem._proposals import ChangeProposal
+    from fsmem._store.types import ChangeProposal
 
     return ChangeProposal(id=proposal_id, made_at="2026-12-01T00:00:00Z", thread=None, scope="project",
                     request={}, base={}, summary="s")
@@ -371,7 +371,7 @@ def test_row_level_security_keeps_a_role_to_its_project(postgres) -> None:
     import psycopg
     from psycopg.conninfo import make_conninfo
 
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     suffix = uuid.uuid4().hex[:6]
     group, role = f"fsmem_tenant_{suffix}", f"fsmem_rye_{suffix}"

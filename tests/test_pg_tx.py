@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 import fsmem
-from fsmem._config import Settings
+from fsmem._env.config import Settings
 from fsmem._errors import BadRequest, Busy, RequestError
-from fsmem._pg_store import PgStore, StoreUnavailable
-from fsmem._proposals import ChangeProposal
+from fsmem._store.postgres.store import PgStore, StoreUnavailable
+from fsmem._store.types import ChangeProposal
 from tests.procs.common import read_json_line, spawn
 
 

@@ -109,6 +109,6 @@ def test_drive_read_of_a_folder_is_none(memory):
 
 def test_proposal_ids_never_read_as_card_numbers(memory):
     from fsmem._core.secrets import find_secret
-    from fsmem._proposals import new_id
+    from fsmem._memory.proposals import new_id
 
     assert all(find_secret(f"see proposal {new_id()}") is None for _ in range(200))

@@ -15,14 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fsmem
-from fsmem import Scope, _prompts
+from fsmem import Scope
+from fsmem._memory import prompts as _prompts
 from fsmem.cli import main
 from fsmem._core.review import review_turns
 from fsmem._core.versions import version_of
 from fsmem._errors import BadRequest, ModelError
 from fsmem.harness import memory_tool_spec
-from fsmem._llm import ScriptedModel, tool_call
-from fsmem._review import Applied, Proposed, Refused, review
+from fsmem._llm.model import ScriptedModel, tool_call
+from fsmem._memory.review import Applied, Proposed, Refused, review
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem
 
@@ -312,7 +313,7 @@ def test_another_tool_or_bad_arguments_are_refused_and_the_review_goes_on(memory
 
 
 def test_a_routine_review_names_every_level_it_may_write(tmp_path):
-    from fsmem._sample import SEO, TITLE_TUNING, copy_sample
+    from fsmem._env.sample import SEO, TITLE_TUNING, copy_sample
 
     root = copy_sample(tmp_path / "sample")
     memory = fsmem.open(root, create=True)

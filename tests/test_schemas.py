@@ -10,8 +10,8 @@ import sys
 import jsonschema
 import pytest
 
-from fsmem import _tool_forms
-from fsmem._tool_forms import (
+from fsmem._memory import tool_forms as _tool_forms
+from fsmem._memory.tool_forms import (
     SCHEMA_DIR,
     anthropic_tool,
     generate,
@@ -151,5 +151,5 @@ def test_main_usage():
 
 
 def test_the_description_is_the_one_the_harness_gives_the_model():
-    prompts = pytest.importorskip("fsmem._prompts")
+    prompts = pytest.importorskip("fsmem._memory.prompts")
     assert tool_description(load_source()) == prompts.tool_description()

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import fsmem
 from fsmem.cli import main
-from fsmem._index_state import index_dir, read_current
+from fsmem._index.state import index_dir, read_current
 from tests.conftest import REPO, run_fsmem, write
 
 
@@ -191,8 +191,8 @@ def test_the_cold_search_path_imports_only_what_it_needs(root: Path) -> None:
     assert done.returncode == 0, done.stderr
     imported = set(done.stdout.splitlines()[-1].split())
     assert "tantivy" in imported and "click" in imported
-    assert "fsmem._memory" in imported  # through Memory, like every other command
-    for heavy in ("jsonschema", "frontmatter", "watchdog", "regex", "fsmem._facts", "mcp", "anthropic"):
+    assert "fsmem._memory.memory" in imported  # through Memory, like every other command
+    for heavy in ("jsonschema", "frontmatter", "watchdog", "regex", "fsmem._memory.facts", "mcp", "anthropic"):
         assert heavy not in imported
 
 
@@ -215,8 +215,8 @@ def test_concurrent_searches_after_hand_edits_index_each_change_once(root: Path)
     assert (status["documents"], status["files"], status["stale"]) == (22, 22, 0)
 
 
-NEVER_USED_BY_A_SEARCH = ("fsmem._core.review", "fsmem._core.extract", "fsmem._review", "fsmem._llm", "fsmem._openai",
-                          "fsmem._tool", "fsmem._prompts", "fsmem._core.secrets", "fsmem._core.requests",
+NEVER_USED_BY_A_SEARCH = ("fsmem._core.review", "fsmem._core.extract", "fsmem._memory.review", "fsmem._llm.model", "fsmem._llm.openai",
+                          "fsmem._memory.tool", "fsmem._memory.prompts", "fsmem._core.secrets", "fsmem._core.requests",
                           "http.client", "ssl", "email.utils")
 
 
@@ -237,7 +237,7 @@ def test_a_cold_search_loads_neither_the_model_clients_nor_the_tool_nor_the_revi
     assert done.returncode == 0, done.stderr
     *shown, loaded, later = done.stdout.strip().splitlines()
     assert "a.md" in "\n".join(shown) and loaded == "[]"
-    assert later == "fsmem._openai fsmem._tool True"  # still there for whoever asks
+    assert later == "fsmem._llm.openai fsmem._memory.tool True"  # still there for whoever asks
 
 
 def test_help_loads_no_memory_and_no_http_client(tmp_path):
@@ -246,8 +246,8 @@ def test_help_loads_no_memory_and_no_http_client(tmp_path):
         "from fsmem.cli import main\n"
         "try:\n    main(['--help'])\n"
         "except SystemExit as done:\n    assert not done.code, done.code\n"
-        "print(sorted(name for name in sys.modules if name in ('fsmem._memory', 'fsmem._drive', 'fsmem._levels', "
-        "'fsmem._index', 'tantivy', 'fsmem._tool', 'fsmem._review', 'fsmem._openai', 'http.client', 'ssl')))\n"
+        "print(sorted(name for name in sys.modules if name in ('fsmem._memory.memory', 'fsmem._store.folder.drive', 'fsmem._memory.levels', "
+        "'fsmem._index.index', 'tantivy', 'fsmem._memory.tool', 'fsmem._memory.review', 'fsmem._llm.openai', 'http.client', 'ssl')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})

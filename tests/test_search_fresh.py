@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._config import Settings
+from fsmem._env.config import Settings
 from fsmem._core.versions import version_of
-from fsmem._freshness import Freshness
-from fsmem._index_state import heartbeat_file
+from fsmem._index.freshness import Freshness
+from fsmem._index.state import heartbeat_file
 from tests.conftest import REPO, run_fsmem, write
 
 

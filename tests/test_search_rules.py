@@ -17,8 +17,8 @@ from fsmem._core.search import (
     plan_reconcile,
     split_query,
 )
-from fsmem._facts import Facts, parse
-from fsmem._front_matter import fields, file_document, split
+from fsmem._memory.facts import Facts, parse
+from fsmem._index.front_matter import fields, file_document, split
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_front_matter_only_at_the_start() -> None:
 
 
 def test_the_index_reads_a_fact_as_the_facts_do(tmp_path) -> None:
-    """One reader: the index's fields of a fact file are those fsmem._facts parses from it, even where
+    """One reader: the index's fields of a fact file are those fsmem._memory.facts parses from it, even where
     YAML quoting, a date with a time, or a `...` in the sentence would trip a line-by-line reader."""
     import fsmem
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import fsmem
-from fsmem._sample import copy_sample
+from fsmem._env.sample import copy_sample
 from tests.conftest import REPO, run_fsmem
 
 SLOW = 1800  # seconds for one command: a shared CPU, a few tokens a second, up to 12 calls a turn

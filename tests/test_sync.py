@@ -1,4 +1,4 @@
-"""`fsmem sync DIR` (fsmem/_sync.py) against a real PostgreSQL server: pulls, pushes of hand edits and
+"""`fsmem sync DIR` (fsmem/_memory/sync.py) against a real PostgreSQL server: pulls, pushes of hand edits and
 deletes, conflicts that lose nothing, and a real `fsmem sync` process that follows hand saves and
 stops cleanly on SIGTERM."""
 
@@ -20,12 +20,12 @@ from test_copy import pg_url
 import fsmem
 from fsmem._core.versions import version_of
 from fsmem._errors import Busy, SetupError
-from fsmem._sync import Sync, decide
+from fsmem._memory.sync import Sync, decide
 
 
 @pytest.fixture
 def store(postgres):
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(postgres, f"sync-{uuid.uuid4().hex[:8]}") as opened:
         yield opened
@@ -34,7 +34,7 @@ def store(postgres):
 @pytest.fixture
 def reader(postgres, store):
     """Another worker's view of the same project (its own pool: as if on another machine)."""
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(postgres, store.project, create=False) as opened:
         yield opened
@@ -183,19 +183,19 @@ def test_an_edit_on_both_sides_keeps_the_database_and_the_persons_text(tmp_path,
 def test_a_save_that_lands_while_a_pull_writes_the_file_is_kept(tmp_path, store, reader, monkeypatch) -> None:
     """The person saves between the pass's comparison and its swap: the swap brings their save out
     under the temp name, and it is kept as a conflict, never overwritten unseen."""
-    import fsmem._sync
+    import fsmem._memory.sync
 
     put(store, "a.md", "one\n")
     folder = tmp_path / "mirror"
     once(folder, store)
     put(store, "a.md", "two\n")
-    real_exchange = fsmem._sync.exchange
+    real_exchange = fsmem._memory.sync.exchange
 
     def save_first(temp, target):
         target.write_bytes(b"saved in the window\n")
         return real_exchange(temp, target)
 
-    monkeypatch.setattr(fsmem._sync, "exchange", save_first)
+    monkeypatch.setattr(fsmem._memory.sync, "exchange", save_first)
     report = once(folder, store)
     assert report.conflicts == ["a.md.conflict"] and not report.pulled
     assert (folder / "a.md").read_text() == "two\n" and reader.read("a.md") == b"two\n"
@@ -251,13 +251,13 @@ def test_a_save_in_place_under_way_when_a_pull_swaps_the_file_is_kept_whole(
     stay put and keeps the whole save, not the half."""
     import threading
 
-    import fsmem._sync
+    import fsmem._memory.sync
 
     put(store, "a.md", "one\n")
     folder = tmp_path / "mirror"
     once(folder, store)
     put(store, "a.md", "two\n")
-    real_exchange = fsmem._sync.exchange
+    real_exchange = fsmem._memory.sync.exchange
     mine = b"one\n- saved in place, in two pieces\n"
     finishing: list[threading.Thread] = []
 
@@ -275,7 +275,7 @@ def test_a_save_in_place_under_way_when_a_pull_swaps_the_file_is_kept_whole(
         finishing[0].start()
         return swapped
 
-    monkeypatch.setattr(fsmem._sync, "exchange", save_in_place_meanwhile)
+    monkeypatch.setattr(fsmem._memory.sync, "exchange", save_in_place_meanwhile)
     with Sync.open(folder, store) as mirror:
         mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
         report = mirror.run_once(None)
@@ -330,7 +330,7 @@ def test_a_first_sync_into_a_folder_that_holds_files_merges_them(tmp_path, store
 
 
 def test_one_sync_per_folder_and_never_into_a_root_or_another_projects_folder(tmp_path, store, postgres) -> None:
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     folder = tmp_path / "mirror"
     with Sync.open(folder, store), pytest.raises(Busy, match="another `fsmem sync` is running"):
@@ -418,7 +418,7 @@ def test_a_running_sync_follows_both_sides_and_stops_on_sigterm(tmp_path, store,
 def test_a_running_sync_outlives_a_restart_of_postgresql(tmp_path, store, postgres, pg_server) -> None:
     """A save made while the server restarts is pushed once it is back; a change made after it is
     pulled (the listener reconnects; the passes meanwhile fail and are tried again)."""
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     put(store, "MEMORY.md", "# Project\n")
     folder = tmp_path / "mirror"

@@ -1,4 +1,4 @@
-"""`fsmem sync` keeps the rules the tool keeps (fsmem/_sync.py): a conflict that cannot finish keeps the
+"""`fsmem sync` keeps the rules the tool keeps (fsmem/_memory/sync.py): a conflict that cannot finish keeps the
 person's text once, not once a pass; a top file deleted by hand is emptied, a level folder deleted by
 hand comes back, a fact file changes only through the facts API. Real PostgreSQL, real folders."""
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import fsmem._sync as sync_module
-from fsmem import _levels
-from fsmem._sync import Sync
+import fsmem._memory.sync as sync_module
+from fsmem._memory import levels as _levels
+from fsmem._memory.sync import Sync
 
 
 @pytest.fixture
 def store(postgres):
-    from fsmem._pg_store import PgStore
+    from fsmem._store.postgres.store import PgStore
 
     with PgStore.open(postgres, f"rules-{uuid.uuid4().hex[:8]}") as opened:
         yield opened

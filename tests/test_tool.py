@@ -159,7 +159,7 @@ def test_bad_regex_is_bad_pattern(run):
 
 def test_catastrophic_regex_times_out(memory, run):
     ok(run.call({"command": "write", "path": "a.md", "content": "a" * 5000 + "!\n"}))
-    fast = fsmem.open(memory.root, settings=fsmem._config.Settings(regex_timeout=0.2)).run()
+    fast = fsmem.open(memory.root, settings=fsmem._env.config.Settings(regex_timeout=0.2)).run()
     refused(fast.call({"command": "search", "query": r"^(a|a)+$", "regex": True}), "TIMEOUT")
 
 

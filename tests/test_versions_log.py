@@ -205,7 +205,7 @@ def test_the_last_change_of_a_path_is_found_from_the_end_of_a_long_log(root: Pat
     with open(root / ".fsmem" / "log.jsonl", "a", encoding="utf-8") as log:
         log.write('{"time": "2026-11-30T00:00:00+00:00", "command": "write", "path": "a.m')  # torn by a crash
 
-    from fsmem import _drive as drive_module
+    from fsmem._store.folder import drive as drive_module
 
     expected = {}
     for entry in drive.log():  # the whole log read forwards: the newest entry naming each path

@@ -11,11 +11,11 @@ from typing import Callable
 import pytest
 
 import fsmem
-from fsmem._config import Settings
+from fsmem._env.config import Settings
 
-import fsmem._walk as index_module
-from fsmem._index_state import index_dir, read_current
-from fsmem._walk import WALK_CACHE, load_walk_cache, save_walk_cache, unchanged_since, walk_tree
+import fsmem._store.folder.walk as index_module
+from fsmem._index.state import index_dir, read_current
+from fsmem._store.folder.walk import WALK_CACHE, load_walk_cache, save_walk_cache, unchanged_since, walk_tree
 from tests.conftest import index_of, run_fsmem, write
 
 FAR_FUTURE = 1 << 62  # "recorded long after every stamp": no folder is too recent to trust
@@ -97,7 +97,7 @@ def test_a_folder_whose_files_are_the_same_is_kept_with_its_new_stamp(tree: Path
 
 
 def test_a_vanished_folder_makes_the_walk_unrecordable_not_wrong(tree: Path, monkeypatch) -> None:
-    import fsmem._walk as state
+    import fsmem._store.folder.walk as state
 
     real = state._scan
 

@@ -16,9 +16,9 @@ import pytest
 from watchdog.events import FileCreatedEvent, FileMovedEvent
 
 import fsmem
-from fsmem._freshness import Freshness
-from fsmem._index_state import heartbeat_file, watcher_health
-from fsmem._watch import Watcher
+from fsmem._index.freshness import Freshness
+from fsmem._index.state import heartbeat_file, watcher_health
+from fsmem._index.watch import Watcher
 from tests.conftest import REPO, index_of, run_fsmem, write
 
 

@@ -1,6 +1,6 @@
 """The memory tool's requests as types: a tagged union parsed from the JSON a model sent.
 
-The shape is checked against ``tool_schema/memory.json`` by the caller (``fsmem._schema``); this module
+The shape is checked against ``tool_schema/memory.json`` by the caller (``fsmem._memory.schema``); this module
 turns a checked dict into one of five frozen dataclasses, so dispatch can be exhaustive.
 """
 

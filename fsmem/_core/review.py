@@ -1,6 +1,6 @@
 """Rules of review mode: a background reviewer adds at once; whatever else it does waits for a person.
 
-Also the pure half of the review runner (``fsmem._review``): the copy of a conversation it rereads.
+Also the pure half of the review runner (``fsmem._memory.review``): the copy of a conversation it rereads.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pure rules of search: what a file becomes in the index, what a query means, what is stale.
 
-Nothing here touches the disk or tantivy; ``fsmem._index`` feeds these functions and carries out
+Nothing here touches the disk or tantivy; ``fsmem._index.index`` feeds these functions and carries out
 their answers.
 
     >>> split_query('deploy "release notes" stag')
@@ -38,7 +38,7 @@ __all__ = [
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 7  # 7: the manifest starts with a marshalled base; 6: front matter split by fsmem._front_matter
+SCHEMA_VERSION = 7  # 7: the manifest starts with a marshalled base; 6: front matter split by fsmem._index.front_matter
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
@@ -89,7 +89,7 @@ def parse_when(value: object) -> datetime | None:
 def file_doc(path: str, head: str, body: str, fields: Mapping[str, object]) -> FileDoc:
     """What ``path`` becomes in the index, its text split into front matter ``head`` (with its ``---``
     lines; empty when none) and ``body``; ``fields`` are a fact's front matter as read (only a fact's
-    are used). The split and the fields come from :mod:`fsmem._front_matter`, the one reader."""
+    are used). The split and the fields come from :mod:`fsmem._index.front_matter`, the one reader."""
     role = role_of(path)
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     said = until = None

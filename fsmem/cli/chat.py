@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from fsmem._atomic import write_atomic
 from fsmem._errors import ModelError, ScopeError, SetupError
+from fsmem._store.atomic import write_atomic
 from fsmem.cli.model_options import make_model, model_options
 from fsmem.cli.options import echo_json, json_option, open_memory, root_option
 
@@ -204,8 +204,8 @@ def demo(model_settings: Any, source: Path | None, keep: Path | None, show_syste
     respects; a routine compares with what it kept last run. Uses a scripted model (no network, no
     key) unless --model-url is given. Prints what the model was given and what it wrote.
     """
-    from fsmem._demo import AGENT_MEMORY, run_demo
-    from fsmem._sample import copy_sample
+    from fsmem._env.sample import copy_sample
+    from fsmem.cli.demo import AGENT_MEMORY, run_demo
 
     model_url = model_settings.url
     model = make_model(model_settings) if model_url else None

@@ -1,4 +1,4 @@
-"""``fsmem copy SRC DST``: a whole project from one store to another (``fsmem._copy``)."""
+"""``fsmem copy SRC DST``: a whole project from one store to another (``fsmem._memory.copy``)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def copy(source: str, destination: str, project: str | None, as_json: bool) -> N
     project with any file, version, log entry or proposal), exit 2 (NO_ROOT) when SRC does not
     exist; either way nothing is written. Files that are not memory are left out and listed.
     """
-    from fsmem._copy import copy as copy_project
-    from fsmem._copy import place
+    from fsmem._memory.copy import copy as copy_project
+    from fsmem._memory.copy import place
 
     copied = copy_project(source, destination, project)
     if as_json:

@@ -74,8 +74,8 @@ def init(directory: Path | None, root: str | None, as_json: bool) -> None:
     A folder of notes you already have becomes a root as it is: its files stay where they are and
     are searchable at once.
     """
-    from fsmem._memory import init_root
-    from fsmem._system import check_system
+    from fsmem._env.system import check_system
+    from fsmem._store.folder.root import init_root
     from fsmem.cli.options import chosen_store
 
     check_system()
@@ -348,8 +348,8 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
     Always JSON, refusals and setup problems too; exit 0 done, 1 refused, 2 setup, 3 conflict.
     """
     from fsmem._errors import FsmemError
-    from fsmem._levels import Scope
-    from fsmem._tool import error_result
+    from fsmem._memory.levels import Scope
+    from fsmem._memory.tool import error_result
 
     try:
         request = _request_from_stdin()
@@ -379,7 +379,7 @@ def _request_from_stdin() -> object:
 @json_option
 def versions(path: str, root: str | None, as_json: bool) -> None:
     """List the earlier contents kept for PATH, newest first."""
-    from fsmem._render import size, when_iso
+    from fsmem._memory.render import size, when_iso
 
     memory = _memory(root, path)
     path = shell_path(path, memory.root)
@@ -433,7 +433,7 @@ def log(path_filter: str | None, limit: int, root: str | None, as_json: bool) ->
 
 def log_lines(entries: list[Any]) -> list[str]:
     """Log entries as aligned columns: time, command, path, versions, thread."""
-    from fsmem._render import when_iso
+    from fsmem._memory.render import when_iso
 
     rows = [
         [

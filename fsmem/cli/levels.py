@@ -18,7 +18,7 @@ def _memory(root: str | None):
 def describe_levels(memory: Any) -> list[dict[str, Any]]:
     """Every agent with its routines: name, full id (None for a folder made before ids were kept, not
     claimed yet) and folder."""
-    from fsmem import _levels
+    from fsmem._memory import levels as _levels
 
     def row(level: _levels.LevelFolder) -> dict[str, Any]:
         return {"name": level.name, "id": level.id, "folder": level.folder}
@@ -75,7 +75,7 @@ def create_agent(agent_id: str, name: str, exist_ok: bool, root: str | None, as_
 def delete_agent(agent_id: str, root: str | None, as_json: bool) -> None:
     """Delete agent AGENT_ID's whole folder (its files stay in `fsmem versions`); an unambiguous
     start of the id is enough."""
-    from fsmem import _levels
+    from fsmem._memory import levels as _levels
 
     memory = _memory(root)
     agent_id = _levels.match_id(memory, agent_id, "agent")
@@ -101,7 +101,7 @@ def routines() -> None:
 def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, root: str | None, as_json: bool) -> None:
     """Make the folder of routine ROUTINE_ID of agent AGENT_ID (an unambiguous start of the agent's id
     is enough), with an empty NOTES.md."""
-    from fsmem import _levels
+    from fsmem._memory import levels as _levels
 
     memory = _memory(root)
     agent_id = _levels.match_id(memory, agent_id, "agent")
@@ -119,7 +119,7 @@ def create_routine(agent_id: str, routine_id: str, name: str, exist_ok: bool, ro
 def delete_routine(routine_id: str, root: str | None, as_json: bool) -> None:
     """Delete routine ROUTINE_ID's folder (an unambiguous start of the id is enough); prints what its
     files held."""
-    from fsmem import _levels
+    from fsmem._memory import levels as _levels
 
     memory = _memory(root)
     routine_id = _levels.match_id(memory, routine_id, "routine")

@@ -35,7 +35,7 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
     A configuration that cannot serve (no root, a bad scope) still starts: every call is answered
     with a tool error that says what to fix, and the reason goes to stderr.
     """
-    from fsmem._levels import Scope
+    from fsmem._memory.levels import Scope
 
     try:
         from fsmem import mcp_server

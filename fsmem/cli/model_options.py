@@ -14,7 +14,7 @@ import click
 
 import fsmem
 from fsmem._errors import BadFact, FsmemError
-from fsmem._llm import DEFAULT_API_KEY_ENV, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, ModelSettings
+from fsmem._llm.model import DEFAULT_API_KEY_ENV, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, ModelSettings
 
 
 def conversation_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -47,7 +47,7 @@ def read_conversation(path: Path, error: type[FsmemError] = BadFact) -> Any:
 
 def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The model options of every model-facing command, collected into one ``model_settings``
-    argument (a :class:`fsmem._llm.ModelSettings`); build the model with :func:`make_model`.
+    argument (a :class:`fsmem._llm.model.ModelSettings`); build the model with :func:`make_model`.
 
     ``--model-url`` ($FSMEM_MODEL_URL), ``--model`` ($FSMEM_MODEL), ``--api-key-env``, ``--timeout``
     ($FSMEM_TIMEOUT), ``--max-tokens``, ``--temperature``, ``--no-thinking``.

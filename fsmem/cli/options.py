@@ -15,7 +15,7 @@ from fsmem._core.layout import STATE_DIR
 from fsmem._errors import BadPath, BadStore, RootNotFound
 
 if TYPE_CHECKING:
-    from fsmem._memory import Memory
+    from fsmem._memory.memory import Memory
 
 # ``--root`` and ``--json`` may stand before the subcommand (``fsmem --root R read X``) or after it
 # (``fsmem read X --root R``): the value is kept in the context's ``meta``, which every nested
@@ -24,7 +24,7 @@ _ROOT_KEY = "fsmem.root"
 _JSON_KEY = "fsmem.json"
 
 
-_STORE_KEY = "fsmem._store"
+_STORE_KEY = "fsmem._store.interface"
 _PROJECT_KEY = "fsmem.project"
 
 
@@ -40,7 +40,7 @@ def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = 
     import dataclasses
 
     import fsmem
-    from fsmem._config import load_settings
+    from fsmem._env.config import load_settings
 
     url, project = chosen_store(folder_given=bool(explicit))
     if url is not None:

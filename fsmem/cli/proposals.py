@@ -6,7 +6,7 @@ import dataclasses
 
 import click
 
-from fsmem._render import when_iso
+from fsmem._memory.render import when_iso
 from fsmem.cli.options import echo_json, json_option, open_root, root_option
 from fsmem.cli.style import diff, table
 
@@ -24,7 +24,7 @@ def proposals(ctx: click.Context, root: str | None, as_json: bool) -> None:
     """List the changes a reviewer proposed, each marked if it can still apply."""
     if ctx.invoked_subcommand is not None:
         return
-    from fsmem._proposals import stale_paths
+    from fsmem._memory.proposals import stale_paths
 
     memory = _memory(root)
     listed = [(p, stale_paths(memory, p)) for p in memory.proposals()]
@@ -47,7 +47,7 @@ def proposals(ctx: click.Context, root: str | None, as_json: bool) -> None:
 @json_option
 def show(proposal_id: str, root: str | None, as_json: bool) -> None:
     """Show one proposal with its diff (ID or its first characters)."""
-    from fsmem._proposals import load, resolve_id, stale_paths
+    from fsmem._memory.proposals import load, resolve_id, stale_paths
 
     memory = _memory(root)
     proposal = load(memory, resolve_id(memory, proposal_id))
@@ -71,7 +71,7 @@ def approve(proposal_id: str, root: str | None, as_json: bool) -> None:
 
     Prints what the change did, as the memory tool reports it.
     """
-    from fsmem._proposals import load, resolve_id
+    from fsmem._memory.proposals import load, resolve_id
 
     memory = _memory(root)
     full_id = resolve_id(memory, proposal_id)
@@ -90,7 +90,7 @@ def approve(proposal_id: str, root: str | None, as_json: bool) -> None:
 @json_option
 def discard(proposal_id: str, root: str | None, as_json: bool) -> None:
     """Drop a proposal (ID or its first characters) without applying it."""
-    from fsmem._proposals import load, resolve_id
+    from fsmem._memory.proposals import load, resolve_id
 
     memory = _memory(root)
     full_id = resolve_id(memory, proposal_id)

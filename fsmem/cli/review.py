@@ -14,7 +14,7 @@ from fsmem.cli.model_options import conversation_option, make_model, model_optio
 from fsmem.cli.options import echo_json, json_option, open_root, root_option
 
 if TYPE_CHECKING:
-    from fsmem._llm import ModelSettings
+    from fsmem._llm.model import ModelSettings
 
 
 @click.command()
@@ -53,7 +53,7 @@ def review(
     sent nothing usable (exit 2).
     """
     from fsmem import Scope
-    from fsmem._review import review as run_review
+    from fsmem._memory.review import review as run_review
 
     memory = open_root(root)
     scope = Scope.parse(scope_text)

@@ -10,9 +10,9 @@ from contextlib import contextmanager
 
 import click
 
-from fsmem import _render
 from fsmem._core.search import SearchHit
 from fsmem._errors import BadPattern
+from fsmem._memory import render as _render
 from fsmem.cli import EXIT_NO_MATCH
 from fsmem.cli.options import echo_json, json_option, open_root, root_option
 
@@ -82,7 +82,7 @@ MORE_COUNTED = 1000
 
 def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
     """``path:line: text``, the matches painted; then how many more matching lines were not shown."""
-    from fsmem._grep import compile_pattern
+    from fsmem._index.grep import compile_pattern
     from fsmem.cli.style import colour_on, paint
 
     compiled = None
@@ -136,7 +136,7 @@ def status(root: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(info)
         return
-    from fsmem._render import size
+    from fsmem._memory.render import size
 
     watcher = f"running (pid {info['watcher_pid']})" if info["watcher"] else "not running"
     click.echo(
@@ -182,9 +182,9 @@ def rebuild(root: str | None, as_json: bool) -> None:
 )
 def watch(root: str | None, debounce: float) -> None:
     """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
-    from fsmem._drive import Drive
     from fsmem._errors import BadRequest
-    from fsmem._watch import Watcher
+    from fsmem._index.watch import Watcher
+    from fsmem._store.folder.drive import Drive
 
     memory = open_root(root)
     if not isinstance(memory.drive, Drive):

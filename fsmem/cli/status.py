@@ -13,7 +13,7 @@ LAST_CHANGES = 5
 
 def gather(memory: Any) -> dict[str, Any]:
     """Everything ``fsmem status`` shows, as data (the ``--json`` form)."""
-    from fsmem._proposals import stale_paths
+    from fsmem._memory.proposals import stale_paths
     from fsmem.cli.levels import describe_levels
 
     files = list(memory.drive.walk_files(""))
@@ -48,8 +48,8 @@ def gather(memory: Any) -> dict[str, Any]:
 @json_option
 def status(root: str | None, as_json: bool) -> None:
     """The root at a glance: levels, file and fact counts, index freshness, watcher, proposals, last changes."""
-    from fsmem._drive import LogEntry
-    from fsmem._render import size
+    from fsmem._memory.render import size
+    from fsmem._store.types import LogEntry
     from fsmem.cli.files import log_lines
 
     memory = open_root(root)
@@ -86,7 +86,7 @@ def status(root: str | None, as_json: bool) -> None:
 
 def _no_watcher(memory: Any) -> str:
     """What to do about no watcher, per store: a folder has `fsmem watch`; PostgreSQL needs none."""
-    from fsmem._drive import Drive
+    from fsmem._store.folder.drive import Drive
 
     if isinstance(memory.drive, Drive):
         return "`fsmem watch` starts one"

@@ -1,4 +1,4 @@
-"""``fsmem sync DIR``: a folder people edit, mirrored from a project in PostgreSQL (``fsmem._sync``)."""
+"""``fsmem sync DIR``: a folder people edit, mirrored from a project in PostgreSQL (``fsmem._memory.sync``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import click
 from fsmem.cli.options import chosen_store, echo_json, json_line, json_option, store_option
 
 if TYPE_CHECKING:
-    from fsmem._sync import Report
+    from fsmem._memory.sync import Report
 
 EXIT_NOT_SYNCED = 1  # a path could not be synced (the errors say which)
 EXIT_CONFLICT = 3  # a pass left a conflict note to read
@@ -35,10 +35,10 @@ def sync(folder: str, once: bool, as_json: bool) -> None:
     Runs until Ctrl-C or SIGTERM, printing what each pass did; with --once, one pass: exit 0
     done, 1 some path could not be synced (listed), 3 a conflict note was written.
     """
-    from fsmem._config import load_settings
+    from fsmem._env.config import load_settings
     from fsmem._errors import BadStore, RootNotFound
-    from fsmem._pg_store import PgStore
-    from fsmem._sync import Sync
+    from fsmem._memory.sync import Sync
+    from fsmem._store.postgres.store import PgStore
 
     url, project = chosen_store()
     if url is None or project is None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from fsmem._errors import RequestError
-from fsmem._pg_store import PgStore
+from fsmem._store.postgres.store import PgStore
 from tests.procs.common import emit, wait_for_file
 
 

@@ -449,8 +449,8 @@ def person_main(argv: list[str]) -> int:
 def hand_settled(url: str, project: str, folder: Path) -> bool:
     """Whether the sync folder and the rows hold the same memory files, byte for byte."""
     from fsmem._core.versions import version_of
-    from fsmem._pg_store import PgStore
-    from fsmem._sync import _mirrored
+    from fsmem._store.postgres.store import PgStore
+    from fsmem._memory.sync import _mirrored
 
     with PgStore.open(url, project, create=False) as store:
         there = {path: version for path, version in store.file_versions().items() if _mirrored(path)}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from fsmem._core.versions import version_of
 from fsmem._errors import Busy, Conflict
-from fsmem._pg_store import PgStore, StoreUnavailable
+from fsmem._store.postgres.store import PgStore, StoreUnavailable
 from tests.procs.common import emit, wait_for_file
 
 

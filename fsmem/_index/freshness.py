@@ -1,0 +1,169 @@
+"""The index's freshness keeper: what changed since the index last looked, and bringing it level.
+
+The question is the store's (``fsmem._store.interface.IndexFeed``): only the store knows whether the answer is a
+walk, a watcher or a sequence number. Its sources, cheapest first:
+
+- what the feed noted (``probe``/``noted``): the folder's pending list of paths changes through fsmem
+  touched, PostgreSQL's log after the sequence number this generation applied; applied by whoever
+  searches next, under tantivy's writer lock only (a search never waits for a writer's lock);
+- a watcher (the folder: ``fsmem._index.watch``; PostgreSQL: LISTEN/NOTIFY): while one vouches, searches skip
+  the rest;
+- the comparison (``compare``): the folder walks its stats (``Drive.changes_since``), PostgreSQL
+  lists the rows' sizes and modified times.
+
+On the folder, a hand edit found by the watcher or the comparison keeps the text it replaced (the index
+stores the text it last read) as a version, logged as a ``hand_edit``, so nothing a person overwrote is
+lost (``FolderFeed``, below: the folder's answers).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from fsmem._core.search import Plan
+from fsmem._index.feed import IndexFeed
+from fsmem._index.generations import BIG_BATCH, MAX_INDEXED_BYTES, IndexStore
+from fsmem._index.state import (
+    Manifest,
+    read_applied,
+)
+
+RECONCILE_CHUNK = 5000  # files re-indexed per batch: a checkout of thousands never holds one writer long
+
+
+class Freshness:
+    """Keeps one index store level with the memory, through the memory store's feed."""
+
+    def __init__(self, store: IndexStore, feed: IndexFeed) -> None:
+        self.store = store
+        self.feed = feed
+        self.files_seen = 0
+        self._probed: tuple[str | None, object] | None = None  # (generation, probe) last found applied
+        self._mutex = threading.Lock()  # one comparison at a time per process (they share the walk cache)
+
+    # --- what the feed noted ---------------------------------------------------------------------
+
+    def apply_pending(self) -> int:
+        """Index the paths the feed noted since this generation last applied it.
+
+        Takes tantivy's writer lock, never the store's: a search does not wait for a writer. A change
+        that returned has been noted (the folder's list, PostgreSQL's log), so the next search anywhere
+        finds it here.
+        """
+        probe = self.feed.probe()
+        if probe is None:
+            return 0
+        self.store.open()
+        key = (self.store.generation, probe)
+        if key == self._probed:
+            return 0
+        got = self.feed.noted(read_applied(self.store.folder))
+        if got is None or not got[0]:
+            self._probed = key
+            return 0
+        with self.store.batch() as batch:
+            got = self.feed.noted(read_applied(self.store.folder))  # inside: authoritative
+            if got is None:
+                return 0
+            paths, batch.applied = got
+            changed = batch.refresh(paths, files=self.feed.noted_files)
+        self._probed = (self.store.generation, probe)
+        return changed
+
+    # --- the comparison --------------------------------------------------------------------------
+
+    def compare(self) -> Plan:
+        """What differs between the files and the index (no lock, no index writes)."""
+        self.store.open()
+        manifest = self.store.manifest
+        assert manifest is not None
+        with self._mutex:
+            plan, self.files_seen = self.feed.compare(
+                manifest.load(), _Memo(manifest, self.store.walk_cache), MAX_INDEXED_BYTES
+            )
+        return plan
+
+    def reconcile(self) -> Plan:
+        """Compare, keep what hand edits replaced, re-index what differs. Returns what it found.
+
+        A large difference (a `git checkout`, thousands of files moved in) is applied in chunks, one
+        commit each, so other batches wait seconds, not minutes.
+        """
+        plan = self.compare()
+        if not (plan or plan.racy):
+            return plan
+        self.keep_hand_edits(plan.changed)
+        changed, removed = list(plan.changed), list(plan.removed)
+        with self.store.batch(big=len(changed) > BIG_BATCH) as batch:
+            batch.apply(changed[:RECONCILE_CHUNK], removed[:RECONCILE_CHUNK])
+            batch.settle(plan.racy)
+        del changed[:RECONCILE_CHUNK], removed[:RECONCILE_CHUNK]
+        while changed or removed:
+            with self.store.batch(big=True) as batch:
+                batch.apply(changed[:RECONCILE_CHUNK], removed[:RECONCILE_CHUNK])
+            del changed[:RECONCILE_CHUNK], removed[:RECONCILE_CHUNK]
+        return plan
+
+    def refresh(self, paths: Iterable[str]) -> int:
+        """Bring ``paths`` (files or folders) up to date, keeping what hand edits among them replaced.
+        Files the index already holds as they are (a change through fsmem a search applied) are skipped."""
+        paths = self._unsettled(paths)
+        if not paths:
+            return 0
+        self.keep_hand_edits(paths)
+        with self.store.batch(big=len(paths) > BIG_BATCH) as batch:
+            return batch.refresh(paths)
+
+    def ensure_fresh(self, watched: set[str] | None = None) -> None:
+        """Apply noted changes; then refresh what this process's own watcher saw change (``watched``),
+        or, with no watcher of its own, compare unless another process's watcher beats."""
+        self.apply_pending()
+        if watched is not None:
+            if watched:
+                self.refresh(watched)
+        elif not self.feed.vouched():
+            self.reconcile()
+
+    def _unsettled(self, paths: Iterable[str]) -> list[str]:
+        """``paths`` less the files the index holds exactly as they are now, and less the folders
+        (made, moved in) whose every file it holds so: a folder a watcher named stays named until the
+        watcher's batch, and each search meanwhile would re-index it whole."""
+        self.store.open()
+        manifest = self.store.manifest
+        assert manifest is not None
+        seen = manifest.load()
+        files, folders = [], []
+        for path in paths:
+            present = None if not path or path in seen else self.store.files_under(path)
+            if present is None:
+                files.append(path)
+                continue
+            differ = self.feed.unsettled(present, seen)
+            if differ or len(present) != manifest.count_under(path):
+                folders.append(path)
+                folders.extend(differ)  # named too: a hand edit among them keeps the text it replaced
+        return self.feed.unsettled(files, seen) + folders
+
+    def keep_hand_edits(self, paths: Iterable[str]) -> list[str]:
+        """Keep, as versions, the texts the index last read for ``paths`` that a person has since
+        replaced outside fsmem (where a person can: the folder). Returns the paths kept."""
+        manifest = self.store.manifest
+        if manifest is None or not self.feed.hand_edits:
+            return []
+        return self.feed.replaced_by_hand(paths, manifest.load(), self.store.text_seen)
+
+
+class _Memo:
+    """The walk cache of a generation, keyed by its manifest (which says what was re-read since)."""
+
+    def __init__(self, manifest: Manifest, file: Path) -> None:
+        self.manifest = manifest
+        self.file = file
+
+    def key(self) -> tuple[int, int] | None:
+        return self.manifest.key()
+
+    def paths_since(self, key: tuple[int, int]) -> set[str] | None:
+        return self.manifest.paths_since(key)

@@ -1,0 +1,162 @@
+"""The full-text index of a memory, cut along its seams and composed here:
+
+    store       (``index_store``)  tantivy generations under the store's ``state``: open, follow,
+                                   write a batch, rebuild
+    freshness   (``freshness``)    what changed since the last look, as the memory's store answers it
+                                   (``feed_of(store)``: the folder's pending list, watcher and walk;
+                                   PostgreSQL's log sequence and LISTEN/NOTIFY)
+    query       (``query``)        clauses, ranking, hits
+
+    index = memory.index                      # Index(drive): the drive brings its settings
+    index.search("deploy staging", limit=5)   # fresh first: what the feed noted, then a comparison unless vouched
+    index.refresh({"seo/titles.md"}); index.reconcile(); index.rebuild(progress); index.status()
+
+The one lock is the feed's (the folder's root lock): only a rebuild's swap and the keeping of hand edits
+take it. Index writes are kept apart by tantivy's own writer lock, so a search never waits behind a
+change through fsmem.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from fsmem._core.search import SCHEMA_VERSION, Plan, SearchHit
+from fsmem._core.text import check_text
+from fsmem._errors import BadRequest
+from fsmem._index.feed import IndexFeed, IndexWatcher
+from fsmem._index.folder_feed import FolderFeed
+from fsmem._index.freshness import Freshness
+from fsmem._index.generations import IndexStore, IndexWarning
+from fsmem._index.query import TextQuery
+from fsmem._index.state import read_applied
+from fsmem._store.folder.drive import Drive
+from fsmem._store.interface import Store
+
+__all__ = ["Index", "IndexWarning", "SearchHit"]
+
+MAX_LIMIT = 10_000  # more hits than anyone reads; a bigger limit is taken as this one
+
+
+def feed_of(store: Store) -> IndexFeed:
+    """How ``store`` tells its index what changed: the folder's feed, or PostgreSQL's."""
+    if isinstance(store, Drive):
+        return FolderFeed(store)
+    from fsmem._index.postgres_feed import PgFeed  # psycopg: only for a store that is PostgreSQL's
+    from fsmem._store.postgres.drive import PgDrive
+
+    assert isinstance(store, PgDrive), f"no search index for a store of type {type(store).__name__}"
+    return PgFeed(store)
+
+
+class Index:
+    """The index of one memory. Cheap to create; opens (or builds) the tantivy index on first use.
+    Safe to share between threads."""
+
+    def __init__(self, drive: Store) -> None:
+        self.drive = drive
+        self.state = drive.state
+        self.feed = feed_of(drive)
+        self.store = IndexStore(drive, self.feed)
+        self.freshness = Freshness(self.store, self.feed)
+        self.query = TextQuery(self.store.schema, self.store.analyzer)
+
+    def search(
+        self,
+        query: str,
+        *,
+        include: Iterable[str] | str | None = None,
+        exclude: Iterable[str] | str | None = None,
+        since: datetime | str | None = None,
+        limit: int = 10,
+        fresh: bool = True,
+        watched: set[str] | None = None,
+    ) -> list[SearchHit]:
+        """Ranked files for ``query``. ``fresh``: compare with the files first, unless ``watched`` (the
+        paths the caller's own watcher saw change and has not applied yet) or another process's
+        watcher vouches; changes through fsmem are applied either way."""
+        if not isinstance(limit, int) or limit < 1:
+            raise BadRequest("limit must be a whole number of at least 1")
+        check_text("query", query)  # the Python API and the shell come here without the tool's checks
+        # tantivy sizes its collector by the limit: 10**12 aborts the whole process (capacity overflow)
+        limit = min(limit, MAX_LIMIT)
+        filters = self.query.filters(include, exclude, since)  # refused before anything is touched
+        if fresh:
+            self.freshness.ensure_fresh(watched)
+        else:
+            self.freshness.apply_pending()
+        try:
+            return self.query.search(self.store.searcher(), query, filters, limit)
+        except ValueError as error:  # a segment file gone or damaged under a live index
+            with self.feed.locked():
+                self.store.build_locked(self._catch_up)
+            warnings.warn(
+                IndexWarning(f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=2
+            )
+            return self.query.search(self.store.searcher(), query, filters, limit)
+
+    # --- freshness -------------------------------------------------------------------------------
+
+    def apply_pending(self) -> int:
+        return self.freshness.apply_pending()
+
+    def compare(self) -> Plan:
+        return self.freshness.compare()
+
+    def applied_mark(self) -> object:
+        """The feed's mark the live generation applied (``None``: none known)."""
+        self.store.open()
+        return read_applied(self.store.folder)
+
+    def reconcile(self) -> Plan:
+        return self.freshness.reconcile()
+
+    def refresh(self, paths: Iterable[str]) -> int:
+        return self.freshness.refresh(paths)
+
+    def ensure_fresh(self) -> None:
+        self.freshness.ensure_fresh()
+
+    def locked(self) -> AbstractContextManager[None]:
+        """The feed's lock (the folder: its root lock, which holds off every change)."""
+        return self.feed.locked()
+
+    def watcher(self, **options: float) -> IndexWatcher:
+        """The store's watcher for this index, not started (``fsmem._index.watch.Watcher`` for the folder)."""
+        return self.feed.watcher(self, **options)
+
+    # --- the store -------------------------------------------------------------------------------
+
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Rebuild from the memory beside the live index, then swap it in. Returns the file count.
+
+        Searches keep using the old generation meanwhile; writes wait only for the swap at the end.
+        """
+        return self.store.rebuild(progress, self._catch_up)
+
+    def _catch_up(self) -> None:
+        """On a generation just built, under the feed's lock: what changed while it was being built."""
+        plan = self.freshness.compare()
+        if plan:
+            with self.store.batch() as batch:
+                batch.apply(plan.changed, plan.removed)
+
+    def status(self) -> dict[str, Any]:
+        """Documents, files, how many are stale, whether a watcher keeps it current."""
+        self.freshness.apply_pending()  # changes made through fsmem are never counted as stale
+        plan = self.freshness.compare()
+        healthy, beat = self.feed.health()
+        folder = self.store.folder
+        return {
+            "documents": self.store.num_docs(),
+            "files": self.freshness.files_seen,
+            "stale": len(plan.changed) + len(plan.removed),
+            "watcher": bool(healthy),
+            "watcher_pid": beat.get("pid") if beat else None,
+            "generation": self.store.generation,
+            "schema": SCHEMA_VERSION,
+            "index_bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),
+        }

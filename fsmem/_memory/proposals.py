@@ -1,0 +1,69 @@
+"""Changes a reviewer made that wait for a person: kept by the store (``.fsmem/proposals/<id>.json`` in a folder).
+
+A proposal records the request, the scope and thread it came from, and the version of every file it
+would change as it was when the proposal was made (its base). ``approve`` applies it only if those
+files still hold what they held; ``discard`` drops it.
+"""
+
+from __future__ import annotations
+
+import secrets as random_ids
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from fsmem._core.versions import version_of
+from fsmem._errors import NotFound
+from fsmem._store.types import ChangeProposal, now_iso
+
+if TYPE_CHECKING:
+    from fsmem._memory.project import Project
+
+
+def new_id() -> str:
+    """Short enough to type, sortable by the second: ``20261130T010203-a1b2c3``.
+
+    The ``T`` matters: fourteen digits in a row pass the Luhn check one time in ten, and text quoting
+    such an id would be refused as a card number.
+    """
+    stamp = now_iso()
+    return f"{stamp[:10].replace('-', '')}T{stamp[11:19].replace(':', '')}-{random_ids.token_hex(3)}"
+
+
+def save(memory: Project, proposal: ChangeProposal) -> None:
+    memory.drive.save_proposal(asdict(proposal))
+
+
+def load(memory: Project, proposal_id: str) -> ChangeProposal:
+    record = memory.drive.load_proposal(proposal_id)
+    if record is None:
+        raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")
+    return ChangeProposal(**record)
+
+
+def resolve_id(memory: Project, typed: str) -> str:
+    """The full id an unambiguous prefix stands for, as a person types it (``fsmem proposals approve 2026``)."""
+    from fsmem._core.prefix import resolve_prefix
+
+    return resolve_prefix(typed, memory.drive.proposal_ids(), "proposal", "fsmem proposals")
+
+
+def all_proposals(memory: Project) -> list[ChangeProposal]:
+    return sorted((load(memory, proposal_id) for proposal_id in memory.drive.proposal_ids()), key=lambda p: p.made_at)
+
+
+def stale_paths(memory: Project, proposal: ChangeProposal) -> list[str]:
+    """The files that no longer hold what they held when the proposal was made."""
+    stale = []
+    for path, version in proposal.base.items():
+        data = memory.drive.read(path)
+        if (None if data is None else version_of(data)) != version:
+            stale.append(path)
+    folder = proposal.extra.get("folder")
+    if folder and memory.drive.is_dir(folder):
+        now = {entry.path for entry in memory.drive.walk_files(folder)}
+        stale.extend(sorted(now - set(proposal.base)))
+    return stale
+
+
+def discard(memory: Project, proposal_id: str) -> None:
+    memory.drive.delete_proposal(proposal_id)

@@ -1,0 +1,297 @@
+"""The review runner: a model rereads a finished conversation and keeps what it taught.
+
+    result = review(memory, conversation, model, Scope.agent(agent_id))
+    result.applied      # what it added at once: path, version before, version after
+    result.proposals    # what it would replace or remove: waits for `fsmem proposals approve ID`
+    result.lines()      # one line per change and per proposal; [] when nothing changed
+
+The model works on a copy: the conversation's user and assistant turns (never the original list, and
+nothing the review says goes back into it), the scope's memory files as the harness would append them,
+and the review prompt (``prompts/review.md``). Its memory tool runs on a review-mode ``Run`` of its
+own thread, so an add applies at once, anything else becomes a proposal, and what it reads counts as
+read only there. At most ``max_calls`` model calls; what it wrote before the budget ran out stays.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fsmem._core import layout
+from fsmem._core.review import CONVERSATION_LIMIT, review_turns
+from fsmem._errors import ModelError, NotFound
+from fsmem._memory import prompts as _prompts
+from fsmem._memory.levels import Scope
+from fsmem._memory.tool_calls import ToolStep, assistant_message, execute_call, memory_tool_spec
+from fsmem._store.types import now_iso
+
+__all__ = [
+    "Applied",
+    "Proposed",
+    "Refused",
+    "ReviewResult",
+    "review",
+    "review_messages",
+    "DEFAULT_MAX_CALLS",
+    "NOTHING_TO_SAVE",
+]
+
+DEFAULT_MAX_CALLS = 16
+NOTHING_TO_SAVE = "Nothing to save."
+
+Ended = Literal["answered", "budget", "empty", "model_error", "bad_arguments"]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A file the review changed at once: its version before the review's first write (None: the
+    review created it) and after its last."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+    def line(self) -> str:
+        if self.before is None:
+            return f"Created {self.path} (version {self.after})"
+        return f"Updated {self.path} (version {self.before} -> {self.after})"
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """A change the review left for a person."""
+
+    id: str
+    summary: str
+
+    def line(self) -> str:
+        return f"Proposed {self.id}: {self.summary} (`fsmem proposals show {self.id}`)"
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A call the tool refused: nothing changed. The path is left out, since a path can hold a secret."""
+
+    command: str
+    code: str
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    thread_id: str
+    applied: tuple[Applied, ...] = ()
+    proposals: tuple[Proposed, ...] = ()
+    refused: tuple[Refused, ...] = ()
+    model_calls: int = 0
+    ended: Ended = "answered"
+    answer: str = ""
+    error: str | None = None  # the model's failure, when it failed after the review changed something
+    steps: tuple[ToolStep, ...] = field(default=(), repr=False)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied or self.proposals)
+
+    def lines(self) -> list[str]:
+        """One line per change and per proposal; [] when nothing changed (then see :meth:`outcome`)."""
+        return [a.line() for a in self.applied] + [p.line() for p in self.proposals]
+
+    @property
+    def unusable(self) -> bool:
+        """The model worked but nothing it sent could be used: its calls were refused or malformed, or
+        it ran out of calls, and nothing changed."""
+        return not self.changed and self.ended in ("budget", "bad_arguments")
+
+    def outcome(self) -> str | None:
+        """What a person is told when nothing changed (None when something did): that the model found
+        nothing worth keeping, that it answered without proposing or changing anything, or that its
+        answer could not be used."""
+        if self.changed or self.ended == "model_error":
+            return None
+        if self.ended == "empty":
+            return "Nothing to review: the conversation has no user or assistant text."
+        refused = f" {len(self.refused)} memory calls were refused." if self.refused else ""
+        if self.ended == "bad_arguments":
+            return (
+                "The model's answer could not be used: it twice sent memory-tool arguments that are "
+                f"not valid JSON. Nothing changed.{refused}"
+            )
+        if self.ended == "budget":
+            return (
+                f"The model's answer could not be used: it made {self.model_calls} model calls "
+                f"without finishing, and changed nothing.{refused} Raise --max-calls or try another "
+                "model."
+            )
+        if self.answer == NOTHING_TO_SAVE:
+            return "Nothing to save: the model found nothing in this conversation worth keeping."
+        said = " ".join(self.answer.split())
+        said = (said[:200] + "…") if len(said) > 200 else (said or "(nothing)")
+        return f"The model answered without proposing or changing anything.{refused} Its answer: {said}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "applied": [{"path": a.path, "before": a.before, "after": a.after} for a in self.applied],
+            "proposals": [{"id": p.id, "summary": p.summary} for p in self.proposals],
+            "refused": [{"command": r.command, "code": r.code} for r in self.refused],
+            "model_calls": self.model_calls,
+            "ended": self.ended,
+            "answer": self.answer,
+            "error": self.error,
+            "outcome": self.outcome(),
+        }
+
+
+def _levels_text(run: Any) -> str:
+    """The files of the scope, widest first, with what belongs in each."""
+    lines = [f"- `{layout.PROJECT_FILE}` (project): what every chat, agent and routine of the project needs."]
+    if run.agent_folder:
+        lines.append(
+            f"- `{layout.agent_top_file(run.agent_folder)}` (this agent): what only this agent and its routines need."
+        )
+    if run.routine_folder:
+        lines.append(
+            f"- `{layout.routine_top_file(run.routine_folder)}` (this routine): what only this "
+            "routine needs from one run to the next."
+        )
+    return "\n".join(lines)
+
+
+def review_messages(
+    run: Any,
+    turns: list[dict[str, str]],
+    *,
+    dropped: int = 0,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    project: str | None = None,
+) -> list[dict[str, Any]]:
+    """What the model is given: the harness's system prompt, the conversation copy, the scope's memory
+    copies (which ``run`` now counts as read) and the review prompt, last."""
+    system = _prompts.system_prompt(project or run.memory.name)
+    conversation = [dict(turn) for turn in turns]
+    if dropped:
+        conversation.insert(
+            0,
+            {
+                "role": "user",
+                "content": f"({dropped} earlier turns of this conversation were left out to keep the review short.)",
+            },
+        )
+    copies = run.context(conversation)
+    instruction = _prompts.render("review", levels=_levels_text(run), max_calls=str(max_calls))
+    return [
+        {"role": "system", "content": system},
+        *conversation,
+        *copies,
+        {"role": "user", "content": instruction.rstrip("\n")},
+    ]
+
+
+def review(
+    memory: Any,
+    conversation: Any,
+    model: Any,
+    scope: Scope | None = None,
+    *,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    thread_id: str | None = None,
+    project: str | None = None,
+    conversation_limit: int = CONVERSATION_LIMIT,
+    temperature: float | None = None,
+) -> ReviewResult:
+    """Reread ``conversation`` (a list of messages, or an object with ``messages``) with ``model`` (a
+    :class:`fsmem._llm.model.ChatModel`) and keep what it taught in ``scope``'s memory.
+
+    A conversation with no user or assistant text makes no model call. A :class:`ModelError` is
+    raised when the review changed nothing; after a change it ends the review (``ended ==
+    "model_error"``) so the caller still learns what was applied and proposed.
+    """
+    if max_calls < 1:
+        raise ValueError("max_calls must be at least 1")
+    thread_id = thread_id or f"review-{uuid.uuid4().hex[:12]}"
+    run = memory.run(scope or Scope.chat(), thread_id=thread_id, review=True)
+    turns, dropped = review_turns(conversation, conversation_limit)
+    if not turns:
+        return ReviewResult(thread_id, ended="empty")
+    started = now_iso()
+    messages = review_messages(run, turns, dropped=dropped, max_calls=max_calls, project=project)
+    tools = [memory_tool_spec()]
+    steps: list[ToolStep] = []
+    calls, answer, error = 0, "", None
+    ended: Ended = "budget"
+    corrected = False
+    while calls < max_calls:
+        try:
+            reply = assistant_message(model.complete(messages, tools=tools, temperature=temperature))
+        except ModelError as failure:
+            if not _proposal_ids(steps) and not _applied(memory, thread_id, started):
+                raise
+            ended, error = "model_error", failure.message
+            break
+        calls += 1
+        messages.append(reply)
+        tool_calls = reply.get("tool_calls") or []
+        if not tool_calls:
+            ended, answer = "answered", reply.get("content") or ""
+            break
+        malformed = False
+        for call in tool_calls:
+            step = execute_call(run, call)
+            steps.append(step)
+            malformed = malformed or step.malformed
+            messages.append({"role": "tool", "tool_call_id": str(call.get("id", "")), "content": step.text})
+        if malformed:  # one corrective reply (the refusal), then the review ends: see Session._work
+            if corrected:
+                ended = "bad_arguments"
+                break
+            corrected = True
+    return ReviewResult(
+        thread_id=thread_id,
+        applied=tuple(_applied(memory, thread_id, started)),
+        proposals=tuple(_proposed(memory, steps)),
+        refused=tuple(_refused(steps)),
+        model_calls=calls,
+        ended=ended,
+        answer=answer.strip(),
+        error=error,
+        steps=tuple(steps),
+    )
+
+
+def _applied(memory: Any, thread_id: str, started: str) -> list[Applied]:
+    """What the review's run wrote, from the log: the version before its first write, after its last."""
+    changes: dict[str, Applied] = {}
+    for entry in memory.drive.log():
+        if entry.thread != thread_id or entry.time < started:
+            continue
+        first = changes.get(entry.path)
+        changes[entry.path] = Applied(entry.path, entry.before if first is None else first.before, entry.after)
+    return list(changes.values())
+
+
+def _proposal_ids(steps: list[ToolStep]) -> list[str]:
+    return [str(step.result["proposal"]) for step in steps if step.ok and step.result.get("proposal")]
+
+
+def _proposed(memory: Any, steps: list[ToolStep]) -> list[Proposed]:
+    from fsmem._memory import proposals
+
+    found = []
+    for proposal_id in _proposal_ids(steps):
+        try:
+            summary = proposals.load(memory, proposal_id).summary
+        except NotFound:  # a person already approved or discarded it: it was still made here
+            summary = "(no longer waiting)"
+        found.append(Proposed(proposal_id, summary))
+    return found
+
+
+def _refused(steps: list[ToolStep]) -> list[Refused]:
+    refused = []
+    for step in steps:
+        if not step.ok:
+            error = step.result.get("error") or {}
+            command = (step.arguments or {}).get("command", step.name)
+            refused.append(Refused(str(command), str(error.get("code", "BAD_REQUEST"))))
+    return refused

@@ -1,0 +1,622 @@
+"""A folder people edit, mirrored from a project in PostgreSQL, and back (``fsmem sync``).
+
+    with Sync.open(Path("notes"), store) as sync:    # store: a PgStore of the project
+        sync.run_once()                               # one pull + push pass (what cron and tests use)
+        sync.run(stop)                                # or: watch both sides until ``stop`` is set
+
+Each pass compares, for every path it looks at, three versions: what the folder and the database
+last agreed on (the *base*, kept in ``DIR/.fsmem-sync/state.json``), what the folder holds now and
+what the database holds now (``decide``, a pure function):
+
+- only the database changed: the folder gets its bytes (or loses the file);
+- only the folder changed (a person's save or delete): pushed as a change conditional on the base
+  (``tx.write(path, data, expect=base)``); if the database moved meanwhile, it is a conflict;
+- both changed, to different bytes: the database keeps its version, the person's text is kept as a
+  version of the file (command ``conflict``) and written, unchanged, into a note beside it,
+  ``<file>.conflict`` (``-2``, ``-3`` … when one is there already), which says what happened and
+  how to take the text back. A note is not a memory file name, so it is never pushed.
+
+A hand change the tool would refuse is not pushed either (``_refused``, as ``fsmem/_memory/tool.py`` decides):
+a fact file changes only through the facts API and a file needs an agent or routine folder the
+memory has, so such a text is kept as a version and in a note, and the folder gets the memory's
+file back; a level folder deleted whole comes back, with a note saying the harness deletes agents
+and routines; a level's top file (MEMORY.md, NOTES.md) deleted by hand is emptied, not removed.
+The state file also names the project's identity (``PgStore.identity``): a folder synced with
+another project of the same name (another database, a project made again) is refused (BAD_STORE).
+
+A pass looks at the paths the log changed since the last sequence number it saw
+(``PgStore.changes_since``) and the paths the folder's watcher named; the first pass, and one every
+``FULL_EVERY`` seconds, compares everything. The folder's own writes swap the new bytes in with
+``renameat2(RENAME_EXCHANGE)``, so a save that lands between the comparison and the write comes out
+under the temp name and is kept like any conflict: nothing a person saves is lost. A file the folder
+changed less than ``SETTLE`` seconds ago is looked at again before it is pushed: an editor saving in
+place truncates, then writes, and the empty file between must never reach the database. Only memory files
+(``core.paths.is_memory_file_name``) outside dot-folders are mirrored; one ``fsmem sync`` runs per
+folder at a time (a lock in ``.fsmem-sync/``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Self
+
+from fsmem._core.layout import STATE_DIR, is_fact_path, role_of
+from fsmem._core.paths import is_memory_file_name, normalize_path
+from fsmem._core.versions import version_of
+from fsmem._errors import BadPath, BadStore, Busy, Conflict, Exists, FsmemError, NotFound, SetupError
+from fsmem._store.atomic import exchange, make_dirs, place_new, temp_name, write_atomic, write_temp
+from fsmem._store.folder.ondisk import nfc
+from fsmem._store.postgres.store import PgStore, StoreUnavailable
+
+log = logging.getLogger("fsmem._memory.sync")
+
+SYNC_DIR = ".fsmem-sync"
+STATE_FILE = "state.json"
+LOCK_FILE = "lock"
+NOTE_SUFFIX = ".conflict"
+PUSH_COMMAND = "hand_edit"  # as the folder store logs a person's edit
+KEEP_COMMAND = "conflict"
+LEVEL_GONE = "level folder gone: "  # _refused's answer for a level folder deleted whole by hand
+FULL_EVERY = 60.0  # seconds between full comparisons while running (events can be lost)
+POLL = 2.0  # seconds between looks at the log when no notification came
+SETTLE = 0.1  # a file changed this recently may be half-saved (truncated, not yet written): look again
+SETTLE_MAX = 5.0  # ... but a file that never stays put this long is synced as it is
+
+Action = Literal["none", "agree", "pull", "push", "conflict"]
+
+
+def decide(base: str | None, here: str | None, there: str | None) -> Action:
+    """What one path needs, from its base version and what the folder and the database hold now
+    (None: no file). ``agree``: both hold the same, only the base moves to it."""
+    if here == there:
+        return "none" if base == here else "agree"
+    if here == base:
+        return "pull"
+    if there == base:
+        return "push"
+    return "conflict"
+
+
+@dataclass
+class Report:
+    """What one pass did, by path."""
+
+    pulled: list[str] = field(default_factory=list)
+    pushed: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # the notes written
+    errors: list[str] = field(default_factory=list)  # "path: why", for paths left as they were
+    seq: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.pulled or self.pushed or self.conflicts or self.errors)
+
+
+class Sync:
+    """One folder mirrored with one project. Open it with ``Sync.open`` (takes the folder's lock)."""
+
+    def __init__(self, folder: Path, store: PgStore, lock_fd: int) -> None:
+        self.folder, self.store = folder, store
+        self.meta = folder / SYNC_DIR
+        self._lock_fd = lock_fd
+        self._label = store.project
+        self.base: dict[str, str] = {}
+        self.kept: dict[str, str] = {}  # path: the version of a person's text kept by a conflict not yet done
+        self._levels_noted: set[str] = set()  # level folders a pass put back (one note each)
+        self._levels_gone: set[str] = set()  # level folders synced before, gone from the folder at a pass's start
+        self.seq = 0
+        self._load_state()
+        self._pending: set[str] = set()
+        self._full_wanted = False
+        self._wake = threading.Condition()
+        self.settle = SETTLE
+
+    @classmethod
+    def open(cls, folder: Path, store: PgStore) -> Sync:
+        folder = Path(os.path.realpath(folder))
+        if (folder / STATE_DIR).exists():
+            raise SetupError(f"{folder} is a memory root of its own (it has {STATE_DIR}/); sync into a plain folder")
+        try:
+            make_dirs(folder / SYNC_DIR)
+            fd = os.open(folder / SYNC_DIR / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as error:
+            raise SetupError(f"cannot make {folder / SYNC_DIR} ({error.strerror}); check the folder") from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(fd)
+            raise Busy(f"another `fsmem sync` is running on {folder}; stop it first, or sync another folder") from error
+        try:
+            return cls(folder, store, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def close(self) -> None:
+        os.close(self._lock_fd)  # releases the lock
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the bookkeeping ------------------------------------------------------------------------
+
+    def _load_state(self) -> None:
+        file = self.meta / STATE_FILE
+        try:
+            state = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as error:
+            raise SetupError(f"{file} cannot be read ({error}); delete it to compare everything afresh") from error
+        if state.get("project") != self._label:
+            raise SetupError(
+                f"{self.folder} is synced with project {state.get('project')!r}, not {self._label!r}; "
+                "sync this project into another folder"
+            )
+        identity = state.get("identity")  # absent in a folder an fsmem before identities synced: kept on
+        if identity is not None and identity != self.store.identity:
+            raise BadStore(
+                f"{self.folder} is synced with another project named {self._label!r} (another database, or "
+                "the project was made again): its files would be taken for deletions and its sequence number "
+                "means nothing here. Sync this project into another folder, or delete "
+                f"{self.meta / STATE_FILE} to merge the folder into it as a first sync does"
+            )
+        self.base, self.seq = dict(state.get("files", {})), int(state.get("seq", 0))
+        self.kept = {str(path): str(version) for path, version in state.get("kept", {}).items()}
+
+    def _save_state(self) -> None:
+        state = {
+            "project": self._label,
+            "identity": self.store.identity,
+            "seq": self.seq,
+            "files": dict(sorted(self.base.items())),
+            "kept": dict(sorted(self.kept.items())),
+        }
+        write_atomic(self.meta / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=1).encode("utf-8"))
+
+    # ---- one pass ---------------------------------------------------------------------------------
+
+    def run_once(self, paths: set[str] | None = None) -> Report:
+        """Pull and push what changed: ``paths`` (the watcher's) and what the log changed since the
+        last pass, or everything when ``paths`` is None. Saves the bookkeeping at the end."""
+        report = Report()
+        self._levels_noted.clear()
+        if paths is None:
+            newest = self.store.newest_seq()
+            there = self.store.file_versions()
+            todo = sorted(set(there) | set(self._files_here()) | set(self.base))
+        else:
+            newest, changed = self.store.changes_since(self.seq)
+            there = None
+            todo = sorted(set(changed) | paths)
+        unsettled: list[str] = []
+        self._levels_gone = self._gone_levels(todo)
+        for number, path in enumerate(path for path in todo if _mirrored(path)):
+            self._one_or_error(path, None if there is None else there.get(path), there is not None, report, unsettled)
+            if number % 200 == 199:
+                self._save_state()
+        waited = 0.0
+        while unsettled:  # saves caught half-way (an editor's truncate, then write): looked at again
+            settle = self.settle if waited < SETTLE_MAX else 0.0
+            time.sleep(self.settle)
+            waited += self.settle
+            again, unsettled = unsettled, []
+            for path in again:
+                self._one_or_error(path, None, False, report, unsettled, settle)
+        # a full pass saw everything up to ``newest``: taken as it is, so a database restored from a
+        # backup (its numbers behind this folder's) is followed again from there
+        self.seq = report.seq = newest if paths is None else max(self.seq, newest)
+        self._save_state()
+        return report
+
+    def _one_or_error(
+        self,
+        path: str,
+        there_version: str | None,
+        known: bool,
+        report: Report,
+        unsettled: list[str],
+        settle: float | None = None,
+    ) -> None:
+        try:
+            if not self._one(path, there_version, known, report, settle=self.settle if settle is None else settle):
+                unsettled.append(path)
+        except (StoreUnavailable, Busy):
+            self._save_state()
+            raise
+        except (FsmemError, OSError) as error:
+            report.errors.append(f"{path}: {getattr(error, 'message', None) or error}")
+
+    def _one(
+        self,
+        path: str,
+        there_version: str | None,
+        known: bool,
+        report: Report,
+        again: bool = True,
+        settle: float = 0.0,
+    ) -> bool:
+        """Sync one path; False when the folder's file changed too recently to trust (``settle``
+        seconds: an in-place save may be half done) and was left for a second look."""
+        base = self.base.get(path)
+        here_bytes, changed_at = self._read_here_when(path)
+        here = None if here_bytes is None else version_of(here_bytes)
+        if known and here == base == there_version:
+            return True  # the full pass's fast way: nothing to read from the database
+        if here != base and settle > 0 and 0 <= time.time() - changed_at < settle:
+            return False
+        there_bytes = self.store.read(path)
+        there = None if there_bytes is None else version_of(there_bytes)
+        action = decide(base, here, there)
+        if action == "agree":
+            self._set_base(path, here)
+        elif action == "pull":
+            late = self._place(path, there_bytes, here_bytes)
+            if late is not None:  # a save landed as we wrote: the database's version stays, theirs is kept
+                self._conflict(path, late, there_bytes, base, report, placed=True)
+            else:
+                report.pulled.append(path)
+            self._set_base(path, there)
+        elif action == "push":
+            why = self._refused(path, here_bytes)
+            if why is not None:  # a change the tool would refuse too: the database's stays
+                self._refuse(path, here_bytes, there_bytes, why, report)
+                self._set_base(path, there)
+                return True
+            if here_bytes is None and role_of(path).is_top_file:
+                self._empty_top_file(path, base, report)
+                return True
+            try:
+                with self.store.change(PUSH_COMMAND) as tx:
+                    if here_bytes is None:
+                        tx.delete(path, expect=base)
+                    else:
+                        tx.write(path, here_bytes, expect=base)
+            except (Conflict, Exists, NotFound, BadPath):
+                if not again:
+                    raise
+                return self._one(path, None, False, report, again=False)  # the database moved: look again
+            report.pushed.append(path)
+            self._set_base(path, here)
+        elif action == "conflict":
+            self._conflict(path, here_bytes, there_bytes, base, report)
+            self._set_base(path, there)
+        return True
+
+    def _set_base(self, path: str, version: str | None) -> None:
+        if version is None:
+            self.base.pop(path, None)
+        else:
+            self.base[path] = version
+
+    def _conflict(
+        self,
+        path: str,
+        mine: bytes | None,
+        theirs: bytes | None,
+        base: str | None,
+        report: Report,
+        placed: bool = False,
+    ) -> None:
+        """The database keeps ``theirs``; the person's ``mine`` is kept as a version and in a note;
+        the folder's file becomes the database's (``placed``: it already is)."""
+        kept = None if mine is None else self._keep(path, mine)
+        note = self._note_path(path)
+        write_atomic(note, _note(path, mine, kept, None if theirs is None else version_of(theirs), base))
+        report.conflicts.append(note.relative_to(self.folder).as_posix())
+        late = None if placed else self._place(path, theirs, mine)
+        self.kept.pop(path, None)  # done: the note is written and the folder holds the database's
+        if late is not None:  # yet another save in the same instant: kept the same way
+            self._conflict(path, late, theirs, base, report, placed=True)
+
+    def _keep(self, path: str, mine: bytes) -> str:
+        """Keep a person's text as a version of ``path``, once: a conflict that cannot finish (no room
+        for its note) is tried again every pass, and must not fill the file's versions with copies."""
+        kept = version_of(mine)
+        if self.kept.get(path) != kept:
+            kept = self.kept[path] = self.store.keep_version(path, mine, KEEP_COMMAND)
+        return kept
+
+    # ---- the tool's rules (fsmem/_memory/tool.py): what a hand change may not do ---------------------------
+
+    def _gone_levels(self, todo: list[str]) -> set[str]:
+        """The level folders of ``todo`` synced before that are gone from the folder now (before this
+        pass puts anything back: a pull into one would make it look present to the paths after it)."""
+        levels: set[str] = set()
+        for path in todo:
+            if path not in self.base:
+                continue
+            role = role_of(path)
+            levels.update(level for level in (role.agent_folder, role.routine_folder) if level is not None)
+        return {level for level in levels if not os.path.isdir(self.folder / level)}
+
+    def _refused(self, path: str, mine: bytes | None) -> str | None:
+        """Why the tool would refuse this hand change (``mine`` None: a deletion), else None. A level
+        folder deleted whole names itself with ``LEVEL_GONE`` in front."""
+        role = role_of(path)
+        if is_fact_path(path):
+            doing = "deleting the file" if mine is None else "editing the file"
+            return (
+                f"{path} is a fact file: facts change only through the facts API "
+                f"(`fsmem facts keep|edit|forget`), not by {doing}"
+            )
+        if mine is None:
+            for level in (role.agent_folder, role.routine_folder):
+                if level is not None and level in self._levels_gone:
+                    return LEVEL_GONE + level
+            return None
+        if role.is_level_folder:
+            return (
+                f"{path} is at the place of a level folder (agents/ holds only agent folders, "
+                "routines/ only routine folders)"
+            )
+        for level, kind in ((role.agent_folder, "agent"), (role.routine_folder, "routine")):
+            if level is not None and not self.store.is_dir(level):
+                return (
+                    f"there is no {kind} folder {level} in the memory; {kind}s are created by the harness "
+                    f"(`fsmem {kind}s create`), not by making a folder"
+                )
+        return None
+
+    def _refuse(self, path: str, mine: bytes | None, theirs: bytes | None, why: str, report: Report) -> None:
+        """Put back what the database holds; keep the person's text (as a version and in a note)."""
+        if why.startswith(LEVEL_GONE):
+            level = why[len(LEVEL_GONE) :]
+            if level not in self._levels_noted:
+                note = self._note_path(level)
+                make_dirs(note.parent)  # agents/ itself may be gone
+                write_atomic(note, _level_note(level))
+                report.conflicts.append(note.relative_to(self.folder).as_posix())
+                self._levels_noted.add(level)
+        else:
+            kept = None if mine is None else self._keep(path, mine)
+            note = self._note_path(path)
+            write_atomic(note, _refused_note(path, mine, kept, why))
+            report.conflicts.append(note.relative_to(self.folder).as_posix())
+        late = self._place(path, theirs, mine)
+        self.kept.pop(path, None)
+        if late is not None:  # a save in the same instant: kept as a conflict
+            self._conflict(path, late, theirs, None if theirs is None else version_of(theirs), report, placed=True)
+
+    def _empty_top_file(self, path: str, base: str | None, report: Report) -> None:
+        """A level's top file deleted by hand is emptied, as the tool's delete does; the folder gets
+        the empty file back."""
+        empty = version_of(b"")
+        if base != empty:
+            try:
+                with self.store.change(PUSH_COMMAND) as tx:
+                    tx.write(path, b"", expect=base)
+            except (Conflict, Exists, NotFound, BadPath):
+                self._one(path, None, False, report, again=False)  # the database moved: look again
+                return
+            report.pushed.append(path)
+        late = self._place(path, b"", None)
+        self._set_base(path, empty)
+        if late is not None:  # a save in the same instant: the emptied file stays, theirs is kept
+            self._conflict(path, late, b"", empty, report, placed=True)
+
+    def _note_path(self, path: str) -> Path:
+        first = self.folder / f"{path}{NOTE_SUFFIX}"
+        candidate, number = first, 1
+        while os.path.lexists(candidate):
+            number += 1
+            candidate = first.with_name(f"{first.name}-{number}")
+        return candidate
+
+    # ---- the folder -------------------------------------------------------------------------------
+
+    def _files_here(self) -> Iterator[str]:
+        for top, folders, names in os.walk(self.folder):
+            folders[:] = [name for name in folders if not name.startswith(".")]
+            for name in names:
+                relative = nfc(Path(top, name).relative_to(self.folder).as_posix())
+                if _mirrored(relative) and not os.path.islink(Path(top, name)):
+                    yield relative
+
+    def _read_here(self, path: str) -> bytes | None:
+        return self._read_here_when(path)[0]
+
+    def _read_here_when(self, path: str) -> tuple[bytes | None, float]:
+        """The folder's bytes of ``path`` (None: no file) and when they last changed, looked at after
+        the read: a save in place (truncate, then write) under way while it read shows as just now."""
+        target = self.folder / path
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None, 0.0
+        except OSError as error:
+            raise BadPath(f"{path} cannot be read here ({error.strerror})") from error
+        with os.fdopen(fd, "rb") as handle:
+            if not os.path.isfile(target):
+                raise BadPath(f"{path} is not a regular file here; only regular files are mirrored")
+            data = handle.read()
+            seen = os.fstat(handle.fileno())
+            return data, max(seen.st_mtime, seen.st_ctime)
+
+    def _place(self, path: str, data: bytes | None, expected: bytes | None) -> bytes | None:
+        """Make the folder's ``path`` hold ``data`` (None: no file), swapping it in; returns what a
+        person saved there meanwhile if it is not ``expected`` (the caller keeps it), else None."""
+        target = self.folder / path
+        if data is None:
+            if expected is None:
+                return None
+            aside = temp_name(target)
+            try:
+                os.rename(target, aside)  # take it out first: whatever it holds now is read, not lost
+            except FileNotFoundError:
+                return None
+            gone = aside.read_bytes()
+            aside.unlink()
+            _remove_empty_folders(target.parent, self.folder)
+            return gone if gone != expected else None
+        make_dirs(target.parent)
+        temp = write_temp(target, data, durable=True)
+        try:
+            if expected is None and place_new(temp, target):
+                return None
+            try:
+                swapped = exchange(temp, target)
+            except FileNotFoundError:  # the person removed it meanwhile: nothing of theirs to keep
+                swapped = False
+            if not swapped:  # no atomic swap here: the window shrinks to this read
+                before = self._read_here(path)
+                os.replace(temp, target)
+                return before if before is not None and before != expected else None
+            out = self._whole(temp, expected)
+        finally:
+            temp.unlink(missing_ok=True)
+        return out if out != expected else None
+
+    def _whole(self, swapped: Path, expected: bytes | None) -> bytes:
+        """What the file swapped out holds once no editor is still writing into it: a save in place
+        under way when the swap came goes on into that file (by its open handle), so it is read again
+        until it has stayed put ``settle`` seconds (at most ``SETTLE_MAX``)."""
+        waited = 0.0
+        while True:
+            with open(swapped, "rb") as handle:
+                data = handle.read()
+                changed_at = os.fstat(handle.fileno()).st_mtime  # not ctime: the swap itself sets that
+            if data == expected or waited >= SETTLE_MAX or not 0 <= time.time() - changed_at < self.settle:
+                return data
+            time.sleep(self.settle)
+            waited += self.settle
+
+    # ---- running ----------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event, on_pass: Any = None) -> None:
+        """Pass after pass until ``stop`` is set: woken by the folder's watcher and the project's
+        notifications, and every ``POLL`` seconds; a full comparison first and every ``FULL_EVERY``."""
+        from fsmem._index.watch import watch_folder
+
+        full_every = FULL_EVERY
+        try:
+            stop_watching = watch_folder(str(self.folder), self._changed_here)
+        except OSError as error:  # a watch limit reached: compare everything at every look instead
+            log.warning("cannot watch %s (%s); comparing the whole folder every %g s", self.folder, error, POLL)
+            stop_watching, full_every = (lambda: None), 0.0
+        listener = self.store.listen(lambda _seq: self._poke())
+        next_full = 0.0
+        try:
+            while not stop.is_set():
+                with self._wake:
+                    paths, full = self._pending, self._full_wanted
+                    self._pending, self._full_wanted = set(), False
+                full = full or time.monotonic() >= next_full
+                try:
+                    report = self.run_once(None if full else paths)
+                except (FsmemError, OSError) as error:
+                    log.warning("sync pass failed (%s); trying again", error)
+                    with self._wake:
+                        self._pending |= paths
+                        self._full_wanted = self._full_wanted or full
+                    stop.wait(POLL)
+                    continue
+                if full:
+                    next_full = time.monotonic() + full_every
+                if on_pass is not None and report.changed:
+                    on_pass(report)
+                with self._wake:
+                    if not (self._pending or self._full_wanted or stop.is_set()):
+                        self._wake.wait(timeout=POLL)
+                time.sleep(0.05)  # let a burst of saves settle into one pass
+        finally:
+            listener.stop()
+            stop_watching()
+
+    def stop_waiting(self) -> None:
+        self._poke()
+
+    def _changed_here(self, path: str, is_folder: bool) -> None:
+        """The watcher's news: a file names itself; a folder (made, moved, removed) asks for a full pass."""
+        path = nfc(path)
+        if is_folder:
+            self._poke(full=True)
+        elif _mirrored(path):
+            self._poke(path)
+
+    def _poke(self, path: str | None = None, full: bool = False) -> None:
+        with self._wake:
+            if path is not None:
+                self._pending.add(path)
+            self._full_wanted = self._full_wanted or full
+            self._wake.notify_all()
+
+
+def _mirrored(path: str) -> bool:
+    """Whether a path is one sync mirrors: a memory file name, a normalized path, no dot-name."""
+    if any(part.startswith(".") for part in path.split("/")) or not is_memory_file_name(path.rsplit("/", 1)[-1]):
+        return False
+    try:
+        return normalize_path(path) == path
+    except BadPath:
+        return False
+
+
+def _refused_note(path: str, mine: bytes | None, kept: str | None, why: str) -> bytes:
+    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    name = path.rsplit("/", 1)[-1]
+    head = f"fsmem sync, {when}: {path} was not synced\n\n{why}.\n"
+    if mine is None:
+        return f"{head}It is back as the memory holds it.\n".encode()
+    head += (
+        f"The memory keeps its own {name}, now in this folder. Your text is kept as version {kept} of {path}\n"
+        f"(`fsmem versions {path}` lists it) and is below, exactly as you saved it.\n\n"
+        "----- your text -----\n"
+    )
+    return head.encode() + mine
+
+
+def _level_note(level: str) -> bytes:
+    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    kind = "routine" if role_of(level).routine_folder else "agent"
+    return (
+        f"fsmem sync, {when}: {level} was deleted here, but not from the memory\n\n"
+        f"{kind.capitalize()}s are deleted by the harness (`fsmem {kind}s delete ID`), not by deleting their "
+        f"folder, so {level} is back as the memory holds it. Delete this note when you have read it.\n"
+    ).encode()
+
+
+def _remove_empty_folders(folder: Path, top: Path) -> None:
+    while folder != top:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _note(path: str, mine: bytes | None, kept: str | None, theirs: str | None, base: str | None) -> bytes:
+    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    name = path.rsplit("/", 1)[-1]
+    since = f"since version {base}" if base else "since this folder was last synced"
+    if mine is None:
+        head = (
+            f"You deleted {name}, but the memory changed it {since} (it is now at version {theirs}), "
+            f"so it is back as the memory holds it. Delete it again to delete it from the memory too.\n"
+        )
+        return f"fsmem sync, {when}: conflict on {path}\n\n{head}".encode()
+    now = (
+        f"The memory's version ({theirs}) is now in {name}."
+        if theirs
+        else f"The memory deleted {name} meanwhile, so it is gone from this folder."
+    )
+    head = (
+        f"fsmem sync, {when}: conflict on {path}\n\n"
+        f"You and the memory both changed {name} {since}. The memory keeps its own: {now}\n"
+        f"Your text is kept as version {kept} of {path} (`fsmem versions {path}` lists it) and is\n"
+        f"below, exactly as you saved it. To keep it, copy it into {name} and save; then delete this note.\n\n"
+        "----- your text -----\n"
+    )
+    return head.encode() + mine

@@ -1,0 +1,1 @@
+"""The folder store: one root per project, shared by the processes of one machine through its lock."""

@@ -1,0 +1,1 @@
+"""The PostgreSQL store: many projects in one database, one transaction per change."""
