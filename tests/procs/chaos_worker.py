@@ -1,4 +1,4 @@
-"""One kind of change in a loop until killed, for the crash loop (tests/test_crash_loop.py).
+"""One kind of change in a loop until killed, for the crash loop (tests/journeys/test_crash_loop.py).
 
     python tests/procs/chaos_worker.py ROOT OP
 

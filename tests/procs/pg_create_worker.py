@@ -1,4 +1,4 @@
-"""A worker that makes one file on the PostgreSQL store in a change of its own (tests/test_pg_tx.py).
+"""A worker that makes one file on the PostgreSQL store in a change of its own (tests/store/postgres/test_pg_tx.py).
 
     python tests/procs/pg_create_worker.py URL PROJECT PATH [GO_FILE]
 

@@ -19,7 +19,7 @@ def _pytest_without_postgres(tmp_path, ci: bool) -> subprocess.CompletedProcess[
     if ci:
         env["CI"] = "true"
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                           "tests/test_pg_store.py::test_proposals"], cwd=REPO, env=env, capture_output=True,
+                           "tests/store/postgres/test_pg_store.py::test_proposals"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300, check=False)
 
 

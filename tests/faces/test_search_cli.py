@@ -232,7 +232,7 @@ def test_a_cold_search_loads_neither_the_model_clients_nor_the_tool_nor_the_revi
         "print(fsmem.OpenAICompatibleModel.__module__, fsmem.Run.__module__, 'http.client' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     *shown, loaded, later = done.stdout.strip().splitlines()
@@ -250,6 +250,6 @@ def test_help_loads_no_memory_and_no_http_client(tmp_path):
         "'fsmem._index.index', 'tantivy', 'fsmem._memory.tool', 'fsmem._memory.review', 'fsmem._llm.openai', 'http.client', 'ssl')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert done.returncode == 0, done.stderr
     assert "search" in done.stdout and done.stdout.strip().endswith("\n[]")

@@ -414,7 +414,7 @@ def test_segment_files_orphaned_by_a_crashed_writer_are_collected(root: Path) ->
         "for i in range(40000): w.add_document(tantivy.Document(path=f'x{i}.md', body='word ' * 60 + str(i)))\n"
         "os._exit(1)"
     )
-    subprocess.run([sys.executable, "-c", crash, str(generation), str(Path(__file__).parent.parent)],
+    subprocess.run([sys.executable, "-c", crash, str(generation), str(Path(__file__).resolve().parents[2])],
                    check=False, timeout=60)
     orphans = {p.name for p in generation.iterdir()} - before - {".tantivy-writer.lock"}
     assert orphans, "the crashed writer should have flushed segment files without committing them"

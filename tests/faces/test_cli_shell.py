@@ -202,7 +202,7 @@ def test_errors_under_json_are_json_on_stdout(root):
 
 
 def test_every_command_that_prints_data_takes_json(root):
-    from tests.test_docs import _commands
+    from tests.journeys.test_docs import _commands
 
     quiet = {("mcp",), ("watch",), ("tool",), ("demo",), ("chat",)}  # JSON by nature, or a session
     missing = [" ".join(words) for words, command in _commands()

@@ -54,6 +54,6 @@ def test_the_write_path_imports_no_tantivy(tmp_path):
         "print('tantivy' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tmp_path),
-                          env={"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)})
+                          env={"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[2])})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"

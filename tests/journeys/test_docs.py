@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from fsmem.cli import COMMANDS, main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 

@@ -1,7 +1,7 @@
 """A file system that ignores case (macOS, Windows by default): ``memory.md`` is MEMORY.md there.
 
 Every rule that guards a top file, a level folder or the facts must see the name as it is on disk, so
-each protected call of tests/test_protection.py is made again with its names in other cases. This
+each protected call of tests/memory/test_protection.py is made again with its names in other cases. This
 machine's file system counts case, so the drive is told it does not; it then looks every name up in
 its folder, as it does on such a file system.
 """
@@ -17,8 +17,8 @@ import fsmem
 from fsmem._store.folder import drive as drive_module
 from fsmem._store.folder.ondisk import is_case_blind, spelled
 from tests.procs.common import diff, snapshot
-from tests import test_protection
-from tests.test_protection import AGENT, PROTECTED_CALLS, seen_run
+from tests.memory import test_protection
+from tests.memory.test_protection import AGENT, PROTECTED_CALLS, seen_run
 
 root = test_protection.root  # the fixture: a root with an agent, a routine, top files and facts
 

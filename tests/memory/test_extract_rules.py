@@ -14,7 +14,7 @@ from fsmem._core import facts as F
 from fsmem._errors import BadFact, ModelError
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
-TEMPLATE = (Path(__file__).resolve().parent.parent / "prompts" / "extract_facts.md").read_text()
+TEMPLATE = (Path(__file__).resolve().parents[2] / "prompts" / "extract_facts.md").read_text()
 
 
 def _fact(fid: str, subject: str, attribute: str, text: str, said: str, **links) -> F.Fact:

@@ -11,7 +11,7 @@ import pytest
 
 from fsmem._env.config import Settings
 from tests.conftest import REPO, invoke, run_fsmem
-from tests.test_docs import _commands
+from tests.journeys.test_docs import _commands
 
 DOCS = "\n".join(path.read_text(encoding="utf-8") for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
 CONFIG_DOC = (REPO / "docs" / "config.md").read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ import fsmem
 from fsmem._store.atomic import temp_owner
 from tests.conftest import run_fsmem
 from tests.procs.common import crash_content, parse_crash_header, read_json_line, spawn
-from tests.test_crash import assert_versions_whole
+from tests.journeys.test_crash import assert_versions_whole
 
 OPS = ("write", "rename", "delete", "facts", "rebuild", "approve")
 ROUNDS = 52  # two kills a round: 104

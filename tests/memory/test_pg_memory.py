@@ -1,6 +1,6 @@
 """``fsmem.open(url, project=…)``: a Memory on PostgreSQL, through the same tool, API and shell.
 
-The conformance suite (tests/test_conformance.py) runs every behaviour on both stores; these are
+The conformance suite (tests/store/test_conformance.py) runs every behaviour on both stores; these are
 what only a database has: opening by URL and project, tenants apart, the shell's --store/--project.
 """
 

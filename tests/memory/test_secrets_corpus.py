@@ -22,7 +22,7 @@ from fsmem._core.secrets import find_fact_secret, find_secret, readable
 from fsmem._errors import FactSensitive
 from tests.procs.common import diff, snapshot
 
-CORPUS = Path(__file__).parent / "data" / "secrets_corpus.tsv"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "secrets_corpus.tsv"
 
 
 def _rows() -> list[tuple[str, str, str]]:

@@ -2,7 +2,7 @@
 
 Every case goes through ``memory.run(scope, thread).call({...})`` or the ``Memory`` API and asserts on
 structured results (``ok``, ``error.code``, data fields), never on the folder's files: the same
-expectations as tests/test_tool.py, test_versions_log.py, test_facts.py, test_levels.py,
+expectations as tests/memory/test_tool.py, test_versions_log.py, test_facts.py, test_levels.py,
 test_review.py and test_context.py, on both stores (issue 12, "The conformance suite green on both
 stores"). A refused call must change nothing: no file, no kept version, no log entry, no proposal.
 """
