@@ -352,7 +352,6 @@ class Memory:
     def versions(self, path: str) -> list[VersionInfo]:
         """Earlier contents of a file (deletes included), newest first; at most 20."""
         path = normalize_path(path)
-        self.drive.refuse_special(path)
         return self.drive.versions(path)
 
     def revert(self, path: str, version: str | None = None, thread: str | None = None) -> str:

@@ -503,7 +503,8 @@ class Drive:
     # ---- history ----------------------------------------------------------------------------
 
     def versions(self, path: str) -> list[VersionInfo]:
-        """Earlier contents of a file, newest first."""
+        """Earlier contents of a file, newest first (a FIFO, a device or a socket there is refused: not memory)."""
+        self.refuse_special(path)
         folder = self.state / VERSIONS_DIR / path
         if not folder.is_dir():
             return []

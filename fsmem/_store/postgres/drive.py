@@ -144,9 +144,6 @@ class PgDrive:
             if "/." not in f"/{entry.path}" and is_memory_file_name(entry.path.rsplit("/", 1)[-1]):
                 yield entry
 
-    def refuse_special(self, path: str) -> None:
-        """Rows are only ever files: nothing here can be a FIFO, a device or a socket."""
-
     def check_free(self, destination: str, label: str = "the new path") -> None:
         self.pg.check_free(destination, label)
 
