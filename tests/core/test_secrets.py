@@ -213,15 +213,6 @@ def test_importing_fsmem_does_not_load_the_detector() -> None:
     assert shown.split() == ["False", "False"]
 
 
-def test_lines_with_a_secret_are_never_remembered() -> None:
-    from fsmem._core import known_keys
-
-    line = "DATABASE_URL=postgres://app:" + "Xk92mPq7Lz@db.internal:5432/shop"
-    assert find_secret(f"# Notes\n- plain line 2026-12-01\n{line}\n") == "a credential"
-    assert line not in known_keys._clean_lines
-    assert "- plain line 2026-12-01" in known_keys._clean_lines
-
-
 @pytest.mark.parametrize("text", [
     "https://user:password@example.com is the shape of a URL with a password",
     "postgres://app:${PGPASSWORD}@db/shop",
