@@ -4,7 +4,11 @@ Each row is ``secret`` (with the kind the guard must name) or ``clean`` (what de
 day and must not be blocked: commit ids, digests, UUIDs, phone numbers, "password: in the team
 1Password vault"). The secret rows include the evasions found in issue 10: a zero-width character
 inside a key, full-width letters, non-breaking hyphens, a card or a key cut over two lines, and the
-real AWS secret shape. The guard runs in ``fsmem._core.secrets`` (pure); the tool and the facts API
+real AWS secret shape; and the second round's fresh shapes (Stripe, Hugging Face, GitHub app tokens,
+Slack app tokens and webhooks, SendGrid, Google OAuth, passwords inside URLs, base64-wrapped keys, more
+credential words and languages, a value on the next line, a Cyrillic look-alike, a key cut by spaces)
+with their near misses (prose after ``token:``, password policies, lock-file checksums, integrity
+values, data URIs, Discord ids). The guard runs in ``fsmem._core.secrets`` (pure); the tool and the facts API
 refuse what it finds, and their messages never repeat the secret.
 """
 
@@ -62,11 +66,23 @@ def test_clean_text_is_not_taken_for_a_secret(text: str) -> None:
     assert found is None or found.startswith("a credential word")
 
 
+def test_precision_and_recall_over_the_corpus() -> None:
+    """The table in docs/safety.md: every secret row found, no clean row refused (the guard before
+    this round found 124 of 159 and refused 15 of 200)."""
+    found = sum(find_secret(text) is not None for _, text in SECRETS)
+    refused = sum(find_secret(text) is not None for text in CLEAN)
+    assert (found, len(SECRETS), refused, len(CLEAN)) == (159, 159, 0, 200)
+    precision, recall = found / (found + refused), found / len(SECRETS)
+    assert (precision, recall) == (1.0, 1.0)
+
+
 def test_readable_undoes_the_look_alikes() -> None:
     assert readable("\uff53\uff4b\uff0d") == "sk-"
     assert readable("sk\u2011proj\u2010x\u2013y\u2212z") == "sk-proj-x-y-z"
     assert readable("ab\u200bc\u200dd\u2060e\ufefff\u00adg") == "abcdefg"
     assert readable("plain ascii stays as it is") == "plain ascii stays as it is"
+    assert readable("p\u0430ssword t\u043eken") == "password token"  # Cyrillic a and o inside Latin words
+    assert readable("\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440") == "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440"
 
 
 def _secret_words(text: str) -> list[str]:
