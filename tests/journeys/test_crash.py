@@ -19,7 +19,7 @@ import pytest
 import fsmem
 import fsmem._store.atomic
 from fsmem._core.versions import version_of
-from fsmem._store.folder.drive import PARKED_PREFIX
+from fsmem._store.folder.parking import PARKED_PREFIX
 from tests.procs.common import crash_content, parse_crash_header, read_json_line, snapshot, spawn
 
 N_FILES = 4

@@ -300,16 +300,16 @@ def test_deleting_an_agent_removes_its_whole_folder_and_keeps_every_file_in_vers
 
 _CRASHING_WRITER = r"""
 import os, sys
-import fsmem, fsmem._store.folder.drive, fsmem._index.index, fsmem._index.generations, fsmem._memory.memory
+import fsmem, fsmem._store.folder.change, fsmem._index.index, fsmem._index.generations, fsmem._memory.memory
 root, where = sys.argv[1], sys.argv[2]
 if where == "after_replace":
-    original = fsmem._store.folder.drive.exchange  # a write swaps its temp file in
+    original = fsmem._store.folder.change.exchange  # a write swaps its temp file in
     def swap_then_die(temp, target):
         done = original(temp, target)
         if target.name == "brand.md":
             os._exit(9)
         return done
-    fsmem._store.folder.drive.exchange = swap_then_die
+    fsmem._store.folder.change.exchange = swap_then_die
 elif where == "before_index_note":
     fsmem._memory.memory.note_pending = lambda root, paths: os._exit(9)
 memory = fsmem.open(root)

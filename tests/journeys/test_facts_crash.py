@@ -15,7 +15,7 @@ from tests.conftest import REPO
 KILLER = r"""
 import os, signal, sys
 import fsmem
-from fsmem._store.folder import drive
+from fsmem._store.folder import change
 
 root, allowed = sys.argv[1], int(sys.argv[2])
 done = 0
@@ -29,8 +29,8 @@ def counted(operation):
         return operation(self, *args, **kwargs)
     return wrapper
 
-drive.Change.write = counted(drive.Change.write)
-drive.Change.delete = counted(drive.Change.delete)
+change.Change.write = counted(change.Change.write)
+change.Change.delete = counted(change.Change.delete)
 said = sys.argv[3]
 fsmem.open(root).facts.keep("Ana", "role", sys.argv[4], said=said)
 """

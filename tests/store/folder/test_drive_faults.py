@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import fsmem
-import fsmem._store.folder.drive
+import fsmem._store.folder.change
 from fsmem._env.config import Settings
 
 # Made in the child as ``nobody``: the memory with its files, a folder made 0500, then one call; the
@@ -172,7 +172,7 @@ def test_a_write_that_fails_after_keeping_loses_none_of_the_kept_versions(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
 
     with monkeypatch.context() as patch:
-        patch.setattr(fsmem._store.folder.drive, "write_temp", full)
+        patch.setattr(fsmem._store.folder.change, "write_temp", full)
         result = run.call({"command": "write", "path": "notes.md", "content": "# Notes 4\n"})
     assert result["error"]["code"] == "STORAGE" and "nothing was changed" in result["error"]["message"]
     assert {name: (root / ".fsmem/versions/notes.md" / name).read_bytes() for name in _kept(root, "notes.md")} == kept

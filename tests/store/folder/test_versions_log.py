@@ -205,14 +205,14 @@ def test_the_last_change_of_a_path_is_found_from_the_end_of_a_long_log(root: Pat
     with open(root / ".fsmem" / "log.jsonl", "a", encoding="utf-8") as log:
         log.write('{"time": "2026-11-30T00:00:00+00:00", "command": "write", "path": "a.m')  # torn by a crash
 
-    from fsmem._store.folder import drive as drive_module
+    from fsmem._store.folder import history
 
     expected = {}
     for entry in drive.log():  # the whole log read forwards: the newest entry naming each path
         for path in (entry.path, entry.new_path):
             expected[path] = entry
     for block in (37, 1000, 1 << 16):  # lines cut across blocks in every way
-        monkeypatch.setattr(drive_module, "LOG_TAIL_BLOCK", block)
+        monkeypatch.setattr(history, "LOG_TAIL_BLOCK", block)
         for path in ("a.md", "café.md", "x/b.md", "x/c.md"):
             assert drive.last_change(path) == expected[path], (block, path)
         assert drive.last_change("never.md") is None

@@ -1,0 +1,127 @@
+"""What a folder remembers of its changes: kept versions and the log, as they lie under ``.fsmem/``.
+
+``versions/<path>/<time>-<version>-<command>.md`` holds a file's earlier contents (``<time>`` is a
+``new_stamp()``: sortable, strictly increasing within a process); ``log.jsonl`` holds one line a change
+(``fsmem._store.types.LogEntry``). ``Change`` writes both; this module reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fsmem._errors import NotFound
+from fsmem._store.types import LogEntry, VersionInfo
+
+VERSIONS_DIR = "versions"
+VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as new_stamp() writes it
+LOG_FILE = "log.jsonl"
+LOG_TAIL_BLOCK = 1 << 16
+
+
+def versions(state: Path, path: str) -> list[VersionInfo]:
+    """Earlier contents of a file kept under ``state``, newest first."""
+    folder = state / VERSIONS_DIR / path
+    if not folder.is_dir():
+        return []
+    kept = []
+    for item in sorted(folder.iterdir(), reverse=True):
+        if not item.is_file() or item.name.startswith("."):
+            continue  # a folder's files keep their own versions; a dot-name is a crash's temp file
+        stamp, _, rest = item.name.partition("-")
+        version, _, command = rest.partition("-")
+        kept.append(
+            VersionInfo(path, version, stamp_to_iso(stamp), command.removesuffix(".md"), item.stat().st_size, item)
+        )
+    return kept
+
+
+def read_version(kept: VersionInfo) -> bytes:
+    if kept.file is None:
+        raise NotFound(f"version {kept.version} of {kept.path} is not kept in this folder")
+    return kept.file.read_bytes()
+
+
+def log(state: Path) -> Iterator[LogEntry]:
+    """Every entry of the log, oldest first; a line torn by a crash is skipped."""
+    log_file = state / LOG_FILE
+    if not log_file.exists():
+        return
+    with open(log_file, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                yield LogEntry.from_json(line)
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a crash in the middle of its append
+
+
+def last_change(state: Path, path: str) -> LogEntry | None:
+    """The newest log entry that changed ``path``, read from the end of the log."""
+    needle = json.dumps(path, ensure_ascii=False)  # as the log writes it
+    for line in _lines_from_end(state / LOG_FILE):
+        if needle not in line:
+            continue
+        try:
+            entry = LogEntry.from_json(line)
+        except (ValueError, KeyError, TypeError):
+            continue  # a line torn by a crash in the middle of its append
+        if path in (entry.path, entry.new_path):
+            return entry
+    return None
+
+
+def _lines_from_end(file: Path) -> Iterator[str]:
+    """The lines of a UTF-8 file, last first, reading it backwards a block at a time."""
+    block = LOG_TAIL_BLOCK
+    try:
+        handle = open(file, "rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        end = handle.seek(0, os.SEEK_END)
+        rest = b""
+        while end > 0:
+            start = max(0, end - block)
+            handle.seek(start)
+            chunk = handle.read(end - start) + rest
+            end = start
+            lines = chunk.split(b"\n")
+            rest = lines.pop(0) if start > 0 else b""  # may continue in the block before
+            for line in reversed(lines):
+                if line.strip():
+                    yield line.decode("utf-8", "replace")
+        if rest.strip():
+            yield rest.decode("utf-8", "replace")
+
+
+# ---- the stamps in kept versions' names -------------------------------------------------------------
+
+_last_stamp = 0
+
+
+def new_stamp() -> str:
+    """A sortable UTC time to the microsecond, strictly increasing within this process."""
+    global _last_stamp
+    micros = max(time.time_ns() // 1000, _last_stamp + 1)
+    _last_stamp = micros
+    return format_stamp(micros)
+
+
+def format_stamp(micros: int) -> str:
+    moment = datetime.fromtimestamp(micros / 1_000_000, UTC)
+    return moment.strftime("%Y%m%dT%H%M%S") + f"{micros % 1_000_000:06d}Z"
+
+
+def stamp_to_iso(stamp: str) -> str:
+    try:
+        moment = datetime.strptime(stamp[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return stamp
+    return moment.isoformat().replace("+00:00", "") + f".{stamp[15:21]}Z"
