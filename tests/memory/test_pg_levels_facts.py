@@ -285,10 +285,10 @@ def test_a_new_worker_reads_the_parse_cache_of_its_own_cache_folder(worker) -> N
     memory = worker()
     kept = [memory.facts.keep(f"Person {n}", "role", f"Person {n} works here.") for n in range(3)]
     memory.facts.current()
-    from fsmem._memory.facts import CACHE_FILE, _read_cache, _write_cache
+    from fsmem._memory.facts.cache import CACHE_FILE, read_cache, write_cache
 
-    _write_cache(memory.drive.state / CACHE_FILE, memory.facts._files)
-    cached = _read_cache(memory.drive.state / CACHE_FILE)
+    write_cache(memory.drive.state / CACHE_FILE, memory.facts._view.files)
+    cached = read_cache(memory.drive.state / CACHE_FILE)
     assert {read.fact.id for read in cached.values() if read.fact} == {k.fact.id for k in kept}
     assert {read.stamp for read in cached.values()} == {
         memory.drive.stamp(k.fact.path) for k in kept
