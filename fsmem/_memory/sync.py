@@ -33,43 +33,49 @@ changed less than ``SETTLE`` seconds ago is looked at again before it is pushed:
 place truncates, then writes, and the empty file between must never reach the database. Only memory files
 (``core.paths.is_memory_file_name``) outside dot-folders are mirrored; one ``fsmem sync`` runs per
 folder at a time (a lock in ``.fsmem-sync/``).
+
+This module holds the passes; the folder side (the lock, the reads, the swap) is
+:mod:`fsmem._memory.sync_folder`, and the words of the notes are :mod:`fsmem._memory.sync_notes`.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from fsmem._core.layout import STATE_DIR, is_fact_path, role_of
-from fsmem._core.paths import is_memory_file_name, normalize_path
+from fsmem._core.layout import is_fact_path, role_of
 from fsmem._core.versions import version_of
 from fsmem._errors import BadPath, BadStore, Busy, Conflict, Exists, FsmemError, NotFound, SetupError
-from fsmem._store.atomic import exchange, make_dirs, place_new, temp_name, write_atomic, write_temp
+from fsmem._memory.sync_folder import (
+    SETTLE_MAX,
+    SYNC_DIR,
+    files_here,
+    mirrored,
+    note_path,
+    place,
+    read_here_when,
+    take_folder,
+)
+from fsmem._memory.sync_notes import conflict_note, level_note, refused_note
+from fsmem._store.atomic import make_dirs, write_atomic
 from fsmem._store.folder.ondisk import nfc
 from fsmem._store.postgres.store import PgStore, StoreUnavailable
 
 log = logging.getLogger("fsmem._memory.sync")
 
-SYNC_DIR = ".fsmem-sync"
-STATE_FILE = "state.json"
-LOCK_FILE = "lock"
-NOTE_SUFFIX = ".conflict"
+STATE_FILE = "state.json"  # under DIR/.fsmem-sync/: the base versions, the sequence number seen, the project
 PUSH_COMMAND = "hand_edit"  # as the folder store logs a person's edit
 KEEP_COMMAND = "conflict"
 LEVEL_GONE = "level folder gone: "  # _refused's answer for a level folder deleted whole by hand
 FULL_EVERY = 60.0  # seconds between full comparisons while running (events can be lost)
 POLL = 2.0  # seconds between looks at the log when no notification came
 SETTLE = 0.1  # a file changed this recently may be half-saved (truncated, not yet written): look again
-SETTLE_MAX = 5.0  # ... but a file that never stays put this long is synced as it is
 
 Action = Literal["none", "agree", "pull", "push", "conflict"]
 
@@ -123,18 +129,7 @@ class Sync:
     @classmethod
     def open(cls, folder: Path, store: PgStore) -> Sync:
         folder = Path(os.path.realpath(folder))
-        if (folder / STATE_DIR).exists():
-            raise SetupError(f"{folder} is a memory root of its own (it has {STATE_DIR}/); sync into a plain folder")
-        try:
-            make_dirs(folder / SYNC_DIR)
-            fd = os.open(folder / SYNC_DIR / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        except OSError as error:
-            raise SetupError(f"cannot make {folder / SYNC_DIR} ({error.strerror}); check the folder") from error
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            os.close(fd)
-            raise Busy(f"another `fsmem sync` is running on {folder}; stop it first, or sync another folder") from error
+        fd = take_folder(folder)
         try:
             return cls(folder, store, fd)
         except BaseException:
@@ -196,14 +191,14 @@ class Sync:
         if paths is None:
             newest = self.store.newest_seq()
             there = self.store.file_versions()
-            todo = sorted(set(there) | set(self._files_here()) | set(self.base))
+            todo = sorted(set(there) | set(files_here(self.folder)) | set(self.base))
         else:
             newest, changed = self.store.changes_since(self.seq)
             there = None
             todo = sorted(set(changed) | paths)
         unsettled: list[str] = []
         self._levels_gone = self._gone_levels(todo)
-        for number, path in enumerate(path for path in todo if _mirrored(path)):
+        for number, path in enumerate(path for path in todo if mirrored(path)):
             self._one_or_error(path, None if there is None else there.get(path), there is not None, report, unsettled)
             if number % 200 == 199:
                 self._save_state()
@@ -251,7 +246,7 @@ class Sync:
         """Sync one path; False when the folder's file changed too recently to trust (``settle``
         seconds: an in-place save may be half done) and was left for a second look."""
         base = self.base.get(path)
-        here_bytes, changed_at = self._read_here_when(path)
+        here_bytes, changed_at = read_here_when(self.folder, path)
         here = None if here_bytes is None else version_of(here_bytes)
         if known and here == base == there_version:
             return True  # the full pass's fast way: nothing to read from the database
@@ -263,7 +258,7 @@ class Sync:
         if action == "agree":
             self._set_base(path, here)
         elif action == "pull":
-            late = self._place(path, there_bytes, here_bytes)
+            late = place(self.folder, path, there_bytes, here_bytes, self.settle)
             if late is not None:  # a save landed as we wrote: the database's version stays, theirs is kept
                 self._conflict(path, late, there_bytes, base, report, placed=True)
             else:
@@ -313,10 +308,10 @@ class Sync:
         """The database keeps ``theirs``; the person's ``mine`` is kept as a version and in a note;
         the folder's file becomes the database's (``placed``: it already is)."""
         kept = None if mine is None else self._keep(path, mine)
-        note = self._note_path(path)
-        write_atomic(note, _note(path, mine, kept, None if theirs is None else version_of(theirs), base))
+        note = note_path(self.folder, path)
+        write_atomic(note, conflict_note(path, mine, kept, None if theirs is None else version_of(theirs), base))
         report.conflicts.append(note.relative_to(self.folder).as_posix())
-        late = None if placed else self._place(path, theirs, mine)
+        late = None if placed else place(self.folder, path, theirs, mine, self.settle)
         self.kept.pop(path, None)  # done: the note is written and the folder holds the database's
         if late is not None:  # yet another save in the same instant: kept the same way
             self._conflict(path, late, theirs, base, report, placed=True)
@@ -375,17 +370,17 @@ class Sync:
         if why.startswith(LEVEL_GONE):
             level = why[len(LEVEL_GONE) :]
             if level not in self._levels_noted:
-                note = self._note_path(level)
+                note = note_path(self.folder, level)
                 make_dirs(note.parent)  # agents/ itself may be gone
-                write_atomic(note, _level_note(level))
+                write_atomic(note, level_note(level))
                 report.conflicts.append(note.relative_to(self.folder).as_posix())
                 self._levels_noted.add(level)
         else:
             kept = None if mine is None else self._keep(path, mine)
-            note = self._note_path(path)
-            write_atomic(note, _refused_note(path, mine, kept, why))
+            note = note_path(self.folder, path)
+            write_atomic(note, refused_note(path, mine, kept, why))
             report.conflicts.append(note.relative_to(self.folder).as_posix())
-        late = self._place(path, theirs, mine)
+        late = place(self.folder, path, theirs, mine, self.settle)
         self.kept.pop(path, None)
         if late is not None:  # a save in the same instant: kept as a conflict
             self._conflict(path, late, theirs, None if theirs is None else version_of(theirs), report, placed=True)
@@ -402,96 +397,10 @@ class Sync:
                 self._one(path, None, False, report, again=False)  # the database moved: look again
                 return
             report.pushed.append(path)
-        late = self._place(path, b"", None)
+        late = place(self.folder, path, b"", None, self.settle)
         self._set_base(path, empty)
         if late is not None:  # a save in the same instant: the emptied file stays, theirs is kept
             self._conflict(path, late, b"", empty, report, placed=True)
-
-    def _note_path(self, path: str) -> Path:
-        first = self.folder / f"{path}{NOTE_SUFFIX}"
-        candidate, number = first, 1
-        while os.path.lexists(candidate):
-            number += 1
-            candidate = first.with_name(f"{first.name}-{number}")
-        return candidate
-
-    # ---- the folder -------------------------------------------------------------------------------
-
-    def _files_here(self) -> Iterator[str]:
-        for top, folders, names in os.walk(self.folder):
-            folders[:] = [name for name in folders if not name.startswith(".")]
-            for name in names:
-                relative = nfc(Path(top, name).relative_to(self.folder).as_posix())
-                if _mirrored(relative) and not os.path.islink(Path(top, name)):
-                    yield relative
-
-    def _read_here(self, path: str) -> bytes | None:
-        return self._read_here_when(path)[0]
-
-    def _read_here_when(self, path: str) -> tuple[bytes | None, float]:
-        """The folder's bytes of ``path`` (None: no file) and when they last changed, looked at after
-        the read: a save in place (truncate, then write) under way while it read shows as just now."""
-        target = self.folder / path
-        try:
-            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None, 0.0
-        except OSError as error:
-            raise BadPath(f"{path} cannot be read here ({error.strerror})") from error
-        with os.fdopen(fd, "rb") as handle:
-            if not os.path.isfile(target):
-                raise BadPath(f"{path} is not a regular file here; only regular files are mirrored")
-            data = handle.read()
-            seen = os.fstat(handle.fileno())
-            return data, max(seen.st_mtime, seen.st_ctime)
-
-    def _place(self, path: str, data: bytes | None, expected: bytes | None) -> bytes | None:
-        """Make the folder's ``path`` hold ``data`` (None: no file), swapping it in; returns what a
-        person saved there meanwhile if it is not ``expected`` (the caller keeps it), else None."""
-        target = self.folder / path
-        if data is None:
-            if expected is None:
-                return None
-            aside = temp_name(target)
-            try:
-                os.rename(target, aside)  # take it out first: whatever it holds now is read, not lost
-            except FileNotFoundError:
-                return None
-            gone = aside.read_bytes()
-            aside.unlink()
-            _remove_empty_folders(target.parent, self.folder)
-            return gone if gone != expected else None
-        make_dirs(target.parent)
-        temp = write_temp(target, data, durable=True)
-        try:
-            if expected is None and place_new(temp, target):
-                return None
-            try:
-                swapped = exchange(temp, target)
-            except FileNotFoundError:  # the person removed it meanwhile: nothing of theirs to keep
-                swapped = False
-            if not swapped:  # no atomic swap here: the window shrinks to this read
-                before = self._read_here(path)
-                os.replace(temp, target)
-                return before if before is not None and before != expected else None
-            out = self._whole(temp, expected)
-        finally:
-            temp.unlink(missing_ok=True)
-        return out if out != expected else None
-
-    def _whole(self, swapped: Path, expected: bytes | None) -> bytes:
-        """What the file swapped out holds once no editor is still writing into it: a save in place
-        under way when the swap came goes on into that file (by its open handle), so it is read again
-        until it has stayed put ``settle`` seconds (at most ``SETTLE_MAX``)."""
-        waited = 0.0
-        while True:
-            with open(swapped, "rb") as handle:
-                data = handle.read()
-                changed_at = os.fstat(handle.fileno()).st_mtime  # not ctime: the swap itself sets that
-            if data == expected or waited >= SETTLE_MAX or not 0 <= time.time() - changed_at < self.settle:
-                return data
-            time.sleep(self.settle)
-            waited += self.settle
 
     # ---- running ----------------------------------------------------------------------------------
 
@@ -543,7 +452,7 @@ class Sync:
         path = nfc(path)
         if is_folder:
             self._poke(full=True)
-        elif _mirrored(path):
+        elif mirrored(path):
             self._poke(path)
 
     def _poke(self, path: str | None = None, full: bool = False) -> None:
@@ -552,71 +461,3 @@ class Sync:
                 self._pending.add(path)
             self._full_wanted = self._full_wanted or full
             self._wake.notify_all()
-
-
-def _mirrored(path: str) -> bool:
-    """Whether a path is one sync mirrors: a memory file name, a normalized path, no dot-name."""
-    if any(part.startswith(".") for part in path.split("/")) or not is_memory_file_name(path.rsplit("/", 1)[-1]):
-        return False
-    try:
-        return normalize_path(path) == path
-    except BadPath:
-        return False
-
-
-def _refused_note(path: str, mine: bytes | None, kept: str | None, why: str) -> bytes:
-    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    name = path.rsplit("/", 1)[-1]
-    head = f"fsmem sync, {when}: {path} was not synced\n\n{why}.\n"
-    if mine is None:
-        return f"{head}It is back as the memory holds it.\n".encode()
-    head += (
-        f"The memory keeps its own {name}, now in this folder. Your text is kept as version {kept} of {path}\n"
-        f"(`fsmem versions {path}` lists it) and is below, exactly as you saved it.\n\n"
-        "----- your text -----\n"
-    )
-    return head.encode() + mine
-
-
-def _level_note(level: str) -> bytes:
-    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    kind = "routine" if role_of(level).routine_folder else "agent"
-    return (
-        f"fsmem sync, {when}: {level} was deleted here, but not from the memory\n\n"
-        f"{kind.capitalize()}s are deleted by the harness (`fsmem {kind}s delete ID`), not by deleting their "
-        f"folder, so {level} is back as the memory holds it. Delete this note when you have read it.\n"
-    ).encode()
-
-
-def _remove_empty_folders(folder: Path, top: Path) -> None:
-    while folder != top:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
-
-
-def _note(path: str, mine: bytes | None, kept: str | None, theirs: str | None, base: str | None) -> bytes:
-    when = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    name = path.rsplit("/", 1)[-1]
-    since = f"since version {base}" if base else "since this folder was last synced"
-    if mine is None:
-        head = (
-            f"You deleted {name}, but the memory changed it {since} (it is now at version {theirs}), "
-            f"so it is back as the memory holds it. Delete it again to delete it from the memory too.\n"
-        )
-        return f"fsmem sync, {when}: conflict on {path}\n\n{head}".encode()
-    now = (
-        f"The memory's version ({theirs}) is now in {name}."
-        if theirs
-        else f"The memory deleted {name} meanwhile, so it is gone from this folder."
-    )
-    head = (
-        f"fsmem sync, {when}: conflict on {path}\n\n"
-        f"You and the memory both changed {name} {since}. The memory keeps its own: {now}\n"
-        f"Your text is kept as version {kept} of {path} (`fsmem versions {path}` lists it) and is\n"
-        f"below, exactly as you saved it. To keep it, copy it into {name} and save; then delete this note.\n\n"
-        "----- your text -----\n"
-    )
-    return head.encode() + mine

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._memory.facts import JOURNAL_FILE, Facts
+from fsmem._memory.facts import Facts
+from fsmem._memory.facts.journal import JOURNAL_FILE
+from fsmem._memory.facts.view import FactView
 from tests.conftest import run_fsmem
 
 
@@ -22,13 +24,13 @@ def memory(tmp_path):
 def full_looks(monkeypatch) -> list[int]:
     """How many times any view looked at every fact file (a spy on the real scan)."""
     looks: list[int] = []
-    real_scan = Facts._scan
+    real_scan = FactView._scan
 
     def counted(self):
         looks.append(1)
         return real_scan(self)
 
-    monkeypatch.setattr(Facts, "_scan", counted)
+    monkeypatch.setattr(FactView, "_scan", counted)
     return looks
 
 
@@ -120,7 +122,7 @@ def test_a_lost_journal_means_a_full_look_not_a_wrong_answer(memory) -> None:
 
 
 def test_a_journal_grown_past_its_limit_starts_again_and_views_follow(memory, monkeypatch) -> None:
-    import fsmem._memory.facts as module
+    import fsmem._memory.facts.journal as module
 
     monkeypatch.setattr(module, "JOURNAL_LIMIT", 300)  # about one line
     facts, other = memory.facts, Facts(memory.drive)

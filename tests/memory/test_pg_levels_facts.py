@@ -285,10 +285,10 @@ def test_a_new_worker_reads_the_parse_cache_of_its_own_cache_folder(worker) -> N
     memory = worker()
     kept = [memory.facts.keep(f"Person {n}", "role", f"Person {n} works here.") for n in range(3)]
     memory.facts.current()
-    from fsmem._memory.facts import CACHE_FILE, _read_cache, _write_cache
+    from fsmem._memory.facts.cache import CACHE_FILE, read_cache, write_cache
 
-    _write_cache(memory.drive.state / CACHE_FILE, memory.facts._files)
-    cached = _read_cache(memory.drive.state / CACHE_FILE)
+    write_cache(memory.drive.state / CACHE_FILE, memory.facts._view.files)
+    cached = read_cache(memory.drive.state / CACHE_FILE)
     assert {read.fact.id for read in cached.values() if read.fact} == {k.fact.id for k in kept}
     assert {read.stamp for read in cached.values()} == {
         memory.drive.stamp(k.fact.path) for k in kept
@@ -360,13 +360,13 @@ def test_a_call_about_one_thing_looks_at_its_rows_only_while_nothing_changed(wor
     facts = memory.facts
     facts.current()
     looks: list[object] = []
-    real_scan = type(facts)._scan
-    monkeypatch.setattr(type(facts), "_scan", lambda self: looks.append(self) or real_scan(self))
+    real_scan = type(facts._view)._scan  # the view looks at the files for its Facts
+    monkeypatch.setattr(type(facts._view), "_scan", lambda self: looks.append(self) or real_scan(self))
     assert [f.id for f in facts.current("Person 3")] == [kept[3].fact.id]
     assert looks == []  # the sequence number stood still: the rows of Person 3 only
     other.facts.keep("Person 3", "role", "Person 3 leads the team.")
     assert [f.text for f in facts.current("Person 3")] == ["Person 3 leads the team."]
-    assert [view for view in looks if view is facts] == [facts]  # another worker's change moved it: a full look
+    assert [view for view in looks if view is facts._view] == [facts._view]  # another worker's change moved it: a full look
 
 
 def test_a_change_inside_the_block_waits_for_it_and_is_busy_not_hung(postgres, project, tmp_path) -> None:

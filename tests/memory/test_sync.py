@@ -183,19 +183,19 @@ def test_an_edit_on_both_sides_keeps_the_database_and_the_persons_text(tmp_path,
 def test_a_save_that_lands_while_a_pull_writes_the_file_is_kept(tmp_path, store, reader, monkeypatch) -> None:
     """The person saves between the pass's comparison and its swap: the swap brings their save out
     under the temp name, and it is kept as a conflict, never overwritten unseen."""
-    import fsmem._memory.sync
+    import fsmem._memory.sync_folder
 
     put(store, "a.md", "one\n")
     folder = tmp_path / "mirror"
     once(folder, store)
     put(store, "a.md", "two\n")
-    real_exchange = fsmem._memory.sync.exchange
+    real_exchange = fsmem._memory.sync_folder.exchange
 
     def save_first(temp, target):
         target.write_bytes(b"saved in the window\n")
         return real_exchange(temp, target)
 
-    monkeypatch.setattr(fsmem._memory.sync, "exchange", save_first)
+    monkeypatch.setattr(fsmem._memory.sync_folder, "exchange", save_first)
     report = once(folder, store)
     assert report.conflicts == ["a.md.conflict"] and not report.pulled
     assert (folder / "a.md").read_text() == "two\n" and reader.read("a.md") == b"two\n"
@@ -251,13 +251,13 @@ def test_a_save_in_place_under_way_when_a_pull_swaps_the_file_is_kept_whole(
     stay put and keeps the whole save, not the half."""
     import threading
 
-    import fsmem._memory.sync
+    import fsmem._memory.sync_folder
 
     put(store, "a.md", "one\n")
     folder = tmp_path / "mirror"
     once(folder, store)
     put(store, "a.md", "two\n")
-    real_exchange = fsmem._memory.sync.exchange
+    real_exchange = fsmem._memory.sync_folder.exchange
     mine = b"one\n- saved in place, in two pieces\n"
     finishing: list[threading.Thread] = []
 
@@ -275,7 +275,7 @@ def test_a_save_in_place_under_way_when_a_pull_swaps_the_file_is_kept_whole(
         finishing[0].start()
         return swapped
 
-    monkeypatch.setattr(fsmem._memory.sync, "exchange", save_in_place_meanwhile)
+    monkeypatch.setattr(fsmem._memory.sync_folder, "exchange", save_in_place_meanwhile)
     with Sync.open(folder, store) as mirror:
         mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
         report = mirror.run_once(None)

@@ -450,16 +450,16 @@ def hand_settled(url: str, project: str, folder: Path) -> bool:
     """Whether the sync folder and the rows hold the same memory files, byte for byte."""
     from fsmem._core.versions import version_of
     from fsmem._store.postgres.store import PgStore
-    from fsmem._memory.sync import _mirrored
+    from fsmem._memory.sync_folder import mirrored
 
     with PgStore.open(url, project, create=False) as store:
-        there = {path: version for path, version in store.file_versions().items() if _mirrored(path)}
+        there = {path: version for path, version in store.file_versions().items() if mirrored(path)}
     here = {}
     for top, folders, names in os.walk(folder):
         folders[:] = [name for name in folders if not name.startswith(".")]
         for name in names:
             relative = Path(top, name).relative_to(folder).as_posix()
-            if _mirrored(relative):
+            if mirrored(relative):
                 try:
                     here[relative] = version_of(Path(top, name).read_bytes())
                 except FileNotFoundError:

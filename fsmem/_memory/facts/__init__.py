@@ -1,0 +1,14 @@
+"""Facts kept as markdown files with YAML front matter under ``notes/memory/`` (see :mod:`.facts`).
+
+The parts, each on the one below it: :mod:`.facts` (``Facts``: reads, keep, edit, forget, repair),
+:mod:`.extraction` (facts proposed from a conversation), :mod:`.view` (the parsed files, the resolved
+chains, the looks before each call), :mod:`.problems`, :mod:`.journal` and :mod:`.cache` (derived
+files under ``.fsmem/cache/``), :mod:`.files` (the file format).
+"""
+
+from fsmem._memory.facts.extraction import PROMPT_FILE, Extraction
+from fsmem._memory.facts.facts import Facts, Kept
+from fsmem._memory.facts.files import parse, render
+from fsmem._memory.facts.problems import Problem
+
+__all__ = ["Facts", "Kept", "Problem", "Extraction", "render", "parse", "PROMPT_FILE"]

@@ -1,0 +1,355 @@
+"""What one process knows of the facts (``FactView``): every fact file parsed once, the chains resolved,
+and the looks that keep both up to date for as little as each call needs.
+
+Before each call the view checks only what the call depends on (see :meth:`FactView.load`): the
+facts folders' stamps, the journal of changes through fsmem (:mod:`.journal`) and the stamps of the
+call's files; anything that look cannot explain falls back to the full look, every file's stamp,
+parsed again only where it changed. A new process starts from the parse cache (:mod:`.cache`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Container, Hashable, Iterable
+from typing import TYPE_CHECKING
+
+from fsmem._core import chains
+from fsmem._core import facts as rules
+from fsmem._core.chains import Op, Resolution
+from fsmem._core.facts import Fact
+from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
+from fsmem._errors import BadFact
+from fsmem._memory.facts.cache import CACHE_FILE, Read, read_cache, write_cache
+from fsmem._memory.facts.files import parse
+from fsmem._memory.facts.journal import JOURNAL_FILE, append, journal_end, journal_since
+from fsmem._memory.facts.problems import Problem
+from fsmem._store.types import FactStamp
+
+if TYPE_CHECKING:
+    from fsmem._store.interface import Store, StoreChange
+
+__all__ = ["FactView", "CACHE_AFTER", "fact_paths", "thing_paths", "chain_paths", "known_of"]
+
+CACHE_AFTER = 200  # files read or written since the cache was written before a full look writes it again
+_NOT_A_FILE = {  # what else the store found in the facts folders (Store.stamps)
+    "link": "a link, not a fact file; facts are plain files written by fsmem",
+    "folder": "a folder inside the facts folder; facts are files, one a fact",
+    "special": "a FIFO, a device or a socket, not a fact file; facts are plain files written by fsmem",
+}
+
+
+def _place(path: str) -> tuple[str, rules.Location]:
+    """The id and location of a path the scan found to be a fact file (it files any other as a problem)."""
+    place = rules.fact_id_of_path(path)
+    assert place is not None, path
+    return place
+
+
+def fact_paths(resolution: Resolution, fact_id: str) -> list[str] | None:
+    """The files a call about ``fact_id`` depends on; None (look at all) for an id not known."""
+    return chain_paths(resolution, fact_id) if fact_id in resolution.facts else None
+
+
+def thing_paths(resolution: Resolution, key: tuple[str, str]) -> list[str]:
+    """The files of the chain of the fact that holds for a thing (none for a new thing)."""
+    holding = resolution.holding(key)
+    return chain_paths(resolution, holding.id) if holding is not None else []
+
+
+def chain_paths(resolution: Resolution, fact_id: str) -> list[str]:
+    """Every file of the chain ``fact_id`` belongs to (both copies where a crash left two)."""
+    ids = resolution.chains[resolution.chain_of[fact_id]] if fact_id in resolution.chain_of else [fact_id]
+    return [rules.fact_path(fid, location) for fid in ids for location in resolution.stored.get(fid, {})]
+
+
+def known_of(resolution: Resolution) -> list[tuple[str, str]]:
+    """The subjects and attributes in use (by the facts that hold), as last written."""
+    seen: dict[tuple[str, str], Fact] = {}
+    for fact in resolution.current():
+        seen[fact.key] = fact
+    return sorted(
+        ((f.subject, f.attribute) for f in seen.values()),
+        key=lambda pair: (pair[0].casefold(), pair[1].casefold()),
+    )
+
+
+class FactView:
+    """The parsed fact files of one root and their resolution. Every method runs under ``guard``."""
+
+    def __init__(self, drive: Store) -> None:
+        self.drive = drive
+        self.guard = threading.RLock()
+        self.files: dict[str, Read] = {}
+        self._snapshot: dict[str, FactStamp] | None = None
+        self.resolution: Resolution | None = None
+        self._scan_problems: list[Problem] = []
+        self._cache_file = drive.state / CACHE_FILE
+        self.files.update(read_cache(self._cache_file))
+        self._unsaved = 0  # files read or written since the cache file was last written
+        # What the last look saw beyond the files' own stamps: the facts folders' stamps and how far
+        # the journal of changes was read. Together they say when a look at a few files is enough.
+        self._folders: Hashable | None = None
+        self._journal_file = drive.state / JOURNAL_FILE
+        self._journal_read = (0, 0)  # the journal's inode and how far this view has read it
+
+    def _scan(self) -> tuple[dict[str, FactStamp], list[Problem]]:
+        """The stamp of every fact file (the store's ``stamps``: one ``stat`` a file on the folder, one
+        query on PostgreSQL), and what under the facts folders is no fact: the freshness check every
+        read pays."""
+        stamps, others = self.drive.stamps((FACTS_DIR, HISTORY_DIR))
+        problems = [
+            Problem(path, _NOT_A_FILE.get(what) or f"the folder cannot be read ({what})")
+            for path, what in others.items()
+            if not (path == HISTORY_DIR and what == "folder")
+        ]
+        known = self.files
+        for path in [path for path in stamps if path not in known and rules.fact_id_of_path(path) is None]:
+            del stamps[path]
+            problems.append(
+                Problem(
+                    path,
+                    "not a fact file: facts are named <id>.md (letters, digits, - and _); keep notes "
+                    "elsewhere, or keep the fact with `fsmem facts keep`",
+                )
+            )
+        return stamps, problems
+
+    def _read_many(self, paths: list[str]) -> dict[str, Read]:
+        """Read and parse fact files (the store reads them all at once: one query on PostgreSQL)."""
+        found = self.drive.read_stamped(paths)
+        reads = {}
+        for path in paths:
+            fid, location = _place(path)
+            if path not in found:
+                reads[path] = Read((0, 0, 0), problem="vanished while being read")
+                continue
+            data, stamp = found[path]
+            try:
+                reads[path] = Read(stamp, location, parse(data, fid))
+            except BadFact as error:
+                reads[path] = Read(stamp, problem=error.message)
+        return reads
+
+    def _folder_stamps(self) -> Hashable | None:
+        """What changes when a fact file is added, removed or saved by rename (the store's
+        ``folders_mark``; None where it cannot tell: every look is then the full one)."""
+        return self.drive.folders_mark((FACTS_DIR, HISTORY_DIR))
+
+    def load(self, scope: Callable[[Resolution], Iterable[str] | None] | None = None) -> Resolution:
+        """The canonical state of the facts now.
+
+        With ``scope`` (the files a call depends on, given the state last seen; None for "all") the
+        look is cheap: the folders' stamps, the journal's new lines and the stamps of those files.
+        Files added, removed or saved by rename change a folder's stamp; changes through fsmem are in
+        the journal; an edit in place shows in the file's own stamp. Anything the cheap look cannot explain
+        falls back to the full look: every file's stamp, parsed again only where it changed."""
+        with self.guard:
+            if scope is not None and self.resolution is not None and self._folders is not None:
+                resolution = self._cheap_look(self.resolution, scope)
+                if resolution is not None:
+                    return resolution
+            return self._full_look()
+
+    def _cheap_look(
+        self, resolution: Resolution, scope: Callable[[Resolution], Iterable[str] | None]
+    ) -> Resolution | None:
+        journal, folders = journal_end(self._journal_file), self._folder_stamps()
+        assert self._folders is not None
+        followed = journal_since(self._journal_file, journal, self._journal_read, self._folders)
+        if followed is None or followed[1] != folders:
+            return None  # the folders changed in a way no change through fsmem explains
+        touched = followed[0]
+        wanted = scope(resolution)
+        if wanted is None:
+            return None
+        ops: list[Op] = []
+        reads: dict[str, Read] = {}
+        for path in sorted({*wanted, *touched}):
+            known = self.files.get(path)
+            try:
+                stamp = self.drive.stamp(path)
+            except OSError:
+                return None
+            if stamp is None:  # no plain file there: gone (a link or a folder in its place shows in the folders' mark)
+                if known is None:
+                    continue
+                if known.fact is None:
+                    return None
+                ops.append(Op("delete", path))
+                continue
+            if known is not None and known.stamp == stamp:
+                continue
+            if known is not None and known.fact is None:
+                return None
+            read = reads[path] = self._read_many([path])[path]
+            if read.fact is None:
+                return None  # an unreadable file: the full look reports it and freezes its chain
+            ops.append(Op("write", path, read.fact))
+        if ops:
+            snapshot = self._snapshot
+            for op in ops:
+                if op.kind == "delete":
+                    self.files.pop(op.path, None)
+                    if snapshot is not None:
+                        snapshot.pop(op.path, None)
+                else:
+                    self.files[op.path] = reads[op.path]
+                    if snapshot is not None:
+                        snapshot[op.path] = reads[op.path].stamp
+            resolution.apply(ops)
+            self._unsaved += len(ops)
+        self._folders, self._journal_read = folders, journal
+        return resolution
+
+    def _full_look(self) -> Resolution:
+        """Every file's stamp; files parsed again only where they changed; the state advanced file
+        by file (rebuilt only when an unreadable file appears or goes)."""
+        with self.guard:
+            looked = self._look_at_files()
+            if looked is None:
+                assert self.resolution is not None
+                return self.resolution
+            ops, incremental = looked
+            if incremental and self.resolution is not None:
+                self.resolution.apply(ops)
+                return self.resolution
+            self.resolution = chains.resolve(*self._stored())
+            return self.resolution
+
+    def _look_at_files(self) -> tuple[list[Op], bool] | None:
+        """Every file's stamp, and files parsed again where they changed: the ops that bring the
+        state last resolved to the files, and whether applying them is enough (else resolve again);
+        None when nothing changed since."""
+        journal, folders = journal_end(self._journal_file), self._folder_stamps()  # before the scan: later changes show
+        stamps, self._scan_problems = self._scan()
+        self._folders, self._journal_read = folders, journal
+        if self.resolution is not None and stamps == self._snapshot:
+            return None
+        incremental = self.resolution is not None
+        ops: list[Op] = []
+        files: dict[str, Read] = {}
+        stale = [
+            path for path, stamp in stamps.items() if (seen := self.files.get(path)) is None or seen.stamp != stamp
+        ]
+        changed = self._read_many(stale)  # at once: one query on PostgreSQL however many
+        for path in stamps:
+            known = self.files.get(path)
+            if path not in changed:
+                assert known is not None
+                files[path] = known
+                continue
+            read = files[path] = changed[path]
+            if read.fact is None or (known is not None and known.fact is None):
+                incremental = False
+            else:
+                ops.append(Op("write", path, read.fact))
+        for path, known in self.files.items():
+            if path not in stamps:
+                if known.fact is None:
+                    incremental = False
+                ops.append(Op("delete", path))
+        self.files = files
+        self._snapshot = stamps  # a file changed between scan and read is simply read again
+        self._unsaved += len(ops)
+        if self._unsaved >= CACHE_AFTER:
+            write_cache(self._cache_file, files)
+            self._unsaved = 0
+        return ops, incremental
+
+    def _stored(self, ids: Container[str] | None = None) -> tuple[list[tuple[rules.Location, Fact]], set[str]]:
+        """The facts read (of ``ids`` only, when given) as :func:`chains.resolve` takes them, and the
+        ids of the files that cannot be read."""
+        pairs: list[tuple[rules.Location, Fact]] = []
+        broken: set[str] = set()
+        for path, read in sorted(self.files.items()):
+            if read.fact is not None:
+                assert read.location is not None  # a fact read from a file is placed by its path
+                if ids is None or read.fact.id in ids:
+                    pairs.append((read.location, read.fact))
+            else:
+                broken.add(_place(path)[0])
+        return pairs, broken
+
+    def current_first(self, subject: str) -> list[Fact]:
+        """``current(subject)`` in a view that has not resolved the chains yet (a new process's
+        `fsmem facts list SUBJECT`): every file is checked as a full look checks it, but only the
+        chains that hold a fact about the subject are resolved — the facts joined to those by any
+        link, either way, as :func:`chains.resolve` joins them. The next call resolves them all."""
+        self._look_at_files()
+        wanted = rules.clean_name(subject).casefold()
+        linked: dict[str, list[str]] = {}
+        chain = []
+        for read in self.files.values():
+            fact = read.fact
+            if fact is None:
+                continue
+            for other in (*fact.replaces, fact.replaced_by):
+                if other is not None:
+                    linked.setdefault(fact.id, []).append(other)
+                    linked.setdefault(other, []).append(fact.id)
+            if fact.key[0] == wanted:
+                chain.append(fact.id)
+        reached = set(chain)
+        while chain:
+            for other in linked.get(chain.pop(), ()):
+                if other not in reached:
+                    reached.add(other)
+                    chain.append(other)
+        return chains.resolve(*self._stored(reached)).current(subject)
+
+    def problems(self) -> list[Problem]:
+        """Files that are no fact, and facts that cannot be read, as of the last load."""
+        unreadable = [
+            Problem(path, read.problem or "cannot be read")
+            for path, read in sorted(self.files.items())
+            if read.fact is None
+        ]
+        return [*self._scan_problems, *unreadable]
+
+    # ---- after a change ---------------------------------------------------------------------
+
+    def remember(self, tx: StoreChange, resolution: Resolution, ops: list[Op]) -> None:
+        """After ``ops`` were written in ``tx``: remember what was written so the next read parses nothing,
+        and tell other views through the journal."""
+        before = self._folders  # as the load under this change's lock saw them
+        snapshot = (
+            self._snapshot if self._snapshot is not None else {path: read.stamp for path, read in self.files.items()}
+        )
+        final = {op.path: op for op in ops}  # a batch may write a file and delete it later
+        for path, op in final.items():
+            if op.kind == "delete":
+                self.files.pop(path, None)
+                snapshot.pop(path, None)
+            else:
+                stamp = tx.stamp(path)
+                found = rules.fact_id_of_path(path)
+                assert found is not None and op.fact is not None and stamp is not None
+                self.files[path] = Read(stamp, found[1], op.fact)
+                snapshot[path] = stamp
+        self._snapshot = snapshot
+        self.resolution = resolution
+        self._unsaved += len(final)
+        if final:
+            self._note_change(before, final)
+
+    def _note_change(self, before: Hashable | None, paths: Iterable[str]) -> None:
+        """After a change (under the root lock): tell other views which files changed and what the
+        folders' stamps went from and to, so they can follow without a full look."""
+        after = self._folder_stamps()
+        end = None if after is None else append(self._journal_file, before, after, paths)
+        if end is None:  # a store that cannot tell, or a journal not written: every look is the full one
+            self._folders = None
+            return
+        if before is not None:
+            self._folders, self._journal_read = after, end
+
+    def distrust(self) -> None:
+        """A change refused before, during or at its commit: what this view holds may be what was
+        planned, not what is kept. The next call looks again."""
+        self.resolution = None
+        self._snapshot = None
+        self._folders = None
+
+    def want_full_look(self) -> None:
+        """The next load looks at every file's stamp, whatever the journal says."""
+        self._snapshot = None

@@ -1,0 +1,171 @@
+"""The folder side of ``fsmem sync``: which paths are mirrored, the folder taken (its lock), its files
+read as a person may be saving them, and the database's bytes swapped in without losing a save.
+
+A write swaps the new bytes in with ``renameat2(RENAME_EXCHANGE)``, so a save that lands between the
+pass's comparison and the write comes out under the temp name and is handed back to the caller, who
+keeps it like any conflict: nothing a person saves is lost. Only memory files
+(``core.paths.is_memory_file_name``) outside dot-folders are mirrored, and no link is followed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from fsmem._core.layout import STATE_DIR
+from fsmem._core.paths import is_memory_file_name, normalize_path
+from fsmem._errors import BadPath, Busy, SetupError
+from fsmem._store.atomic import exchange, make_dirs, place_new, temp_name, write_temp
+from fsmem._store.folder.ondisk import nfc
+
+__all__ = [
+    "SYNC_DIR",
+    "LOCK_FILE",
+    "NOTE_SUFFIX",
+    "SETTLE_MAX",
+    "take_folder",
+    "mirrored",
+    "files_here",
+    "read_here",
+    "read_here_when",
+    "place",
+    "note_path",
+]
+
+SYNC_DIR = ".fsmem-sync"
+LOCK_FILE = "lock"
+NOTE_SUFFIX = ".conflict"
+SETTLE_MAX = 5.0  # seconds: a file that never stays put this long is synced as it is
+
+
+def take_folder(folder: Path) -> int:
+    """The folder's lock (``DIR/.fsmem-sync/lock``, held while the descriptor is open): one ``fsmem sync``
+    a folder at a time. A memory root of its own is refused."""
+    if (folder / STATE_DIR).exists():
+        raise SetupError(f"{folder} is a memory root of its own (it has {STATE_DIR}/); sync into a plain folder")
+    try:
+        make_dirs(folder / SYNC_DIR)
+        fd = os.open(folder / SYNC_DIR / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as error:
+        raise SetupError(f"cannot make {folder / SYNC_DIR} ({error.strerror}); check the folder") from error
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        os.close(fd)
+        raise Busy(f"another `fsmem sync` is running on {folder}; stop it first, or sync another folder") from error
+    return fd
+
+
+def mirrored(path: str) -> bool:
+    """Whether a path is one sync mirrors: a memory file name, a normalized path, no dot-name."""
+    if any(part.startswith(".") for part in path.split("/")) or not is_memory_file_name(path.rsplit("/", 1)[-1]):
+        return False
+    try:
+        return normalize_path(path) == path
+    except BadPath:
+        return False
+
+
+def files_here(folder: Path) -> Iterator[str]:
+    """The mirrored files of the folder (no links, nothing under a dot-folder)."""
+    for top, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        for name in names:
+            relative = nfc(Path(top, name).relative_to(folder).as_posix())
+            if mirrored(relative) and not os.path.islink(Path(top, name)):
+                yield relative
+
+
+def read_here(folder: Path, path: str) -> bytes | None:
+    return read_here_when(folder, path)[0]
+
+
+def read_here_when(folder: Path, path: str) -> tuple[bytes | None, float]:
+    """The folder's bytes of ``path`` (None: no file) and when they last changed, looked at after
+    the read: a save in place (truncate, then write) under way while it read shows as just now."""
+    target = folder / path
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None, 0.0
+    except OSError as error:
+        raise BadPath(f"{path} cannot be read here ({error.strerror})") from error
+    with os.fdopen(fd, "rb") as handle:
+        if not os.path.isfile(target):
+            raise BadPath(f"{path} is not a regular file here; only regular files are mirrored")
+        data = handle.read()
+        seen = os.fstat(handle.fileno())
+        return data, max(seen.st_mtime, seen.st_ctime)
+
+
+def place(folder: Path, path: str, data: bytes | None, expected: bytes | None, settle: float) -> bytes | None:
+    """Make the folder's ``path`` hold ``data`` (None: no file), swapping it in; returns what a
+    person saved there meanwhile if it is not ``expected`` (the caller keeps it), else None.
+    ``settle``: how long a file swapped out must stay put before it is taken as whole."""
+    target = folder / path
+    if data is None:
+        if expected is None:
+            return None
+        aside = temp_name(target)
+        try:
+            os.rename(target, aside)  # take it out first: whatever it holds now is read, not lost
+        except FileNotFoundError:
+            return None
+        gone = aside.read_bytes()
+        aside.unlink()
+        _remove_empty_folders(target.parent, folder)
+        return gone if gone != expected else None
+    make_dirs(target.parent)
+    temp = write_temp(target, data, durable=True)
+    try:
+        if expected is None and place_new(temp, target):
+            return None
+        try:
+            swapped = exchange(temp, target)
+        except FileNotFoundError:  # the person removed it meanwhile: nothing of theirs to keep
+            swapped = False
+        if not swapped:  # no atomic swap here: the window shrinks to this read
+            before = read_here(folder, path)
+            os.replace(temp, target)
+            return before if before is not None and before != expected else None
+        out = _whole(temp, expected, settle)
+    finally:
+        temp.unlink(missing_ok=True)
+    return out if out != expected else None
+
+
+def _whole(swapped: Path, expected: bytes | None, settle: float) -> bytes:
+    """What the file swapped out holds once no editor is still writing into it: a save in place
+    under way when the swap came goes on into that file (by its open handle), so it is read again
+    until it has stayed put ``settle`` seconds (at most ``SETTLE_MAX``)."""
+    waited = 0.0
+    while True:
+        with open(swapped, "rb") as handle:
+            data = handle.read()
+            changed_at = os.fstat(handle.fileno()).st_mtime  # not ctime: the swap itself sets that
+        if data == expected or waited >= SETTLE_MAX or not 0 <= time.time() - changed_at < settle:
+            return data
+        time.sleep(settle)
+        waited += settle
+
+
+def _remove_empty_folders(folder: Path, top: Path) -> None:
+    while folder != top:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def note_path(folder: Path, path: str) -> Path:
+    """Where the note about ``path`` goes: ``<file>.conflict``, or ``-2``, ``-3`` … when one is there."""
+    first = folder / f"{path}{NOTE_SUFFIX}"
+    candidate, number = first, 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = first.with_name(f"{first.name}-{number}")
+    return candidate
