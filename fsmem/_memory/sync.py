@@ -55,7 +55,8 @@ from fsmem._core.versions import version_of
 from fsmem._errors import BadPath, BadStore, Busy, Conflict, Exists, FsmemError, NotFound, SetupError
 from fsmem._store.atomic import exchange, make_dirs, place_new, temp_name, write_atomic, write_temp
 from fsmem._store.folder.ondisk import nfc
-from fsmem._store.postgres.store import PgStore, StoreUnavailable
+from fsmem._store.postgres.errors import StoreUnavailable
+from fsmem._store.postgres.store import PgStore
 
 log = logging.getLogger("fsmem._memory.sync")
 

@@ -27,7 +27,8 @@ from fsmem._env.config import Settings
 from fsmem._errors import Conflict, Exists, FsmemError, NotFound, TooLarge
 from fsmem._store.atomic import make_dirs
 from fsmem._store.postgres import levels_facts as _pg_levels_facts
-from fsmem._store.postgres.store import PgStore, PgTransaction
+from fsmem._store.postgres.store import PgStore
+from fsmem._store.postgres.transaction import PgTransaction
 from fsmem._store.types import ChangeProposal, Entry, LogEntry, Parked, ProjectCopy, VersionInfo
 
 

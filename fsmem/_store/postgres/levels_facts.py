@@ -22,12 +22,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Hashable, Iterator, Sequence
 
-from fsmem._store.postgres.store import PgStore, _file, _range, identity_path
+from fsmem._store.postgres.keys import file_key, identity_path, key_range
+from fsmem._store.postgres.store import PgStore
 from fsmem._store.types import Parked
 
 
 def level_identity(store: PgStore, folder: str) -> bytes | None:
-    row = store._one("SELECT content FROM fsmem.files WHERE project = %s AND path = %s", (identity_path(folder),))
+    row = store.one("SELECT content FROM fsmem.files WHERE project = %s AND path = %s", (identity_path(folder),))
     return None if row is None else bytes(row[0])
 
 
@@ -49,14 +50,14 @@ def deleting(store: PgStore, folder: str, command: str, taken: dict[str, Parked]
 def stamps(store: PgStore, folders: Sequence[str]) -> tuple[dict[str, Hashable], dict[str, str]]:
     """Every file directly in each folder with its version, and the folders in them (path →
     ``"folder"``): one range query per folder not inside another one asked for."""
-    asked = sorted({_file(folder) for folder in folders})
+    asked = sorted({file_key(folder) for folder in folders})
     tops = [folder for folder in asked if not any(folder.startswith(other + "/") for other in asked)]
     found: dict[str, Hashable] = {}
     others: dict[str, str] = {}
     for top in tops:
-        for path, version in store._rows(
+        for path, version in store.rows(
             "SELECT path, version FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s",
-            _range(top + "/"),
+            key_range(top + "/"),
         ):
             parent, _, name = path.rpartition("/")
             if name.startswith("."):
@@ -72,7 +73,7 @@ def stamps(store: PgStore, folders: Sequence[str]) -> tuple[dict[str, Hashable],
 
 
 def stamp(store: PgStore, path: str) -> str | None:
-    row = store._one("SELECT version FROM fsmem.files WHERE project = %s AND path = %s", (_file(path),))
+    row = store.one("SELECT version FROM fsmem.files WHERE project = %s AND path = %s", (file_key(path),))
     return None if row is None else str(row[0])
 
 
