@@ -1,6 +1,6 @@
 """Levels and facts on PostgreSQL, through ``fsmem.open(url, project=…)``: the same calls as on a folder.
 
-What differs is only how the store holds them (fsmem/_store/postgres/levels_facts.py): a level folder's identity
+What differs is only how the store holds them (fsmem/_store/postgres/drive.py, reads.py): a level folder's identity
 is a hidden row, a ``deleting_*`` block is one transaction held across the block, a fact's stamp is
 its row's version. Two Memories with their own cache folders stand for two workers.
 """

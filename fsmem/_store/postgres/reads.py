@@ -1,5 +1,5 @@
 """Reading a project's rows outside a change's locks: files, listings, kept versions, the rows the
-index and the facts read many at once.
+index and the facts read many at once, and a level folder's identity row.
 
 Each function takes the connected project (``PgProject``) and runs one query: on a pooled connection,
 or on the connection of the change this thread has open (then it sees what that change did).
@@ -7,7 +7,7 @@ or on the connection of the change this thread has open (then it sees what that 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +16,7 @@ import psycopg
 
 from fsmem._errors import BadPath, Exists, NotFound
 from fsmem._store.postgres.connection import PgProject
-from fsmem._store.postgres.keys import file_key, folder_prefix, key_range
+from fsmem._store.postgres.keys import file_key, folder_prefix, identity_path, key_range
 from fsmem._store.types import Entry
 
 
@@ -41,6 +41,7 @@ def read(db: PgProject, path: str) -> bytes | None:
 
 
 def version(db: PgProject, path: str) -> str | None:
+    """The file's version (its row's: a fact file's stamp), or None when there is no file there."""
     row = db.one("SELECT version FROM fsmem.files WHERE project = %s AND path = %s", (file_key(path),))
     return None if row is None else str(row[0])
 
@@ -177,3 +178,39 @@ def file_versions(db: PgProject) -> dict[str, str]:
         str(path): str(version)
         for path, version in db.rows("SELECT path, version FROM fsmem.files WHERE project = %s", ())
     }
+
+
+def folder_versions(db: PgProject, folders: Sequence[str]) -> tuple[dict[str, Hashable], dict[str, str]]:
+    """Every file directly in each folder with its version (a fact file's stamp is its row's version),
+    and the folders in them (path → ``"folder"``): one range query per folder not inside another one
+    asked for."""
+    asked = sorted({file_key(folder) for folder in folders})
+    tops = [folder for folder in asked if not any(folder.startswith(other + "/") for other in asked)]
+    found: dict[str, Hashable] = {}
+    others: dict[str, str] = {}
+    for top in tops:
+        for path, version in db.rows(
+            "SELECT path, version FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s",
+            key_range(top + "/"),
+        ):
+            parent, _, name = path.rpartition("/")
+            if name.startswith("."):
+                continue  # a level folder's identity
+            for folder in asked:
+                if not path.startswith(folder + "/"):
+                    continue
+                if parent == folder:
+                    found[path] = str(version)
+                else:
+                    others[folder + "/" + path[len(folder) + 1 :].split("/", 1)[0]] = "folder"
+    return found, others
+
+
+# ---- a level folder's identity --------------------------------------------------------------------
+
+
+def read_identity(db: PgProject, folder: str) -> bytes | None:
+    """What a change's ``write_identity`` kept for the level folder: its row at ``<folder>/.fsmem-level``
+    (a path no tool call can name, never listed, kept as a version or logged), or None."""
+    row = db.one("SELECT content FROM fsmem.files WHERE project = %s AND path = %s", (identity_path(folder),))
+    return None if row is None else bytes(row[0])

@@ -17,7 +17,7 @@ import (``project_copy``). While a thread has a change open, its reads go throug
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from datetime import datetime
 
 from fsmem._core.text import check_thread
@@ -75,6 +75,12 @@ class PgStore(PgProject):
 
     def file_versions(self) -> dict[str, str]:
         return reads.file_versions(self)
+
+    def folder_versions(self, folders: Sequence[str]) -> tuple[dict[str, Hashable], dict[str, str]]:
+        return reads.folder_versions(self, folders)
+
+    def read_identity(self, folder: str) -> bytes | None:
+        return reads.read_identity(self, folder)
 
     # ---- the log (fsmem._store.postgres.log) ------------------------------------------------------
 
