@@ -34,7 +34,8 @@ from fsmem._errors import Busy
 from fsmem._index.feed import Followed, IndexWatcher
 from fsmem._store.atomic import make_dirs
 from fsmem._store.postgres.drive import stamp_ns
-from fsmem._store.postgres.store import Listener, PgStore
+from fsmem._store.postgres.log import Listener
+from fsmem._store.postgres.store import PgStore
 
 if TYPE_CHECKING:
     from fsmem._store.postgres.drive import PgDrive

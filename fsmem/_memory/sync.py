@@ -65,7 +65,8 @@ from fsmem._memory.sync_folder import (
 from fsmem._memory.sync_notes import conflict_note, level_note, refused_note
 from fsmem._store.atomic import make_dirs, write_atomic
 from fsmem._store.folder.ondisk import nfc
-from fsmem._store.postgres.store import PgStore, StoreUnavailable
+from fsmem._store.postgres.errors import StoreUnavailable
+from fsmem._store.postgres.store import PgStore
 
 log = logging.getLogger("fsmem._memory.sync")
 

@@ -184,7 +184,7 @@ def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, m
     assert paths(b.search("lynx")) == ["brand.md"]  # built, caught up, listening
     store = b.drive.pg
     asked: list[str] = []
-    real_run, real_newest = store._run, store.newest_seq
+    real_run, real_newest = store.run, store.newest_seq
 
     def counted_run(work):
         asked.append("query")
@@ -194,7 +194,7 @@ def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, m
         asked.append("newest_seq")
         return real_newest()
 
-    monkeypatch.setattr(store, "_run", counted_run)
+    monkeypatch.setattr(store, "run", counted_run)
     monkeypatch.setattr(store, "newest_seq", counted_newest)
     assert paths(b.search("lynx")) == ["brand.md"]
     assert asked == ["newest_seq", "query"]  # one query: the newest sequence number

@@ -1,6 +1,6 @@
 """Levels and facts on PostgreSQL, through ``fsmem.open(url, project=…)``: the same calls as on a folder.
 
-What differs is only how the store holds them (fsmem/_store/postgres/levels_facts.py): a level folder's identity
+What differs is only how the store holds them (fsmem/_store/postgres/drive.py, reads.py): a level folder's identity
 is a hidden row, a ``deleting_*`` block is one transaction held across the block, a fact's stamp is
 its row's version. Two Memories with their own cache folders stand for two workers.
 """
@@ -392,20 +392,20 @@ def test_a_facts_change_refused_at_its_commit_leaves_the_view_looking_again(work
     """On PostgreSQL a facts change commits when its block ends; refused there (BUSY at the commit
     lock, a dropped connection), the view must not keep what was planned: the next keep about the same
     thing replaces the fact the rows hold, and one fact holds."""
-    from fsmem._store.postgres import store as _pg_store
+    from fsmem._store.postgres import transaction as _pg_transaction
     from fsmem._errors import Busy
 
     memory = worker()
     memory.facts.keep("Ana", "role", "Ana is the baker.")
-    real_flush = _pg_store.PgTransaction._flush_log
+    real_flush = _pg_transaction.PgTransaction._flush_log
 
     def refuse(self) -> None:
         raise Busy("the commit lock was not granted")
 
-    monkeypatch.setattr(_pg_store.PgTransaction, "_flush_log", refuse)
+    monkeypatch.setattr(_pg_transaction.PgTransaction, "_flush_log", refuse)
     with pytest.raises(Busy):
         memory.facts.keep("Ana", "role", "Ana is the manager.")
-    monkeypatch.setattr(_pg_store.PgTransaction, "_flush_log", real_flush)
+    monkeypatch.setattr(_pg_transaction.PgTransaction, "_flush_log", real_flush)
     assert [fact.text for fact in memory.facts.current("Ana")] == ["Ana is the baker."]
     memory.facts.keep("Ana", "role", "Ana is the owner.")
     other = worker()

@@ -150,12 +150,12 @@ def test_a_folder_named_by_root_leaves_the_store_variables_aside(tmp_path: Path)
 def test_workers_opening_a_new_project_at_once_both_open_it(postgres: str, tmp_path: Path, monkeypatch) -> None:
     """The second worker's ``open(create=True)`` finds MEMORY.md made by the first between its look
     and its write: it opens the project, never CONFLICT."""
-    from fsmem._store.postgres import store as _pg_store
+    from fsmem._store.postgres import transaction as _pg_transaction
     from fsmem._store.postgres.store import PgStore
 
     project = _project()
     PgStore.open(postgres, project, create=True).close()  # the row exists; MEMORY.md not yet
-    real_read = _pg_store.PgTransaction.read
+    real_read = _pg_transaction.PgTransaction.read
     raced = []
 
     def read(self, path):
@@ -168,7 +168,7 @@ def test_workers_opening_a_new_project_at_once_both_open_it(postgres: str, tmp_p
             other.close()
         return got
 
-    monkeypatch.setattr(_pg_store.PgTransaction, "read", read)
+    monkeypatch.setattr(_pg_transaction.PgTransaction, "read", read)
     memory = fsmem.open(postgres, project=project, create=True, cache=tmp_path / "c")
     try:
         assert raced and memory.read("MEMORY.md") == ""

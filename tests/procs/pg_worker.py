@@ -22,7 +22,8 @@ from pathlib import Path
 
 from fsmem._core.versions import version_of
 from fsmem._errors import Busy, Conflict
-from fsmem._store.postgres.store import PgStore, StoreUnavailable
+from fsmem._store.postgres.errors import StoreUnavailable
+from fsmem._store.postgres.store import PgStore
 from tests.procs.common import emit, wait_for_file
 
 

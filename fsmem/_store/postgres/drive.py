@@ -26,8 +26,8 @@ from fsmem._core.search import Stamp
 from fsmem._env.config import Settings
 from fsmem._errors import Conflict, Exists, FsmemError, NotFound, TooLarge
 from fsmem._store.atomic import make_dirs
-from fsmem._store.postgres import levels_facts as _pg_levels_facts
-from fsmem._store.postgres.store import PgStore, PgTransaction
+from fsmem._store.postgres.store import PgStore
+from fsmem._store.postgres.transaction import PgTransaction
 from fsmem._store.types import ChangeProposal, Entry, LogEntry, Parked, ProjectCopy, VersionInfo
 
 
@@ -189,10 +189,11 @@ class PgDrive:
     def delete_proposal(self, proposal_id: str) -> None:
         self.pg.delete_proposal(proposal_id)
 
-    # ---- levels and facts (store interface; fsmem._store.postgres.levels_facts) -------------------------------
+    # ---- levels and facts (store interface; a change's side: PgTransaction) --------------------------------
 
     def level_identity(self, folder: str) -> bytes | None:
-        return _pg_levels_facts.level_identity(self.pg, folder)
+        """The row at ``<folder>/.fsmem-level`` that ``tx.write_identity`` kept (or None)."""
+        return self.pg.read_identity(folder)
 
     def parked(self) -> list[Parked]:
         """The level folders this process's ``deleting_*`` blocks are deleting now (another worker's
@@ -200,20 +201,24 @@ class PgDrive:
         return list(self._deleting.values())
 
     def deleting(self, folder: str, command: str) -> contextlib.AbstractContextManager[None]:
-        return _pg_levels_facts.deleting(self.pg, folder, command, self._deleting)
+        return delete_in_one_transaction(self.pg, folder, command, self._deleting)
 
     def stamps(self, folders: Sequence[str]) -> tuple[dict[str, Hashable], dict[str, str]]:
-        return _pg_levels_facts.stamps(self.pg, folders)
+        """A fact file's stamp is its row's version: the facts folders' stamps are one range query."""
+        return self.pg.folder_versions(folders)
 
     def stamp(self, path: str) -> Hashable | None:
-        return _pg_levels_facts.stamp(self.pg, path)
+        return self.pg.version(path)
 
     def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Hashable]]:
-        return _pg_levels_facts.read_stamped(self.pg, paths)
+        """The bytes and the version of each row, read together: one query however many (a new worker
+        reads every fact so, when its cache folder holds no parse cache)."""
+        return {path: (data, version) for path, (data, version, _) in self.pg.read_rows(paths).items()}
 
     def folders_mark(self, folders: Sequence[str]) -> Hashable | None:
         """The project's newest sequence number (one indexed query): every change to a row is logged,
-        so while it stands still nothing changed, in the folders or anywhere."""
+        so while it stands still nothing changed, in the folders or anywhere (a facts call then looks
+        at the versions of the few rows it depends on, not at them all)."""
         return self.pg.newest_seq()
 
     # ---- the search index (issue 12, pg-index) ----------------------------------------------------
@@ -249,6 +254,27 @@ class PgDrive:
 
     def import_project(self, copy: ProjectCopy) -> None:
         self.pg.import_project(copy)
+
+
+@contextlib.contextmanager
+def delete_in_one_transaction(store: PgStore, folder: str, command: str, taken: dict[str, Parked]) -> Iterator[None]:
+    """A ``deleting_*`` block: ONE transaction held across the block, in which the folder's rows are
+    deleted (versions kept, logged); committed when the block ends, rolled back when it raises.
+    Nothing is ever moved aside, so nothing is left to restore after a crash: the server rolls back
+    the transaction of a connection that died. Until it commits, other workers still see the
+    folder, and their changes to the project wait for it (the folder delete holds the project's
+    folder lock), as do level creations (the block holds "levels"); in this process, making the
+    folder's id anew is refused (``parked``: ``taken``, the folders this process's blocks are
+    deleting now) rather than left to wait for the block it runs in."""
+    identity = store.read_identity(folder)
+    with store.change(command) as tx:
+        tx.hold("levels")
+        tx.delete(folder)
+        taken[folder] = Parked(folder, identity, f"the open transaction deleting it (project {store.project})")
+        try:
+            yield
+        finally:
+            taken.pop(folder, None)
 
 
 # ---- the search index (issue 12, pg-index) ---------------------------------------------------------

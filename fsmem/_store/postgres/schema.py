@@ -1,4 +1,4 @@
-"""The tables of the PostgreSQL store, as numbered migrations applied on open (``fsmem._store.postgres.store``).
+"""The tables of the PostgreSQL store, as numbered migrations applied on open (``fsmem._store.postgres.connection``).
 
 Everything lives in the ``fsmem`` schema, so a database shared with other programs keeps its own
 ``public`` names. ``fsmem.schema_version`` holds the number of the last migration applied; a store

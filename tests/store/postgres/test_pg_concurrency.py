@@ -124,14 +124,15 @@ def test_a_worker_killed_inside_a_change_leaves_nothing_and_holds_nothing(projec
 def test_an_outage_is_a_storage_error_and_the_pool_reconnects(project, pg_server):
     """Down: every call fails with STORAGE and changes nothing. Up again: the same store works,
     without reopening, and what was acknowledged before is there. A listener catches up too."""
-    from fsmem._store.postgres.store import PgStore, StoreUnavailable
+    from fsmem._store.postgres.errors import StoreUnavailable
+    from fsmem._store.postgres.store import PgStore
 
     with project.change("write") as tx:
         tx.write("kept.md", b"acknowledged\n")
     woken: list[int] = []
     listener = project.listen(woken.append)
     assert listener.ready.wait(10)
-    with PgStore.open(project._url, project.project, connect_timeout=1) as store:
+    with PgStore.open(project.url, project.project, connect_timeout=1) as store:
         pg_server.control("down")
         try:
             for call in (lambda: store.read("kept.md"), store.newest_seq, lambda: store.changes_since(0),
@@ -157,7 +158,7 @@ def test_an_outage_is_a_storage_error_and_the_pool_reconnects(project, pg_server
 def _once_back(call):
     """The pool reconnects in the background, backing off while the server was away: a call may still
     be refused with STORAGE for a few seconds after it is back, never with anything else."""
-    from fsmem._store.postgres.store import StoreUnavailable
+    from fsmem._store.postgres.errors import StoreUnavailable
 
     deadline = time.monotonic() + 60
     while True:
@@ -186,7 +187,7 @@ def test_a_folder_rename_is_never_seen_half_done(project):
                 tx.move(names[turn % 2], names[(turn + 1) % 2])
             turn += 1
 
-    with PgStore.open(project._url, project.project) as reader:
+    with PgStore.open(project.url, project.project) as reader:
         mover = threading.Thread(target=rename)
         mover.start()
         try:

@@ -76,7 +76,7 @@ def test_a_file_created_meanwhile_is_a_conflict(store) -> None:
     """Two changes both see no file; the second to write meets the first's row and is refused."""
     from fsmem._store.postgres.store import PgStore
 
-    with PgStore.open(store._url, store.project) as other, pytest.raises(Conflict), store.change("write") as tx:
+    with PgStore.open(store.url, store.project) as other, pytest.raises(Conflict), store.change("write") as tx:
         assert tx.read("new.md") is None
         put(other, "new.md", "theirs\n")
         tx.write("new.md", b"mine\n")
@@ -209,7 +209,7 @@ def test_log_sequence_and_changes_since(store) -> None:
 def test_sequence_numbers_become_visible_in_order(store, monkeypatch) -> None:
     """A change that took its sequence number first commits first: while it hangs between writing its
     log rows and COMMIT, a later change on another file waits, and readers see neither."""
-    from fsmem._store.postgres.store import PgTransaction
+    from fsmem._store.postgres.transaction import PgTransaction
 
     flushed, release = threading.Event(), threading.Event()
     original = PgTransaction._flush_log
@@ -301,7 +301,8 @@ def test_schema_is_made_once_and_a_missing_project_is_refused(postgres) -> None:
 
 
 def test_an_unreachable_server_is_a_storage_error(tmp_path) -> None:
-    from fsmem._store.postgres.store import PgStore, StoreUnavailable
+    from fsmem._store.postgres.errors import StoreUnavailable
+    from fsmem._store.postgres.store import PgStore
 
     with pytest.raises(StoreUnavailable) as refused:
         PgStore.open(f"postgresql:///x?host={tmp_path}", "p", connect_timeout=1)

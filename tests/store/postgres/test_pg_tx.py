@@ -19,7 +19,8 @@ import pytest
 import fsmem
 from fsmem._env.config import Settings
 from fsmem._errors import BadRequest, Busy, RequestError
-from fsmem._store.postgres.store import PgStore, StoreUnavailable
+from fsmem._store.postgres.errors import StoreUnavailable
+from fsmem._store.postgres.store import PgStore
 from fsmem._store.types import ChangeProposal
 from tests.procs.common import read_json_line, spawn
 

@@ -1,0 +1,39 @@
+"""A path as a row's key: a file's normalized path, the range of keys under a folder, the hidden rows.
+
+Paths are normalized by ``fsmem._core.paths`` before they reach the store, which refuses any that is not.
+"""
+
+from __future__ import annotations
+
+from fsmem._core.layout import LEVEL_IDENTITY_FILE
+from fsmem._core.paths import normalize_path
+from fsmem._errors import BadPath
+
+
+def file_key(path: str) -> str:
+    """A normalized path of a file (the store refuses what the tool would have normalized)."""
+    if not path or normalize_path(path) != path:
+        raise BadPath(f"{path!r} is not a normalized path of a file, e.g. 'notes/seo.md'")
+    return path
+
+
+def identity_path(folder: str) -> str:
+    """Where a level folder's identity row is: a dot name, which ``file_key`` refuses on purpose."""
+    return f"{file_key(folder)}/{LEVEL_IDENTITY_FILE}"
+
+
+def is_hidden(path: str) -> bool:
+    """A row no tool call can name (its last segment starts with a dot): a level folder's identity."""
+    return path.rpartition("/")[2].startswith(".")
+
+
+def folder_prefix(path: str) -> str:
+    """The prefix of the files under a folder ('' is the whole project)."""
+    return "" if path == "" else file_key(path) + "/"
+
+
+def key_range(prefix: str) -> tuple[str, str]:
+    """Bounds of the paths starting with ``prefix`` under byte order: "/" + 1 is "0"."""
+    if not prefix:
+        return "", "\U0010ffff"
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
