@@ -68,3 +68,14 @@ def test_type_checking_and_function_imports_are_in_the_graph() -> None:
     assert "fsmem._memory.memory" in graph.find_modules_directly_imported_by("fsmem")
     # Memory.index imports the search index inside a method (tantivy stays off a writer's path)
     assert "fsmem._index.index" in graph.find_modules_directly_imported_by("fsmem._memory.memory")
+
+
+def test_the_package_shows_its_layers_and_no_module_is_over_600_lines() -> None:
+    entries = sorted(path.name for path in PACKAGE.iterdir() if path.name != "__pycache__")
+    assert len(entries) <= 14, entries
+    too_long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in PACKAGE.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 600
+    }
+    assert too_long == {}
