@@ -31,7 +31,6 @@ from fsmem._memory import levels
 from fsmem._memory.levels import Scope
 from fsmem._store.atomic import remove_dead_temps
 from fsmem._store.folder.drive import Drive
-from fsmem._store.folder.root import init_root
 from fsmem._store.folder.rootlock import CRASH_MARK
 from fsmem._store.interface import Store
 from fsmem._store.types import LogEntry, VersionInfo
@@ -69,6 +68,8 @@ def open(
                 f"{root_path} is not an fsmem root (no {STATE_DIR}/ folder); run `fsmem init {root_path}` "
                 "or open it with create=True"
             )
+        from fsmem._store.folder.root import init_root  # only to make one
+
         init_root(root_path)
     settings = settings or load_settings(root_path)
     return Memory(Drive(root_path, settings), settings)

@@ -14,6 +14,8 @@ This module is the guard and the reads: paths here are already normalized by ``f
 the drive adds the symlink guard (``resolve``), and hands the rest to one module a concern: kept
 versions and the log (``history``), proposals (``proposals``), folders parked by a ``deleting_*``
 block (``parking``), the facts' file stamps (``stamps``), a whole project's copy (``snapshot``).
+Each but ``parking`` (which every open asks) is imported by the methods that use it, so a read or a
+cold search loads none of them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import stat as stat_module
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmem._core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name
@@ -31,13 +33,15 @@ from fsmem._core.search import Indexed, Plan, Stamp
 from fsmem._core.text import check_thread
 from fsmem._env.config import Settings
 from fsmem._errors import BadPath, Exists, NotFound
-from fsmem._store.folder import history, parking, proposals, snapshot, stamps
+from fsmem._store.folder import parking
 from fsmem._store.folder import walk as _walk
-from fsmem._store.folder.change import Change
 from fsmem._store.folder.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 from fsmem._store.folder.regular import not_regular, read_regular
 from fsmem._store.folder.rootlock import CRASH_MARK, RootLock
 from fsmem._store.types import Entry, FactStamp, LogEntry, Parked, ProjectCopy, VersionInfo
+
+if TYPE_CHECKING:
+    from fsmem._store.folder.change import Change
 
 LOCK_FILE = "lock"
 
@@ -249,6 +253,8 @@ class Drive:
 
     @contextlib.contextmanager
     def change(self, command: str, thread: str | None = None) -> Iterator[Change]:
+        from fsmem._store.folder.change import Change
+
         check_thread(thread)
         with self.locked(command):
             tx = Change(self, command, thread)
@@ -281,51 +287,79 @@ class Drive:
     # ---- facts (store interface, "facts" block) ------------------------------------------------
 
     def stamps(self, folders: Sequence[str]) -> tuple[dict[str, FactStamp], dict[str, str]]:
+        from fsmem._store.folder import stamps
+
         return stamps.stamps(self.resolve, folders)
 
     def stamp(self, path: str) -> FactStamp | None:
+        from fsmem._store.folder import stamps
+
         return stamps.stamp(self.root, path)
 
     def read_stamped(self, paths: Sequence[str]) -> dict[str, tuple[bytes, FactStamp]]:
+        from fsmem._store.folder import stamps
+
         return stamps.read_stamped(self.root, paths)
 
     def folders_mark(self, folders: Sequence[str]) -> Hashable | None:
+        from fsmem._store.folder import stamps
+
         return stamps.folders_mark(self.root, folders)
 
     # ---- history ----------------------------------------------------------------------------
 
     def versions(self, path: str) -> list[VersionInfo]:
         """Earlier contents of a file, newest first (a FIFO, a device or a socket there is refused: not memory)."""
+        from fsmem._store.folder import history
+
         self.refuse_special(path)
         return history.versions(self.state, path)
 
     def read_version(self, kept: VersionInfo) -> bytes:
+        from fsmem._store.folder import history
+
         return history.read_version(kept)
 
     def log(self) -> Iterator[LogEntry]:
+        from fsmem._store.folder import history
+
         return history.log(self.state)
 
     def last_change(self, path: str) -> LogEntry | None:
+        from fsmem._store.folder import history
+
         return history.last_change(self.state, path)
 
     # ---- proposals: .fsmem/proposals/<id>.json ------------------------------------------------
 
     def save_proposal(self, record: dict[str, Any]) -> None:
+        from fsmem._store.folder import proposals
+
         proposals.save_proposal(self.state, record, durable=self.settings.durable)
 
     def load_proposal(self, proposal_id: str) -> dict[str, Any] | None:
+        from fsmem._store.folder import proposals
+
         return proposals.load_proposal(self.state, proposal_id)
 
     def proposal_ids(self) -> list[str]:
+        from fsmem._store.folder import proposals
+
         return proposals.proposal_ids(self.state)
 
     def delete_proposal(self, proposal_id: str) -> None:
+        from fsmem._store.folder import proposals
+
         proposals.delete_proposal(self.state, proposal_id)
 
     # ---- copy (fsmem/_memory/copy.py: a whole project into another store) ---------------------------
 
     def export_project(self) -> ProjectCopy:
+        from fsmem._store.folder import snapshot
+
         return snapshot.export_project(self.root, self.state, self.locked)
 
     def import_project(self, copy: ProjectCopy) -> None:
+        from fsmem._store.folder import snapshot
+
         snapshot.import_project(self.root, self.settings, copy)
