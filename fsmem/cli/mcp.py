@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from fsmem._env.resources import install_command
 from fsmem._errors import FsmemError, RootNotFound
 from fsmem.cli.options import open_memory, root_option
 
@@ -41,7 +42,7 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
         from fsmem import mcp_server
     except ImportError as error:  # the optional extra is missing
         raise click.ClickException(
-            f"the MCP server needs the mcp package ({error}); install it with: pip install 'fsmem[mcp]'"
+            f"the MCP server needs the mcp package ({error}); install it with: {install_command('mcp')}"
         ) from error
     try:
         scope = Scope.parse(scope_text)
