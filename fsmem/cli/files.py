@@ -42,7 +42,9 @@ def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
     if not result["ok"]:
         error = result["error"]
         message = error["message"]
-        if error["code"] in {"NOT_READ", "CONFLICT"} and "path" in request:
+        if error["code"] == "NOT_READ" and error.get("path") and error.get("current_version"):
+            message = _not_read_for_the_shell(error["path"], error["current_version"])
+        elif error["code"] == "CONFLICT" and "path" in request:
             path = request["path"]
             message = message.rstrip(".") + (
                 f". From the shell: `fsmem read {path}` shows its version; pass it "
@@ -50,6 +52,15 @@ def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
             )
         raise from_code(error["code"], message)
     return result
+
+
+def _not_read_for_the_shell(path: str, version: str) -> str:
+    """NOT_READ in the shell's words (the tool's names a field the shell does not have)."""
+    return (
+        f"{path} has content this run has not read (version {version}); nothing was changed. "
+        f"`fsmem read {path}` shows it; when what you write takes it into account, pass --expect {version}, "
+        f"or change it with `fsmem edit {path}` (or `fsmem write {path} --old TEXT --new TEXT`)."
+    )
 
 
 def _stdin_text() -> str:
