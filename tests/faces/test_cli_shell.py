@@ -92,7 +92,8 @@ def test_old_new_replacement_needs_no_expect(root):
     stale = invoke(root, "write", "a.md", "--old", "mondays", "--new", "x", "--expect", version_of(b"old\n"))
     assert stale.exit_code == 3 and stale.output.startswith("Error: [CONFLICT]")
     whole = invoke(root, "write", "a.md", input="all new\n")  # a whole overwrite still needs --expect
-    assert whole.exit_code == 3 and "pass it with --expect, or change it with `fsmem edit a.md`" in whole.output
+    current = version_of(b"deploy on tuesdays\nnever on mondays\n")
+    assert whole.exit_code == 3 and f"pass --expect {current}, or change it with `fsmem edit a.md`" in whole.output
     assert (root / "a.md").read_text() == "deploy on tuesdays\nnever on mondays\n"
 
 
