@@ -306,11 +306,11 @@ def describe_routines(memory: Project, agent_folder: str) -> list[LevelFolder]:
 
 
 def match_id(memory: Project, typed: str, kind: Literal["agent", "routine"]) -> str:
-    """The full id a person typed at the shell, who may type an unambiguous prefix of it.
+    """The full id a person typed at the shell, who may type an unambiguous prefix of it, or the name.
 
-    An exact id wins; else the one kept id that starts with ``typed``; two or more raise
-    ``ScopeError`` listing them. With none, ``typed`` is returned as is (a folder made before ids were
-    kept may still be found by it).
+    An exact id wins; else the one kept id that starts with ``typed`` or whose name is ``typed``
+    (ignoring case); two or more raise ``ScopeError`` listing them. With none, ``typed`` is returned as
+    is (a folder made before ids were kept may still be found by it).
     """
     if kind == "agent":
         known = describe_agents(memory)
@@ -319,14 +319,22 @@ def match_id(memory: Project, typed: str, kind: Literal["agent", "routine"]) -> 
     ids = {level.id for level in known if level.id is not None}
     if typed in ids:
         return typed
-    starting = sorted(
-        (level for level in known if level.id is not None and level.id.startswith(typed)),
+    wanted = typed.casefold()
+    fitting = sorted(
+        (
+            level
+            for level in known
+            if level.id is not None and (level.id.startswith(typed) or level.name.casefold() == wanted)
+        ),
         key=lambda level: level.folder,
     )
-    if len(starting) > 1:
-        shown = ", ".join(f"{level.id} ({level.name}, {level.folder})" for level in starting)
-        raise ScopeError(f"{kind} id {typed!r} is the start of {len(starting)} ids: {shown}; type more of it")
-    return starting[0].id if starting and starting[0].id is not None else typed
+    if len(fitting) > 1:
+        shown = ", ".join(f"{level.id} ({level.name}, {level.folder})" for level in fitting)
+        raise ScopeError(
+            f"{kind} {typed!r} is the start of an id or the name of {len(fitting)} {kind}s: {shown}; "
+            "type more of its id"
+        )
+    return fitting[0].id if fitting and fitting[0].id is not None else typed
 
 
 # ---- lifecycle ------------------------------------------------------------------------------

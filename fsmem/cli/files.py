@@ -22,6 +22,7 @@ from fsmem.cli.options import (
     open_root,
     root_option,
     shell_path,
+    shell_scope,
 )
 from fsmem.cli.style import table
 
@@ -359,13 +360,12 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
     Always JSON, refusals and setup problems too; exit 0 done, 1 refused, 2 setup, 3 conflict.
     """
     from fsmem._errors import FsmemError
-    from fsmem._memory.levels import Scope
     from fsmem._memory.tool import error_result
 
     try:
         request = _request_from_stdin()
         memory = open_root(root)
-        result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
+        result = memory.run(shell_scope(memory, scope_text), thread_id=thread_id).call(request)
     except FsmemError as error:  # stdin, the root or the scope: still an answer the caller can parse
         result = error_result(error)
     click.echo(json_line(result))

@@ -221,3 +221,17 @@ def _inside(path: Path, root: Path) -> str | None:
     except ValueError:
         return None
     return relative.as_posix() if relative.parts else ""
+
+
+def shell_scope(memory: Memory, text: str) -> Any:
+    """``--scope`` as typed at the shell: an id may be an unambiguous prefix or the level's name
+    (``agent:seo``), as everywhere a person types one. A scope with names keeps its ids as typed:
+    those make a missing folder on first use."""
+    from fsmem._memory.levels import AgentScope, RoutineScope, Scope, match_id
+
+    scope = Scope.parse(text)
+    if isinstance(scope, AgentScope) and scope.agent_name is None:
+        return Scope.agent(match_id(memory, scope.agent_id, "agent"))
+    if isinstance(scope, RoutineScope) and scope.agent_name is None and scope.routine_name is None:
+        return Scope.routine(match_id(memory, scope.agent_id, "agent"), match_id(memory, scope.routine_id, "routine"))
+    return scope
