@@ -489,9 +489,12 @@ def scope_folders(memory: Project, scope: Scope) -> tuple[str | None, str | None
     agent_folder = find_agent(memory, scope.agent_id)
     if agent_folder is None:
         if scope.agent_name is None:
+            # Worded for Python; ``missing`` and the ids let each face word its own way to make it.
             raise ScopeError(
-                f"agent {scope.agent_id!r} has no folder; create it with create_agent, or pass its name "
-                "in the scope so the folder is made on first use"
+                f"agent {scope.agent_id!r} has no folder; make it with memory.create_agent(agent_id, name), "
+                "or pass its name in the scope (Scope.agent(agent_id, name)) so the folder is made on first use",
+                missing="agent",
+                agent_id=scope.agent_id,
             )
         agent_folder = create_agent(memory, scope.agent_id, scope.agent_name, exist_ok=True)
     if isinstance(scope, AgentScope):
@@ -505,8 +508,12 @@ def scope_folders(memory: Project, scope: Scope) -> tuple[str | None, str | None
             raise ScopeError(f"routine {scope.routine_id!r} belongs to another agent ({elsewhere})")
         if scope.routine_name is None:
             raise ScopeError(
-                f"routine {scope.routine_id!r} has no folder; create it with create_routine, or pass its "
-                "name in the scope so the folder is made on first use"
+                f"routine {scope.routine_id!r} has no folder; make it with memory.create_routine(agent_id, "
+                "routine_id, name), or pass its name in the scope (Scope.routine(agent_id, routine_id, "
+                "routine_name=name)) so the folder is made on first use",
+                missing="routine",
+                agent_id=scope.agent_id,
+                routine_id=scope.routine_id,
             )
         routine_folder = create_routine(memory, scope.agent_id, scope.routine_id, scope.routine_name, exist_ok=True)
     return agent_folder, routine_folder

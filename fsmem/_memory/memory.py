@@ -66,9 +66,12 @@ def open(
     root_path = Path(root).expanduser()
     if not (root_path / STATE_DIR).is_dir():
         if not create:
+            # Worded for Python; ``missing``/``root`` let a face word its own way to make it (the CLI: fsmem init).
             raise RootNotFound(
-                f"{root_path} is not an fsmem root (no {STATE_DIR}/ folder); run `fsmem init {root_path}` "
-                "or open it with create=True"
+                f"{root_path} is not an fsmem root (no {STATE_DIR}/ folder); open it with "
+                f"fsmem.open({str(root_path)!r}, create=True) to make it",
+                missing="root",
+                root=str(root_path),
             )
         init_root(root_path)
     settings = settings or load_settings(root_path)

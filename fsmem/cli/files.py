@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from fsmem._errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
-from fsmem.cli import exit_code_for
+from fsmem.cli import exit_code_for, for_the_shell
 from fsmem.cli.options import (
     echo_json,
     expect_option,
@@ -367,7 +367,7 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
         memory = open_root(root)
         result = memory.run(shell_scope(memory, scope_text), thread_id=thread_id).call(request)
     except FsmemError as error:  # stdin, the root or the scope: still an answer the caller can parse
-        result = error_result(error)
+        result = error_result(for_the_shell(error))
     click.echo(json_line(result))
     if not result["ok"]:
         sys.exit(exit_code_for(from_code(result["error"]["code"], result["error"]["message"])))

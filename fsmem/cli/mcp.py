@@ -6,6 +6,7 @@ import click
 
 from fsmem._env.resources import install_command
 from fsmem._errors import FsmemError, RootNotFound
+from fsmem.cli import for_the_shell
 from fsmem.cli.options import open_memory, root_option
 
 
@@ -49,7 +50,7 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
         memory = open_memory(root, create=create)
     except RootNotFound as error:
         hint = "" if create else "; or add --create to the server's args to make it"
-        mcp_server.serve(None, None, thread_prefix, problem=RootNotFound(error.message + hint))
+        mcp_server.serve(None, None, thread_prefix, problem=RootNotFound(for_the_shell(error).message + hint))
         return
     except FsmemError as error:
         mcp_server.serve(None, None, thread_prefix, problem=error)

@@ -45,7 +45,13 @@ def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = 
     url, project = chosen_store(folder_given=bool(explicit))
     if url is not None:
         settings = load_settings(None)
-        return fsmem.open(url, create=create, project=project, settings=dataclasses.replace(settings, watch=watch))
+        try:
+            return fsmem.open(url, create=create, project=project, settings=dataclasses.replace(settings, watch=watch))
+        except RootNotFound as error:  # the store words it for Python (create=True); this is the shell's way
+            raise RootNotFound(
+                f"there is no project {project!r} in this database (or this role may not see it); "
+                f"`fsmem init --store URL --project {project}` makes it"
+            ) from error
     folder = find_root(explicit, near)
     settings = load_settings(folder) if (folder / STATE_DIR).is_dir() else load_settings(None)
     return fsmem.open(folder, create=create, settings=dataclasses.replace(settings, watch=watch))

@@ -456,3 +456,28 @@ printf "mine\\n" >> "$1"; fi
     kept = done.stderr.rsplit("your text is kept in ", 1)[1].strip()
     assert Path(kept).read_text() == "one\nmine\n" and (root / "a.md").read_text() == "theirs\n"
     os.unlink(kept)
+
+
+# ---- each face words its own advice (the shell never reads create=True or create_agent) ---------------
+
+
+def test_the_shell_is_told_what_to_type_and_python_what_to_call(root, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    no_root = CliRunner().invoke(main, ["read", "MEMORY.md", "--root", str(plain)])
+    assert no_root.exit_code == 2
+    assert f"run `fsmem init {plain}` to make it" in no_root.output and "create=True" not in no_root.output
+    with pytest.raises(fsmem.RootNotFound, match="create=True") as raised:
+        fsmem.open(plain)
+    assert "fsmem init" not in raised.value.message
+    for scope, typed in (("agent:nobody", "`fsmem agents create nobody NAME`"),
+                         ("routine:nobody/r-1", "`fsmem routines create nobody r-1 NAME`")):
+        if scope.startswith("routine"):
+            fsmem.open(root).create_agent("nobody", "Nobody")
+        tool = CliRunner().invoke(main, ["tool", "--root", str(root), "--scope", scope],
+                                  input=json.dumps({"command": "read", "path": "MEMORY.md"}))
+        error = json.loads(tool.output)["error"]
+        assert error["code"] == "BAD_SCOPE" and typed in error["message"], error
+        assert "create_agent" not in error["message"] and "create_routine" not in error["message"]
+    with pytest.raises(fsmem.ScopeError, match=r"memory\.create_agent"):
+        fsmem.open(root).run(fsmem.Scope.agent("someone"))
