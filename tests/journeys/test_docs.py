@@ -62,3 +62,16 @@ def test_the_install_hint_names_this_checkout_and_this_python():
     from fsmem._env.resources import install_command
 
     assert install_command("postgres") == f"{sys.executable} -m pip install -e '{REPO}[postgres]'"
+
+
+def test_the_test_command_says_what_it_shows_and_the_long_soaks_are_bin_soak_runs():
+    development = README[README.index("## Development"):]
+    assert "one line per test file" in development and "--durations=30" in development
+    assert "under 10 min" in README[README.index("## Quick start"):README.index("## A project's memory folder")]
+    soak = (REPO / "bin" / "soak").read_text(encoding="utf-8")
+    for mode in ("bin/soak 60", "bin/soak --postgres 60", "bin/soak --crash"):
+        assert mode in development, mode
+    assert '"--crash" ]' in soak and "FSMEM_CRASH_ROUNDS" in soak
+    from tests.journeys import test_crash_loop
+
+    assert test_crash_loop.SUITE_ROUNDS < test_crash_loop.FULL_ROUNDS
