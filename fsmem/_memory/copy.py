@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
+from fsmem._env.resources import install_command
 from fsmem._errors import BadStore, RootNotFound
 from fsmem._store.types import ProjectCopy
 
@@ -102,7 +103,7 @@ def _open(where: Place, opened: contextlib.ExitStack, *, create: bool) -> _Copya
         from fsmem._store.postgres.store import PgStore
     except ImportError as error:
         raise BadStore(
-            "copying to or from PostgreSQL needs the postgres extra: pip install 'fsmem[postgres]'"
+            f"copying to or from PostgreSQL needs the postgres extra: {install_command('postgres')}"
         ) from error
     assert where.url is not None and where.project is not None
     try:

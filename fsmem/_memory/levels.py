@@ -306,11 +306,11 @@ def describe_routines(memory: Project, agent_folder: str) -> list[LevelFolder]:
 
 
 def match_id(memory: Project, typed: str, kind: Literal["agent", "routine"]) -> str:
-    """The full id a person typed at the shell, who may type an unambiguous prefix of it.
+    """The full id a person typed at the shell, who may type an unambiguous prefix of it, or the name.
 
-    An exact id wins; else the one kept id that starts with ``typed``; two or more raise
-    ``ScopeError`` listing them. With none, ``typed`` is returned as is (a folder made before ids were
-    kept may still be found by it).
+    An exact id wins; else the one kept id that starts with ``typed`` or whose name is ``typed``
+    (ignoring case); two or more raise ``ScopeError`` listing them. With none, ``typed`` is returned as
+    is (a folder made before ids were kept may still be found by it).
     """
     if kind == "agent":
         known = describe_agents(memory)
@@ -319,14 +319,22 @@ def match_id(memory: Project, typed: str, kind: Literal["agent", "routine"]) -> 
     ids = {level.id for level in known if level.id is not None}
     if typed in ids:
         return typed
-    starting = sorted(
-        (level for level in known if level.id is not None and level.id.startswith(typed)),
+    wanted = typed.casefold()
+    fitting = sorted(
+        (
+            level
+            for level in known
+            if level.id is not None and (level.id.startswith(typed) or level.name.casefold() == wanted)
+        ),
         key=lambda level: level.folder,
     )
-    if len(starting) > 1:
-        shown = ", ".join(f"{level.id} ({level.name}, {level.folder})" for level in starting)
-        raise ScopeError(f"{kind} id {typed!r} is the start of {len(starting)} ids: {shown}; type more of it")
-    return starting[0].id if starting and starting[0].id is not None else typed
+    if len(fitting) > 1:
+        shown = ", ".join(f"{level.id} ({level.name}, {level.folder})" for level in fitting)
+        raise ScopeError(
+            f"{kind} {typed!r} is the start of an id or the name of {len(fitting)} {kind}s: {shown}; "
+            "type more of its id"
+        )
+    return fitting[0].id if fitting and fitting[0].id is not None else typed
 
 
 # ---- lifecycle ------------------------------------------------------------------------------
@@ -481,9 +489,12 @@ def scope_folders(memory: Project, scope: Scope) -> tuple[str | None, str | None
     agent_folder = find_agent(memory, scope.agent_id)
     if agent_folder is None:
         if scope.agent_name is None:
+            # Worded for Python; ``missing`` and the ids let each face word its own way to make it.
             raise ScopeError(
-                f"agent {scope.agent_id!r} has no folder; create it with create_agent, or pass its name "
-                "in the scope so the folder is made on first use"
+                f"agent {scope.agent_id!r} has no folder; make it with memory.create_agent(agent_id, name), "
+                "or pass its name in the scope (Scope.agent(agent_id, name)) so the folder is made on first use",
+                missing="agent",
+                agent_id=scope.agent_id,
             )
         agent_folder = create_agent(memory, scope.agent_id, scope.agent_name, exist_ok=True)
     if isinstance(scope, AgentScope):
@@ -497,8 +508,12 @@ def scope_folders(memory: Project, scope: Scope) -> tuple[str | None, str | None
             raise ScopeError(f"routine {scope.routine_id!r} belongs to another agent ({elsewhere})")
         if scope.routine_name is None:
             raise ScopeError(
-                f"routine {scope.routine_id!r} has no folder; create it with create_routine, or pass its "
-                "name in the scope so the folder is made on first use"
+                f"routine {scope.routine_id!r} has no folder; make it with memory.create_routine(agent_id, "
+                "routine_id, name), or pass its name in the scope (Scope.routine(agent_id, routine_id, "
+                "routine_name=name)) so the folder is made on first use",
+                missing="routine",
+                agent_id=scope.agent_id,
+                routine_id=scope.routine_id,
             )
         routine_folder = create_routine(memory, scope.agent_id, scope.routine_id, scope.routine_name, exist_ok=True)
     return agent_folder, routine_folder

@@ -24,6 +24,7 @@ from fsmem._core.paths import normalize_path
 from fsmem._core.search import SearchHit
 from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
+from fsmem._env.resources import install_command
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, RequestError, RootNotFound, Storage
 from fsmem._index.grep import grep
 from fsmem._index.state import index_dir, note_pending
@@ -64,9 +65,12 @@ def open(
     root_path = Path(root).expanduser()
     if not (root_path / STATE_DIR).is_dir():
         if not create:
+            # Worded for Python; ``missing``/``root`` let a face word its own way to make it (the CLI: fsmem init).
             raise RootNotFound(
-                f"{root_path} is not an fsmem root (no {STATE_DIR}/ folder); run `fsmem init {root_path}` "
-                "or open it with create=True"
+                f"{root_path} is not an fsmem root (no {STATE_DIR}/ folder); open it with "
+                f"fsmem.open({str(root_path)!r}, create=True) to make it",
+                missing="root",
+                root=str(root_path),
             )
         from fsmem._store.folder.root import init_root  # only to make one
 
@@ -84,7 +88,7 @@ def _open_database(
         from fsmem._store.postgres.drive import open_store
     except ImportError as error:
         raise BadStore(
-            f"PostgreSQL needs the postgres extra ({error}); install it with pip install 'fsmem[postgres]'"
+            f"PostgreSQL needs the postgres extra ({error}); install it with {install_command('postgres')}"
         ) from error
     settings = settings or load_settings(None)
     return Memory(open_store(url, project, settings, create=create, cache=cache), settings)

@@ -132,7 +132,8 @@ class Run:
             if current.strip():
                 raise NotRead(
                     f"{path} has content this run has not read; read it first (command read), then "
-                    f"{doing} it with what you saw in mind",
+                    f"{doing} it with what you saw in mind. A caller that keeps no session passes the "
+                    f"version that read shows as expected_version (now {current_version})",
                     path=path,
                     current_version=current_version,
                 )

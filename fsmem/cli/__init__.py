@@ -57,8 +57,36 @@ def exit_code_for(error: FsmemError) -> int:
     return EXIT_REQUEST_REFUSED
 
 
+def for_the_shell(error: FsmemError) -> FsmemError:
+    """The error worded for a shell: what Python callers are told to call (``create=True``,
+    ``create_agent``) becomes the command to type, from the error's fields (never its text)."""
+    details = error.details
+    missing = details.get("missing")
+    if missing == "root":
+        message = (
+            f"{details['root']} is not an fsmem root (no .fsmem/ folder); run `fsmem init {details['root']}` to make it"
+        )
+    elif missing == "agent":
+        agent = details["agent_id"]
+        message = (
+            f"agent {agent!r} has no folder; make it with `fsmem agents create {agent} NAME`, or name it in "
+            f"the scope (--scope agent:{agent}:NAME) so the folder is made on first use"
+        )
+    elif missing == "routine":
+        agent, routine = details["agent_id"], details["routine_id"]
+        message = (
+            f"routine {routine!r} has no folder; make it with `fsmem routines create {agent} {routine} NAME`, "
+            f"or name it in the scope (--scope routine:{agent}/{routine}:AGENT_NAME/NAME) so the folder is "
+            "made on first use"
+        )
+    else:
+        return error
+    return type(error)(message, **details)
+
+
 def echo_error(error: FsmemError, as_json: bool) -> None:
     """One ``Error: [CODE] …`` line on stderr, or the tool's error shape on stdout under ``--json``."""
+    error = for_the_shell(error)
     if as_json:
         echo_json({"ok": False, "error": error.to_dict()})
     else:

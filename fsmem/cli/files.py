@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from fsmem._errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
-from fsmem.cli import exit_code_for
+from fsmem.cli import exit_code_for, for_the_shell
 from fsmem.cli.options import (
     echo_json,
     expect_option,
@@ -22,6 +22,7 @@ from fsmem.cli.options import (
     open_root,
     root_option,
     shell_path,
+    shell_scope,
 )
 from fsmem.cli.style import table
 
@@ -42,7 +43,9 @@ def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
     if not result["ok"]:
         error = result["error"]
         message = error["message"]
-        if error["code"] in {"NOT_READ", "CONFLICT"} and "path" in request:
+        if error["code"] == "NOT_READ" and error.get("path") and error.get("current_version"):
+            message = _not_read_for_the_shell(error["path"], error["current_version"])
+        elif error["code"] == "CONFLICT" and "path" in request:
             path = request["path"]
             message = message.rstrip(".") + (
                 f". From the shell: `fsmem read {path}` shows its version; pass it "
@@ -50,6 +53,15 @@ def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
             )
         raise from_code(error["code"], message)
     return result
+
+
+def _not_read_for_the_shell(path: str, version: str) -> str:
+    """NOT_READ in the shell's words (the tool's names a field the shell does not have)."""
+    return (
+        f"{path} has content this run has not read (version {version}); nothing was changed. "
+        f"`fsmem read {path}` shows it; when what you write takes it into account, pass --expect {version}, "
+        f"or change it with `fsmem edit {path}` (or `fsmem write {path} --old TEXT --new TEXT`)."
+    )
 
 
 def _stdin_text() -> str:
@@ -348,15 +360,14 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
     Always JSON, refusals and setup problems too; exit 0 done, 1 refused, 2 setup, 3 conflict.
     """
     from fsmem._errors import FsmemError
-    from fsmem._memory.levels import Scope
     from fsmem._memory.tool import error_result
 
     try:
         request = _request_from_stdin()
         memory = open_root(root)
-        result = memory.run(Scope.parse(scope_text), thread_id=thread_id).call(request)
+        result = memory.run(shell_scope(memory, scope_text), thread_id=thread_id).call(request)
     except FsmemError as error:  # stdin, the root or the scope: still an answer the caller can parse
-        result = error_result(error)
+        result = error_result(for_the_shell(error))
     click.echo(json_line(result))
     if not result["ok"]:
         sys.exit(exit_code_for(from_code(result["error"]["code"], result["error"]["message"])))

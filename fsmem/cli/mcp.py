@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from fsmem._env.resources import install_command
 from fsmem._errors import FsmemError, RootNotFound
+from fsmem.cli import for_the_shell
 from fsmem.cli.options import open_memory, root_option
 
 
@@ -41,14 +43,14 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
         from fsmem import mcp_server
     except ImportError as error:  # the optional extra is missing
         raise click.ClickException(
-            f"the MCP server needs the mcp package ({error}); install it with: pip install 'fsmem[mcp]'"
+            f"the MCP server needs the mcp package ({error}); install it with: {install_command('mcp')}"
         ) from error
     try:
         scope = Scope.parse(scope_text)
         memory = open_memory(root, create=create)
     except RootNotFound as error:
         hint = "" if create else "; or add --create to the server's args to make it"
-        mcp_server.serve(None, None, thread_prefix, problem=RootNotFound(error.message + hint))
+        mcp_server.serve(None, None, thread_prefix, problem=RootNotFound(for_the_shell(error).message + hint))
         return
     except FsmemError as error:
         mcp_server.serve(None, None, thread_prefix, problem=error)

@@ -45,7 +45,13 @@ def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = 
     url, project = chosen_store(folder_given=bool(explicit))
     if url is not None:
         settings = load_settings(None)
-        return fsmem.open(url, create=create, project=project, settings=dataclasses.replace(settings, watch=watch))
+        try:
+            return fsmem.open(url, create=create, project=project, settings=dataclasses.replace(settings, watch=watch))
+        except RootNotFound as error:  # the store words it for Python (create=True); this is the shell's way
+            raise RootNotFound(
+                f"there is no project {project!r} in this database (or this role may not see it); "
+                f"`fsmem init --store URL --project {project}` makes it"
+            ) from error
     folder = find_root(explicit, near)
     settings = load_settings(folder) if (folder / STATE_DIR).is_dir() else load_settings(None)
     return fsmem.open(folder, create=create, settings=dataclasses.replace(settings, watch=watch))
@@ -221,3 +227,17 @@ def _inside(path: Path, root: Path) -> str | None:
     except ValueError:
         return None
     return relative.as_posix() if relative.parts else ""
+
+
+def shell_scope(memory: Memory, text: str) -> Any:
+    """``--scope`` as typed at the shell: an id may be an unambiguous prefix or the level's name
+    (``agent:seo``), as everywhere a person types one. A scope with names keeps its ids as typed:
+    those make a missing folder on first use."""
+    from fsmem._memory.levels import AgentScope, RoutineScope, Scope, match_id
+
+    scope = Scope.parse(text)
+    if isinstance(scope, AgentScope) and scope.agent_name is None:
+        return Scope.agent(match_id(memory, scope.agent_id, "agent"))
+    if isinstance(scope, RoutineScope) and scope.agent_name is None and scope.routine_name is None:
+        return Scope.routine(match_id(memory, scope.agent_id, "agent"), match_id(memory, scope.routine_id, "routine"))
+    return scope

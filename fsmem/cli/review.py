@@ -11,7 +11,7 @@ import click
 from fsmem._errors import BadRequest, ModelError
 from fsmem.cli import exit_code_for
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
-from fsmem.cli.options import echo_json, json_option, open_root, root_option
+from fsmem.cli.options import echo_json, json_option, open_root, root_option, shell_scope
 
 if TYPE_CHECKING:
     from fsmem._llm.model import ModelSettings
@@ -52,11 +52,10 @@ def review(
     that says whether the model found nothing worth keeping, answered without proposing anything, or
     sent nothing usable (exit 2).
     """
-    from fsmem import Scope
     from fsmem._memory.review import review as run_review
 
     memory = open_root(root)
-    scope = Scope.parse(scope_text)
+    scope = shell_scope(memory, scope_text)
     conversation = read_conversation(conversation_file, error=BadRequest)
     model = make_model(model_settings)
     result = run_review(memory, conversation, model, scope, max_calls=max_calls)

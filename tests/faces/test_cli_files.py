@@ -31,6 +31,8 @@ def test_write_read_and_expect(root):
     refused = invoke(root, "write", "notes.md", input="c\n")
     assert refused.exit_code == 3
     assert refused.output.startswith("Error: [NOT_READ] notes.md has content")
+    assert f"pass --expect {version}" in refused.output
+    assert "expected_version" not in refused.output and "(command read)" not in refused.output  # the tool's words
     again = invoke(root, "write", "notes.md", "--expect", version, input="c\n")
     assert again.exit_code == 0, again.output
     assert (root / "notes.md").read_text() == "c\n"

@@ -92,7 +92,8 @@ def test_old_new_replacement_needs_no_expect(root):
     stale = invoke(root, "write", "a.md", "--old", "mondays", "--new", "x", "--expect", version_of(b"old\n"))
     assert stale.exit_code == 3 and stale.output.startswith("Error: [CONFLICT]")
     whole = invoke(root, "write", "a.md", input="all new\n")  # a whole overwrite still needs --expect
-    assert whole.exit_code == 3 and "pass it with --expect, or change it with `fsmem edit a.md`" in whole.output
+    current = version_of(b"deploy on tuesdays\nnever on mondays\n")
+    assert whole.exit_code == 3 and f"pass --expect {current}, or change it with `fsmem edit a.md`" in whole.output
     assert (root / "a.md").read_text() == "deploy on tuesdays\nnever on mondays\n"
 
 
@@ -455,3 +456,28 @@ printf "mine\\n" >> "$1"; fi
     kept = done.stderr.rsplit("your text is kept in ", 1)[1].strip()
     assert Path(kept).read_text() == "one\nmine\n" and (root / "a.md").read_text() == "theirs\n"
     os.unlink(kept)
+
+
+# ---- each face words its own advice (the shell never reads create=True or create_agent) ---------------
+
+
+def test_the_shell_is_told_what_to_type_and_python_what_to_call(root, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    no_root = CliRunner().invoke(main, ["read", "MEMORY.md", "--root", str(plain)])
+    assert no_root.exit_code == 2
+    assert f"run `fsmem init {plain}` to make it" in no_root.output and "create=True" not in no_root.output
+    with pytest.raises(fsmem.RootNotFound, match="create=True") as raised:
+        fsmem.open(plain)
+    assert "fsmem init" not in raised.value.message
+    for scope, typed in (("agent:nobody", "`fsmem agents create nobody NAME`"),
+                         ("routine:nobody/r-1", "`fsmem routines create nobody r-1 NAME`")):
+        if scope.startswith("routine"):
+            fsmem.open(root).create_agent("nobody", "Nobody")
+        tool = CliRunner().invoke(main, ["tool", "--root", str(root), "--scope", scope],
+                                  input=json.dumps({"command": "read", "path": "MEMORY.md"}))
+        error = json.loads(tool.output)["error"]
+        assert error["code"] == "BAD_SCOPE" and typed in error["message"], error
+        assert "create_agent" not in error["message"] and "create_routine" not in error["message"]
+    with pytest.raises(fsmem.ScopeError, match=r"memory\.create_agent"):
+        fsmem.open(root).run(fsmem.Scope.agent("someone"))

@@ -66,3 +66,16 @@ def test_a_one_shot_command_starts_no_watcher(root, command):
     assert done.returncode in (0, 1), done.stderr
     assert not (root / ".fsmem" / "watch.json").exists()
     assert "watchdog" not in done.stderr
+
+
+def test_a_one_shot_edit_refused_not_read_names_the_field_and_version_to_pass(root):
+    """A shell has no session: the refusal names what it can send (expected_version, and its value)."""
+    (root / "a.md").write_text("Titles under 60.\n")
+    edit = {"command": "write", "path": "a.md", "old_text": "under 60", "new_text": "under 65"}
+    code, refused, _ = answer(root, json.dumps(edit))
+    assert code == 3 and refused["error"]["code"] == "NOT_READ"
+    version = refused["error"]["current_version"]
+    assert f"expected_version (now {version})" in refused["error"]["message"]
+    code, done, _ = answer(root, json.dumps({**edit, "expected_version": version}))
+    assert code == 0 and done["ok"], done
+    assert (root / "a.md").read_text() == "Titles under 65.\n"

@@ -11,6 +11,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from fsmem._llm.model import tool_call
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import REPO
@@ -94,3 +96,30 @@ def test_docs_start_runs_top_to_bottom(tmp_path):
             assert position < len(lines), f"{expected!r} not in the output of\n{shown}"
             position += 1
     assert (tmp_path / "notes" / "MEMORY.md").read_text().startswith("# Project rules\n- Deploys happen on Tuesdays.")
+
+
+def _quick_start_lines() -> list[str]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Quick start"):]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    assert block, "README.md's Quick start has no sh block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_readme_quick_start_leaves_fsmem_runnable_in_a_fresh_shell(tmp_path):
+    """After the README's quick start, pasted as is into a new shell, `fsmem …` lines work.
+
+    Its `bin/demo` / `bin/test` lines made the venv this suite runs in (running them here would run
+    the suite inside itself); every other line of the block runs as pasted, in a shell whose PATH
+    knows nothing of that venv."""
+    if Path(sys.prefix).resolve() != (REPO / ".venv").resolve():
+        pytest.skip("the quick start installs into the checkout's .venv; this suite runs elsewhere")
+    lines = _quick_start_lines()
+    assert lines[0].startswith("bin/demo"), lines
+    rest = [line for line in lines if not line.startswith(("bin/demo", "bin/test"))]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": os.environ.get("LANG", "C.UTF-8")}
+    script = "\n".join([*rest, f"cd {tmp_path}", "fsmem --version", "fsmem init notes", "fsmem --root notes status"])
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"{script}\n{done.stdout}{done.stderr}"
+    assert "Made an fsmem root" in done.stdout

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import frontmatter
 
 import fsmem
 from fsmem import Scope
-from fsmem._core.layout import folder_matches_id, role_of
+from fsmem._core.layout import LEVEL_IDENTITY_FILE, folder_matches_id, role_of
 from fsmem._core.secrets import find_secret
 from fsmem._env.sample import SAMPLE_DIR, SEO, copy_sample
 
-FILES = sorted(p.relative_to(SAMPLE_DIR).as_posix() for p in SAMPLE_DIR.rglob("*") if p.is_file())
+ALL = sorted(p.relative_to(SAMPLE_DIR).as_posix() for p in SAMPLE_DIR.rglob("*") if p.is_file())
+FILES = [p for p in ALL if not p.endswith(f"/{LEVEL_IDENTITY_FILE}")]  # the memory files
+IDENTITIES = [p for p in ALL if p.endswith(f"/{LEVEL_IDENTITY_FILE}")]  # each level folder's kept id
 
 
 def test_every_file_is_short_utf8_markdown_without_secrets_or_borrowed_names():
@@ -31,6 +35,14 @@ def test_the_levels_match_the_records_the_harness_keeps():
     assert [f.rsplit("/", 1)[1] for f in routine_folders] == ["rank-check-e04c6d15", "title-tuning-a27f3b90"]
     for routine in SEO.routines:
         assert any(folder_matches_id(f.rsplit("/", 1)[1], routine.id) for f in routine_folders)
+    # Each level folder keeps its full id as fsmem writes it, so the shell shows ids, not "?".
+    kept = {p.rsplit("/", 1)[0]: json.loads((SAMPLE_DIR / p).read_text(encoding="utf-8")) for p in IDENTITIES}
+    assert kept == {
+        "agents/seo-5c81d0e4": {"kind": "agent", "id": SEO.id, "name": SEO.name},
+        **{folder: {"kind": "routine", "id": routine.id, "name": routine.name}
+           for folder in routine_folders for routine in SEO.routines
+           if folder_matches_id(folder.rsplit("/", 1)[1], routine.id)},
+    }
 
 
 def test_facts_have_their_fields_and_each_replaced_fact_points_at_the_one_that_holds():

@@ -1,7 +1,7 @@
 """The README's MCP config, pasted into an official MCP client as a host would run it.
 
 The config block is parsed out of README.md; only its placeholder root is replaced (by a folder that
-does not exist yet) and ``fsmem`` is found where a host would find it: on the PATH of this venv.
+does not exist yet) and this venv stands for ``/path/to/fsmem/.venv``; the host's PATH has no venv on it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 PLACEHOLDER_ROOT = "/path/to/memory"
+PLACEHOLDER_VENV = "/path/to/fsmem/.venv"  # the venv bin/demo makes in the checkout
 
 
 def readme_config() -> dict:
@@ -39,12 +40,12 @@ def readme_config() -> dict:
 
 def pasted(root: Path, args: list[str] | None = None) -> StdioServerParameters:
     config = readme_config()
-    command = config["command"]
-    assert command == "fsmem"
+    # "command" names fsmem in the checkout's venv; the suite runs in that venv (or one like it).
+    assert config["command"].startswith(f"{PLACEHOLDER_VENV}/"), config["command"]
+    command = sys.prefix + config["command"][len(PLACEHOLDER_VENV):]
     args = [str(root) if a == PLACEHOLDER_ROOT else a for a in (args or config["args"])]
-    # A host starts the command from its PATH with a small environment of its own.
-    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(REPO), "HOME": os.environ.get("HOME", "/tmp")}
+    # A host starts the command with a small environment of its own: its PATH knows nothing of a venv.
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": os.environ.get("HOME", "/tmp")}
     return StdioServerParameters(command=command, args=args, env=env)
 
 

@@ -16,7 +16,7 @@ import fsmem
 from fsmem._memory import levels as _levels
 from fsmem._errors import Exists, ScopeError
 from fsmem._memory.levels import IDENTITY_FILE, Scope
-from tests.conftest import invoke
+from tests.conftest import invoke, run_fsmem
 from tests.procs.common import diff, snapshot
 
 LOOK_ALIKES = [("marketing-bot", "marketing-lead"), ("3f9a1c2e-77", "3f9a1c2e-7d41"), ("AbCdEfGh1", "abcdefgh2")]
@@ -181,6 +181,46 @@ def test_the_shell_takes_an_unambiguous_prefix_and_lists_candidates_otherwise(me
     made = invoke(memory.root, "routines", "create", "3f9a1c2e-7", "r-1", "Daily")
     assert made.exit_code == 0 and made.output == "agents/seo-3f9a1c2e/routines/daily-r1\n"
     assert invoke(memory.root, "routines", "delete", "r-").exit_code == 0
+
+
+def test_a_unique_name_works_wherever_an_id_prefix_does(memory) -> None:
+    memory.create_agent("3f9a1c2e-77", "SEO")
+    memory.create_agent("8d2b-11", "Ops team")
+    memory.create_routine("3f9a1c2e-77", "r-1", "Rank check")
+    assert _levels.match_id(memory, "seo", "agent") == "3f9a1c2e-77"
+    assert _levels.match_id(memory, "ops TEAM", "agent") == "8d2b-11"
+    assert _levels.match_id(memory, "rank check", "routine") == "r-1"
+    memory.create_agent("5c81-01", "seo")  # now the name names two agents: listed, never guessed
+    with pytest.raises(ScopeError, match="3f9a1c2e-77.*5c81-01|5c81-01.*3f9a1c2e-77"):
+        _levels.match_id(memory, "SEO", "agent")
+    (memory.root / "MEMORY.md").write_text("Project rules.\n")
+    scoped = run_fsmem("tool", "--root", str(memory.root), "--scope", "agent:ops team",
+                       input=json.dumps({"command": "read", "path": "agents"}))
+    assert scoped.returncode == 0, scoped.stdout
+
+
+def test_the_sample_projects_levels_carry_their_ids_in_the_checkout_and_the_wheel(tmp_path: Path) -> None:
+    import glob
+    import tomllib
+
+    from fsmem._env.sample import SAMPLE_DIR, SEO, copy_sample
+
+    root = copy_sample(tmp_path / "sample")
+    fsmem.open(root, create=True).close()
+    status = invoke(root, "status")
+    assert f"SEO                  {SEO.id}  agents/seo-5c81d0e4" in status.output, status.output
+    for routine in SEO.routines:
+        assert routine.id in status.output
+    assert "?" not in status.output
+    scoped = run_fsmem("tool", "--root", str(root), "--scope", "agent:seo",
+                       input=json.dumps({"command": "read", "path": "MEMORY.md"}))
+    assert scoped.returncode == 0, scoped.stdout
+    # A wheel carries what pyproject's package-data globs match, as setuptools globs (no dot files for *).
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["fsmem._data.sample_project"]
+    carried = {hit for pattern in patterns for hit in glob.glob(pattern, root_dir=SAMPLE_DIR, recursive=True)}
+    present = {str(path.relative_to(SAMPLE_DIR)) for path in SAMPLE_DIR.rglob("*") if path.is_file()}
+    assert present - carried == set()
 
 
 # ---- scopes as small types (issue 11) --------------------------------------------------------

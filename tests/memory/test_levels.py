@@ -202,34 +202,39 @@ def test_a_folder_that_cannot_go_back_stays_parked_whole_and_the_error_says_wher
     assert (kept / "NOTES.md").read_text() == "precious notes\n"
 
 
-def _first_use(root: str, agent_id: str, routine_id: str, barrier, results) -> None:
+def _first_use(root: str, rounds: list[tuple[str, str]], barrier, results) -> None:
     memory = fsmem.open(root)
-    barrier.wait()
-    try:
-        run = memory.run(Scope.routine(agent_id, routine_id, agent_name="SEO", routine_name="Meta"))
-        results.put((run.agent_folder, run.routine_folder))
-    except Exception as error:  # reported to the test, which fails on it
-        results.put(("error", repr(error)))
+    for round_, (agent_id, routine_id) in enumerate(rounds):
+        barrier.wait()  # every process starts each round's first use at once
+        try:
+            run = memory.run(Scope.routine(agent_id, routine_id, agent_name="SEO", routine_name="Meta"))
+            results.put((round_, (run.agent_folder, run.routine_folder)))
+        except Exception as error:  # reported to the test, which fails on it
+            results.put((round_, ("error", repr(error))))
 
 
 @pytest.mark.slow
 def test_first_use_from_several_processes_at_once_makes_one_folder(memory):
+    # The same processes race round after round: starting fresh ones each round cost most of the test.
     context = multiprocessing.get_context("spawn")
     processes = 4
-    for round_ in range(4):
-        agent_id, routine_id = f"3f9a1c2e-{round_}", f"9b7d4e10-{round_}"
-        barrier, results = context.Barrier(processes), context.Queue()
-        workers = [
-            context.Process(target=_first_use, args=(str(memory.root), agent_id, routine_id, barrier, results))
-            for _ in range(processes)
-        ]
-        for worker in workers:
-            worker.start()
-        got = [results.get(timeout=120) for _ in workers]
-        for worker in workers:
-            worker.join(timeout=120)
-            assert worker.exitcode == 0
-        assert len(set(got)) == 1, got
-        agent_folder, routine_folder = got[0]
+    rounds = [(f"3f9a1c2e-{round_}", f"9b7d4e10-{round_}") for round_ in range(4)]
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [
+        context.Process(target=_first_use, args=(str(memory.root), rounds, barrier, results))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    got: dict[int, list] = {}
+    for _ in range(processes * len(rounds)):
+        round_, result = results.get(timeout=120)
+        got.setdefault(round_, []).append(result)
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    for round_, (agent_id, _routine_id) in enumerate(rounds):
+        assert len(set(got[round_])) == 1, got[round_]
+        agent_folder, routine_folder = got[round_][0]
         assert [a.folder for a in _levels.describe_agents(memory) if a.id == agent_id] == [agent_folder]
         assert [r.folder for r in _levels.describe_routines(memory, agent_folder)] == [routine_folder]
