@@ -245,7 +245,12 @@ class IndexStore:
 
     def _rebuild_after(self, failed: CommitFailed) -> None:
         """A commit failed: the generation may hold what it half wrote, so a new one is built from the
-        memory (it holds what the batch meant to index: the files are read again) and swapped in."""
+        memory (it holds what the batch meant to index: the files are read again) and swapped in. Not
+        on a full or failing disk: a rebuild could not be written either; the generation keeps its last
+        commit (what the failed one half wrote is swept by the next batch) and the fault is refused."""
+        fault = faults.disk_fault(failed.error, "committing to the search index")
+        if fault is not None:
+            raise fault from failed.error
         with self.feed.locked():
             count = self.build_locked()
         warnings.warn(
@@ -321,6 +326,15 @@ class IndexStore:
         generation = new_generation_name()
         folder = base / generation
         folder.mkdir()
+        try:
+            return self._fill_generation(folder, generation, progress)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # a live process's half build is never collected
+            raise
+
+    def _fill_generation(
+        self, folder: Path, generation: str, progress: Callable[[int, int], None] | None
+    ) -> tuple[str, int, object]:
         (folder / BUILDING).write_text(str(os.getpid()))
         tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
         tv.register_tokenizer("fsmem", self.analyzer)
