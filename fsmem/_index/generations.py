@@ -4,7 +4,9 @@ This is the only module that imports tantivy besides ``fsmem._index.query``. Eve
 ``Batch``: tantivy's own writer lock (one writer per index, across processes) keeps batches apart, so
 an index write never waits for the root lock a change through fsmem holds, and a search never waits
 behind a writer. What a batch indexed is recorded in the generation's manifest before its writer is
-released, so the manifest never claims more than the index holds. Rebuilding swaps a new generation in
+released, so the manifest never claims more than the index holds; a commit that fails ends in a rebuilt
+generation, never an index that stays broken (``faults``: what a commit cut short leaves, swept by the
+next batch). Rebuilding swaps a new generation in
 under the feed's lock (the folder: its root lock, the one lock there is; PostgreSQL: the cache's).
 Everything here lives under the memory store's ``state`` and reads the memory through the store.
 """
@@ -27,6 +29,7 @@ import tantivy
 from fsmem._core.search import SCHEMA_VERSION, FileDoc, Indexed
 from fsmem._core.versions import version_of
 from fsmem._errors import FsmemError, IndexError_
+from fsmem._index import faults
 from fsmem._index.feed import IndexFeed
 from fsmem._index.state import (
     BUILDING,
@@ -54,6 +57,14 @@ BUILT_MARKER = "index.built"
 
 class IndexWarning(UserWarning):
     """The index was missing, corrupt or from another version, and was rebuilt from the memory."""
+
+
+class CommitFailed(Exception):  # noqa: N818 - never leaves the batch: it becomes a rebuild
+    """tantivy refused a batch's commit (``error``); the batch ends in a rebuilt generation."""
+
+    def __init__(self, error: ValueError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def schema() -> tantivy.Schema:
@@ -208,15 +219,18 @@ class IndexStore:
         assert self.generation is not None
         writer = self._writer(self.generation, big)
         batch = Batch(self, writer)
+        failed: CommitFailed | None = None
         try:
             yield batch
             batch.commit()
-        except BaseException:
+        except BaseException as error:
             try:
                 writer.rollback()
             except Exception:  # noqa: BLE001, S110 - the writer is dropped below either way
                 pass
-            raise
+            if not isinstance(error, CommitFailed) or self._pinned:
+                raise
+            failed = error
         finally:
             try:
                 writer.wait_merging_threads()  # consumes the writer: its lock is released
@@ -224,8 +238,28 @@ class IndexStore:
                 pass
             del writer
             _release_heap()
-        if batch.touched:
+        if failed is not None:
+            self._rebuild_after(failed)
+        elif batch.touched:
             self.open()
+
+    def _rebuild_after(self, failed: CommitFailed) -> None:
+        """A commit failed: the generation may hold what it half wrote, so a new one is built from the
+        memory (it holds what the batch meant to index: the files are read again) and swapped in. Not
+        on a full or failing disk: a rebuild could not be written either; the generation keeps its last
+        commit (what the failed one half wrote is swept by the next batch) and the fault is refused."""
+        fault = faults.disk_fault(failed.error, "committing to the search index")
+        if fault is not None:
+            raise fault from failed.error
+        with self.feed.locked():
+            count = self.build_locked()
+        warnings.warn(
+            IndexWarning(
+                f"the search index could not commit ({failed.error}); "
+                f"rebuilt it from the {count} files of {self.feed.origin}"
+            ),
+            stacklevel=5,
+        )
 
     def _writer(self, generation: str, big: bool) -> tantivy.IndexWriter:
         """A writer for one batch, on an index opened after the previous batch ended.
@@ -249,6 +283,7 @@ class IndexStore:
             tv.register_tokenizer("fsmem", self.analyzer)
             writer = self._new_writer(tv, big, deadline)
             if file_key(str(folder / ".managed.json")) == before:
+                faults.sweep_strays(folder)  # under the writer's lock: what a commit cut short left
                 return writer
             writer.wait_merging_threads()  # another batch wrote in between: drop it, open again
 
@@ -291,6 +326,15 @@ class IndexStore:
         generation = new_generation_name()
         folder = base / generation
         folder.mkdir()
+        try:
+            return self._fill_generation(folder, generation, progress)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # a live process's half build is never collected
+            raise
+
+    def _fill_generation(
+        self, folder: Path, generation: str, progress: Callable[[int, int], None] | None
+    ) -> tuple[str, int, object]:
         (folder / BUILDING).write_text(str(os.getpid()))
         tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
         tv.register_tokenizer("fsmem", self.analyzer)
@@ -472,7 +516,10 @@ class Batch:
 
     def commit(self) -> None:
         if self.added or self.gone:
-            self.writer.commit()
+            try:
+                self.writer.commit()
+            except ValueError as error:
+                raise CommitFailed(error) from error
             self.writer.garbage_collect_files()  # segments orphaned by merges or by a crash mid-commit
             self.touched = True
         self.manifest.load()

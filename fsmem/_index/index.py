@@ -27,6 +27,7 @@ from typing import Any
 from fsmem._core.search import SCHEMA_VERSION, Plan, SearchHit
 from fsmem._core.text import check_text
 from fsmem._errors import BadRequest
+from fsmem._index.faults import disk_fault
 from fsmem._index.feed import IndexFeed, IndexWatcher
 from fsmem._index.folder_feed import FolderFeed
 from fsmem._index.freshness import Freshness
@@ -84,17 +85,45 @@ class Index:
         # tantivy sizes its collector by the limit: 10**12 aborts the whole process (capacity overflow)
         limit = min(limit, MAX_LIMIT)
         filters = self.query.filters(include, exclude, since)  # refused before anything is touched
-        if fresh:
-            self.freshness.ensure_fresh(watched)
-        else:
-            self.freshness.apply_pending()
+        behind = None
+        try:
+            if fresh:
+                self.freshness.ensure_fresh(watched)
+            else:
+                self.freshness.apply_pending()
+        except Exception as error:  # noqa: BLE001 - only a disk fault is answered here
+            behind = disk_fault(error, "bringing the search index up to date")
+            if behind is None:
+                raise
+        try:
+            hits = self._answer(query, filters, limit)
+        except (OSError, ValueError) as error:  # no index to answer from, and no room to build one
+            fault = disk_fault(error, "searching the index")
+            if fault is None:
+                raise
+            raise fault from error
+        if behind is not None:
+            # What the last commit holds is still there to search: an answer beats a refusal. A hand
+            # edit whose replaced text could not be kept stays unindexed, so it is kept once there is room.
+            warnings.warn(
+                IndexWarning(
+                    f"the search index could not be brought up to date ({behind.message}); these "
+                    "results are from its last commit and may miss the latest changes"
+                ),
+                stacklevel=2,
+            )
+        return hits
+
+    def _answer(self, query: str, filters: list[Any], limit: int) -> list[SearchHit]:
         try:
             return self.query.search(self.store.searcher(), query, filters, limit)
         except ValueError as error:  # a segment file gone or damaged under a live index
+            if disk_fault(error, "searching the index") is not None:
+                raise
             with self.feed.locked():
                 self.store.build_locked(self._catch_up)
             warnings.warn(
-                IndexWarning(f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=2
+                IndexWarning(f"the search index was corrupt ({error}); rebuilt it from the files"), stacklevel=3
             )
             return self.query.search(self.store.searcher(), query, filters, limit)
 

@@ -1,0 +1,135 @@
+"""A search on a full disk: it answers from the index's last commit, with a warning, or refuses with
+STORAGE; never a raw OSError. A real full disk where the machine allows it (a small tmpfs filled to its
+last page; mounting needs root, so without it those tests are skipped with that reason), and the same
+fault injected at the lowest layer (``os.write`` failing with ENOSPC), which runs everywhere."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import fsmem
+from fsmem._index.index import IndexWarning
+from tests.conftest import run_fsmem
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the injected faults below run")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    """Take every free page of the file system holding ``folder``; the filler file, to free it later."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for block in (65536, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * block)
+            except OSError as error:
+                assert error.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _memory(root: Path, search: bool = True) -> fsmem.Memory:
+    memory = fsmem.open(root, create=True)
+    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+    assert run.call({"command": "write", "path": "notes.md", "content": "# Notes\n\nneedle one\n"})["ok"]
+    if search:
+        assert [hit.path for hit in memory.search("needle")] == ["notes.md"]  # the index is committed
+    return memory
+
+
+def _search(memory: fsmem.Memory, query: str) -> dict:
+    return memory.run(fsmem.Scope.chat(), thread_id="t-2").call({"command": "search", "query": query})
+
+
+def test_a_search_on_a_full_disk_answers_from_the_last_commit_with_a_warning(small_fs: Path) -> None:
+    root = small_fs / "root"
+    _memory(root).close()
+    filler = _fill(small_fs)
+    (root / "notes.md").write_text("# Notes\n\nneedle two\n")  # a hand edit: its old text must be kept
+    memory = fsmem.open(root)
+    with pytest.warns(IndexWarning, match="could not be brought up to date .*no space is left on the device"):
+        found = _search(memory, "needle")
+    assert found["ok"] and [hit["path"] for hit in found["hits"]] == ["notes.md"], found
+    assert "needle one" in found["hits"][0]["snippet"]  # what the last commit holds
+    shell = run_fsmem("search", "needle", "--root", str(root))
+    assert shell.returncode == 0 and "notes.md" in shell.stdout, shell
+    assert "no space is left" in shell.stderr
+
+    filler.unlink()  # space again: the edit is taken in, and what it replaced is kept
+    assert [hit.path for hit in memory.search("two")] == ["notes.md"]
+    assert memory.search("one") == []
+    versions = memory.drive.versions("notes.md")
+    assert len(versions) >= 1
+
+
+def test_a_first_search_on_a_full_disk_is_refused_with_storage(small_fs: Path) -> None:
+    root = small_fs / "root"
+    _memory(root, search=False).close()
+    filler = _fill(small_fs)
+    memory = fsmem.open(root)
+    found = _search(memory, "needle")  # no index yet, and no room to build one
+    assert not found["ok"] and found["error"]["code"] == "STORAGE", found
+    assert "no space is left on the device" in found["error"]["message"]
+    shell = run_fsmem("search", "needle", "--root", str(root))
+    assert shell.returncode not in (0, 2) and "STORAGE" in shell.stdout + shell.stderr, shell
+    filler.unlink()
+    assert [hit.path for hit in memory.search("needle")] == ["notes.md"]
+
+
+def test_an_injected_enospc_under_a_search_answers_from_the_last_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    memory = fsmem.open(root, create=True)
+    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
+    assert run.call({"command": "write", "path": "notes.md", "content": "# Notes\n\nneedle one " + "x" * 200})["ok"]
+    assert [hit.path for hit in memory.search("needle")] == ["notes.md"]
+    (root / "notes.md").write_text("# Notes\n\nneedle two " + "y" * 200 + "\n")
+    real_write = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        if len(data) > 100:  # the lock's short signature still fits; the kept version (220 bytes) does not
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "write", full)
+        with pytest.warns(IndexWarning, match="no space is left on the device"):
+            found = _search(memory, "needle")
+        assert found["ok"] and [hit["path"] for hit in found["hits"]] == ["notes.md"], found
+        assert "needle one" in found["hits"][0]["snippet"]
+    assert [hit.path for hit in memory.search("two")] == ["notes.md"]
+
+
+def test_a_commit_on_a_full_disk_keeps_the_last_one_and_rebuilds_nothing(small_fs: Path) -> None:
+    root = small_fs / "root"
+    _memory(root).close()
+    generation = (root / ".fsmem" / "index" / "CURRENT").read_text()
+    (root / "fresh.md").write_text("# Fresh\n\nneedle " + "word " * 3000 + "\n")  # new by hand: no version to keep
+    filler = _fill(small_fs)
+    memory = fsmem.open(root)
+    with pytest.warns(IndexWarning, match="could not be brought up to date .*no space is left"):
+        found = _search(memory, "needle")
+    assert found["ok"] and [hit["path"] for hit in found["hits"]] == ["notes.md"], found
+    assert (root / ".fsmem" / "index" / "CURRENT").read_text() == generation  # no rebuild on a full disk
+    filler.unlink()
+    assert sorted(hit.path for hit in memory.search("needle")) == ["fresh.md", "notes.md"]
