@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -181,3 +183,36 @@ def index_of(root: Path):
     (root / ".fsmem").mkdir(exist_ok=True)
     settings = Settings(watch=False)
     return Index(Drive(root, settings))
+
+
+# ---- a small real file system, to fill: disk faults (tests/store/folder/test_disk_faults.py, tests/index/) ----
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the injected faults below run")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill_disk(folder: Path) -> Path:
+    """Take every free page of the file system holding ``folder``; the filler file, to free it later."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for block in (65536, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * block)
+            except OSError as error:
+                assert error.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler

@@ -7,45 +7,15 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import fsmem
 from fsmem._index.index import IndexWarning
-from tests.conftest import run_fsmem
+from tests.conftest import fill_disk, run_fsmem
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "fs"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the injected faults below run")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _fill(folder: Path) -> Path:
-    """Take every free page of the file system holding ``folder``; the filler file, to free it later."""
-    filler = folder / "filler.bin"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for block in (65536, 4096, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * block)
-            except OSError as error:
-                assert error.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    return filler
 
 
 def _memory(root: Path, search: bool = True) -> fsmem.Memory:
@@ -64,7 +34,7 @@ def _search(memory: fsmem.Memory, query: str) -> dict:
 def test_a_search_on_a_full_disk_answers_from_the_last_commit_with_a_warning(small_fs: Path) -> None:
     root = small_fs / "root"
     _memory(root).close()
-    filler = _fill(small_fs)
+    filler = fill_disk(small_fs)
     (root / "notes.md").write_text("# Notes\n\nneedle two\n")  # a hand edit: its old text must be kept
     memory = fsmem.open(root)
     with pytest.warns(IndexWarning, match="could not be brought up to date .*no space is left on the device"):
@@ -85,7 +55,7 @@ def test_a_search_on_a_full_disk_answers_from_the_last_commit_with_a_warning(sma
 def test_a_first_search_on_a_full_disk_is_refused_with_storage(small_fs: Path) -> None:
     root = small_fs / "root"
     _memory(root, search=False).close()
-    filler = _fill(small_fs)
+    filler = fill_disk(small_fs)
     memory = fsmem.open(root)
     found = _search(memory, "needle")  # no index yet, and no room to build one
     assert not found["ok"] and found["error"]["code"] == "STORAGE", found
@@ -125,7 +95,7 @@ def test_a_commit_on_a_full_disk_keeps_the_last_one_and_rebuilds_nothing(small_f
     _memory(root).close()
     generation = (root / ".fsmem" / "index" / "CURRENT").read_text()
     (root / "fresh.md").write_text("# Fresh\n\nneedle " + "word " * 3000 + "\n")  # new by hand: no version to keep
-    filler = _fill(small_fs)
+    filler = fill_disk(small_fs)
     memory = fsmem.open(root)
     with pytest.warns(IndexWarning, match="could not be brought up to date .*no space is left"):
         found = _search(memory, "needle")

@@ -13,12 +13,12 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import fsmem
+from tests.conftest import fill_disk
 from fsmem._errors import Storage
 
 
@@ -34,34 +34,6 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     return found
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "fs"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the injected faults below run")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _fill(folder: Path) -> Path:
-    """Take every free page of the file system holding ``folder``; the filler file, to free it later."""
-    filler = folder / "filler.bin"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for block in (65536, 4096, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * block)
-            except OSError as error:
-                assert error.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    return filler
 
 
 def _memory_with_content(root: Path) -> fsmem.Memory:
@@ -78,7 +50,7 @@ def test_a_full_disk_refuses_write_edit_and_facts_keep_with_storage_and_changes_
     memory = _memory_with_content(root)
     run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
     assert run.call({"command": "read", "path": "notes.md"})["ok"]
-    filler = _fill(small_fs)
+    filler = fill_disk(small_fs)
     before = _snapshot(root)
 
     big = "# Notes\n\n" + "a line of text that needs space on the disk\n" * 600
