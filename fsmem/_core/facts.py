@@ -20,7 +20,6 @@ from functools import cached_property, lru_cache
 from typing import Literal
 
 from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
-from fsmem._core.secrets import find_fact_secret
 from fsmem._errors import BadFact, FactSensitive
 
 __all__ = [
@@ -252,6 +251,8 @@ def _check_part(name: str, value: object, limit: int, what: str) -> str:
 
 
 def _secret_check(parts: Mapping[str, str]) -> None:
+    from fsmem._core.secrets import find_fact_secret  # its patterns take ~20 ms to build: not for `--help`
+
     for name, value in parts.items():
         kind = find_fact_secret(value)
         if kind:

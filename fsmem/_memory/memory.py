@@ -24,7 +24,6 @@ from fsmem._core.paths import normalize_path
 from fsmem._core.search import SearchHit
 from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
-from fsmem._env.resources import install_command
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, RequestError, RootNotFound, Storage
 from fsmem._index.grep import grep
 from fsmem._index.state import index_dir, note_pending
@@ -87,6 +86,8 @@ def _open_database(
     try:
         from fsmem._store.postgres.drive import open_store
     except ImportError as error:
+        from fsmem._env.resources import install_command
+
         raise BadStore(
             f"PostgreSQL needs the postgres extra ({error}); install it with {install_command('postgres')}"
         ) from error

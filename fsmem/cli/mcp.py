@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from fsmem._env.resources import install_command
 from fsmem._errors import FsmemError, RootNotFound
 from fsmem.cli import for_the_shell
 from fsmem.cli.options import open_memory, root_option
@@ -42,6 +41,8 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
     try:
         from fsmem import mcp_server
     except ImportError as error:  # the optional extra is missing
+        from fsmem._env.resources import install_command
+
         raise click.ClickException(
             f"the MCP server needs the mcp package ({error}); install it with: {install_command('mcp')}"
         ) from error

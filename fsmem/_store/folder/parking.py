@@ -15,13 +15,15 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from fsmem._core.layout import LEVEL_IDENTITY_FILE
 from fsmem._errors import LevelParked
 from fsmem._store.atomic import pid_alive
-from fsmem._store.folder.change import Change
 from fsmem._store.types import Parked
+
+if TYPE_CHECKING:  # the change's type only: every open asks parking, a read never needs the change
+    from fsmem._store.folder.change import Change
 
 PARKED_PREFIX = "deleting-"  # under .fsmem/: a level folder moved aside by a ``deleting_*`` block
 
