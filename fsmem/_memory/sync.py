@@ -28,7 +28,8 @@ A pass looks at the paths the log changed since the last sequence number it saw
 (``PgStore.changes_since``) and the paths the folder's watcher named; the first pass, and one every
 ``FULL_EVERY`` seconds, compares everything. The folder's own writes swap the new bytes in with
 ``renameat2(RENAME_EXCHANGE)``, so a save that lands between the comparison and the write comes out
-under the temp name and is kept like any conflict: nothing a person saves is lost. A file the folder
+under the temp name and is kept like any conflict (held in the state file first, ``held``: a store
+lost before it is kept finishes on the next pass): nothing a person saves is lost. A file the folder
 changed less than ``SETTLE`` seconds ago is looked at again before it is pushed: an editor saving in
 place truncates, then writes, and the empty file between must never reach the database. Only memory files
 (``core.paths.is_memory_file_name``) outside dot-folders are mirrored; one ``fsmem sync`` runs per
@@ -40,6 +41,7 @@ This module holds the passes; the folder side (the lock, the reads, the swap) is
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -118,6 +120,7 @@ class Sync:
         self._label = store.project
         self.base: dict[str, str] = {}
         self.kept: dict[str, str] = {}  # path: the version of a person's text kept by a conflict not yet done
+        self.held: list[dict[str, str | None]] = []  # persons' saves a swap took out, not yet kept (_conflict)
         self._levels_noted: set[str] = set()  # level folders a pass put back (one note each)
         self._levels_gone: set[str] = set()  # level folders synced before, gone from the folder at a pass's start
         self.seq = 0
@@ -171,6 +174,7 @@ class Sync:
             )
         self.base, self.seq = dict(state.get("files", {})), int(state.get("seq", 0))
         self.kept = {str(path): str(version) for path, version in state.get("kept", {}).items()}
+        self.held = list(state.get("held", []))
 
     def _save_state(self) -> None:
         state = {
@@ -179,6 +183,7 @@ class Sync:
             "seq": self.seq,
             "files": dict(sorted(self.base.items())),
             "kept": dict(sorted(self.kept.items())),
+            "held": self.held,
         }
         write_atomic(self.meta / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=1).encode("utf-8"))
 
@@ -189,6 +194,7 @@ class Sync:
         last pass, or everything when ``paths`` is None. Saves the bookkeeping at the end."""
         report = Report()
         self._levels_noted.clear()
+        self._finish_held(report)
         if paths is None:
             newest = self.store.newest_seq()
             there = self.store.file_versions()
@@ -308,14 +314,51 @@ class Sync:
     ) -> None:
         """The database keeps ``theirs``; the person's ``mine`` is kept as a version and in a note;
         the folder's file becomes the database's (``placed``: it already is)."""
-        kept = None if mine is None else self._keep(path, mine)
-        note = note_path(self.folder, path)
-        write_atomic(note, conflict_note(path, mine, kept, None if theirs is None else version_of(theirs), base))
-        report.conflicts.append(note.relative_to(self.folder).as_posix())
+        theirs_version = None if theirs is None else version_of(theirs)
+        if placed and mine is not None:
+            # a swap took the save out and the folder holds the database's bytes: this process has the
+            # only copy, so it is written down before the store is asked to keep it. A store lost, a
+            # note with no room or a kill on the way leaves it held, and the next pass finishes it.
+            held: dict[str, str | None] = {
+                "path": path,
+                "text": base64.b64encode(mine).decode("ascii"),
+                "theirs": theirs_version,
+                "base": base,
+            }
+            self.held.append(held)
+            self._save_state()
+            self._keep_and_note(path, mine, theirs_version, base, report)
+            self.held.remove(held)
+        else:
+            self._keep_and_note(path, mine, theirs_version, base, report)
         late = None if placed else place(self.folder, path, theirs, mine, self.settle)
         self.kept.pop(path, None)  # done: the note is written and the folder holds the database's
         if late is not None:  # yet another save in the same instant: kept the same way
             self._conflict(path, late, theirs, base, report, placed=True)
+
+    def _keep_and_note(
+        self, path: str, mine: bytes | None, theirs: str | None, base: str | None, report: Report
+    ) -> None:
+        kept = None if mine is None else self._keep(path, mine)
+        note = note_path(self.folder, path)
+        write_atomic(note, conflict_note(path, mine, kept, theirs, base))
+        report.conflicts.append(note.relative_to(self.folder).as_posix())
+
+    def _finish_held(self, report: Report) -> None:
+        """Keep, and note, the saves an earlier pass swapped out but could not keep (``_conflict``)."""
+        for held in list(self.held):
+            path, mine = str(held["path"]), base64.b64decode(str(held["text"]))
+            try:
+                self._keep_and_note(path, mine, held["theirs"], held["base"], report)
+            except (StoreUnavailable, Busy):
+                self._save_state()
+                raise
+            except (FsmemError, OSError) as error:
+                report.errors.append(f"{path}: {getattr(error, 'message', None) or error}")
+                continue
+            self.held.remove(held)
+            if self.kept.get(path) == version_of(mine):
+                self.kept.pop(path)
 
     def _keep(self, path: str, mine: bytes) -> str:
         """Keep a person's text as a version of ``path``, once: a conflict that cannot finish (no room

@@ -113,9 +113,18 @@ def test_sigkill_inside_folder_renames_and_deletes_loses_nothing(root: Path) -> 
     n_files = 12
     for round_no in range(4):
         first_gen = round_no * 1_000_000
+        looker = fsmem.open(root)
+        changes_before = len(list(looker.log()))
         proc = spawn("crash_writer.py", root, n_files, first_gen, "folders")
         try:
             assert read_json_line(proc) == {"started": True}
+            # the random moment counts from the writer's first change of this round: a kill before it
+            # (a slow start under load) would leave this round nothing to audit
+            deadline = time.monotonic() + 60
+            while len(list(looker.log())) == changes_before:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "the writer made no change in 60 s"
+                time.sleep(0.01)
             time.sleep(rng.uniform(0.1, 0.8))
             assert proc.poll() is None, proc.stderr.read()
         finally:
@@ -134,8 +143,9 @@ def test_sigkill_inside_folder_renames_and_deletes_loses_nothing(root: Path) -> 
                 assert text == crash_content(i, header[1], size=6_000), f"{full} is torn"
         assert_versions_whole(root)
         # Nothing is lost: the newest logged content of each file is on disk (in either folder) or kept.
-        # (A writer killed before its first change has logged nothing: the log is not there yet.)
+        # The log as fsmem reads it: a line the kill tore in its append is no change of record.
         entries = list(memory.log())
+        assert len(entries) > changes_before
         for i in range(n_files):
             written = [e.after for e in entries if e.command == "write" and e.path == f"batch/f{i}.md"]
             if not written:

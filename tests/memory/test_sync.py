@@ -203,6 +203,44 @@ def test_a_save_that_lands_while_a_pull_writes_the_file_is_kept(tmp_path, store,
     assert (folder / "a.md.conflict").read_bytes().endswith(b"saved in the window\n")
 
 
+def test_a_save_a_pull_swapped_out_survives_a_store_lost_before_it_is_kept(
+    tmp_path, store, reader, monkeypatch
+) -> None:
+    """The swap brings a person's save out, and the folder holds the database's bytes from then on;
+    the store is lost (the server restarting) before the save is kept as a version. The next pass
+    keeps it and writes its note, in this process or the next: the pass that swapped it out held the
+    only copy."""
+    import fsmem._memory.sync_folder
+    from fsmem._store.postgres.errors import StoreUnavailable
+
+    put(store, "a.md", "one\n")
+    folder = tmp_path / "mirror"
+    once(folder, store)
+    put(store, "a.md", "two\n")
+    mine = b"one\n- saved in the window\n"
+    real_exchange = fsmem._memory.sync_folder.exchange
+
+    def save_first(temp, target):
+        target.write_bytes(mine)
+        return real_exchange(temp, target)
+
+    def server_gone(*args, **kwargs):
+        raise StoreUnavailable("PostgreSQL could not be reached (terminating connection due to administrator command)")
+
+    with Sync.open(folder, store) as mirror:
+        monkeypatch.setattr(fsmem._memory.sync_folder, "exchange", save_first)
+        monkeypatch.setattr(store, "keep_version", server_gone)
+        with pytest.raises(StoreUnavailable):
+            mirror.run_once(None)
+    monkeypatch.undo()
+    assert (folder / "a.md").read_text() == "two\n"  # the database's bytes: the save is nowhere here
+    report = once(folder, store)  # a sync started again (the state file holds the save)
+    assert report.conflicts == ["a.md.conflict"] and report.errors == []
+    assert reader.read("a.md") == b"two\n" and reader.read_kept("a.md", version_of(mine)) == mine
+    assert (folder / "a.md.conflict").read_bytes().endswith(b"----- your text -----\n" + mine)
+    assert not once(folder, store).changed  # done once: nothing left to finish
+
+
 def test_a_save_in_place_caught_half_way_is_not_pushed_until_it_is_whole(tmp_path, store, reader) -> None:
     """An editor saving in place truncates the file, then writes it: a pass that reads the empty file
     in between must not push it (another worker would build on the empty file and lose what it held)."""
