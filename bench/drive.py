@@ -178,10 +178,11 @@ def _file_32k(rng: random.Random, number: int) -> str:
 def _measure_32k(scratch: Path, rounds: int) -> dict[str, list[float]]:
     """The secret guard's share of a 32 KiB write: the guard alone, a tool write, a bare durable write.
 
-    "new text": a new file, every line checked (detect-secrets' plugins run on each); "one line
-    changed": the file as before with one line added, the usual rewrite (a write checks only the
-    lines it adds).
+    "new text": a new file, every line checked once (detect-secrets' plugins run on each); "one line
+    changed": the file as before with its last line replaced, the usual rewrite (a write checks each
+    change with five unchanged lines either side, ``fsmem._core.changes``).
     """
+    from fsmem._core.changes import find_brought_secret
     from fsmem._core.secrets import find_secret
 
     rng = random.Random(32)
@@ -190,7 +191,7 @@ def _measure_32k(scratch: Path, rounds: int) -> dict[str, list[float]]:
     baseline = scratch / "baseline-32k"
     baseline.mkdir()
     times: dict[str, list[float]] = {name: [] for name in (
-        "bare durable write (32 KiB)", "secret guard (32 KiB, new text)",
+        "bare durable write (32 KiB)", "secret guard (32 KiB, new text)", "secret guard (32 KiB, one line changed)",
         "tool write (32 KiB, new text)", "tool write (32 KiB, one line changed)")}
     find_secret(_file_32k(rng, 0))  # loads detect-secrets (~150 ms once a process), not measured
     for number in range(rounds):
@@ -201,6 +202,7 @@ def _measure_32k(scratch: Path, rounds: int) -> dict[str, list[float]]:
         order = [
             ("bare durable write (32 KiB)", lambda: bare_durable_write(baseline / f"big-{number}.md", data)),
             ("secret guard (32 KiB, new text)", lambda: find_secret(guard_new)),
+            ("secret guard (32 KiB, one line changed)", lambda: find_brought_secret(edited, grown)),
             ("tool write (32 KiB, new text)",
              lambda: _ok(run.call({"command": "write", "path": f"new-{number}.md", "content": tool_new}))),
             ("tool write (32 KiB, one line changed)",

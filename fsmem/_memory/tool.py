@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, assert_never
 
 from fsmem._core import layout
+from fsmem._core.changes import find_brought_secret
 from fsmem._core.merge import has_markers, merge_markers, replace_exact
 from fsmem._core.paths import ensure_memory_file, normalize_path
 from fsmem._core.requests import Delete, Read, Rename, Request, Search, Write, parse_request, request_to_dict
@@ -265,8 +266,8 @@ class Run:
                 raise self._changed_since(path, request.expected_version or self.seen[path], None)
             whole = request.content is not None and (request.literal or not has_markers(request.content))
             before_text = None if before is None else _decode(before, path, lenient=whole)
-            # What the call brings in is checked before the merge: a merge refusal names lines.
-            self._refuse_secret(path, before_text or "", brought)
+            if not whole:  # a merge refusal names lines: the lines the call brings are checked before it
+                self._refuse_secret(path, find_secret(_added_lines(before_text or "", brought)))
             after_text = self._new_text(path, before_text, request)
             after = self._checked_bytes(path, before_text or "", after_text)
             if before is not None and after == before:
@@ -341,12 +342,13 @@ class Run:
                 f"{path} would be {len(data):,} bytes; the limit is {limit:,}. Keep the file short: move "
                 "details into topic files and leave a pointer here"
             )
-        self._refuse_secret(path, before, after)
+        # Each change with the unchanged lines around it, not the new lines alone: a secret may
+        # straddle a line the file holds and a new one.
+        self._refuse_secret(path, find_brought_secret(before, after))
         return data
 
     @staticmethod
-    def _refuse_secret(path: str, before: str, after: str) -> None:
-        kind = find_secret(_added_lines(before, after))
+    def _refuse_secret(path: str, kind: str | None) -> None:
         if kind is not None:
             raise Sensitive(
                 f"the change to {path} looks like it holds {kind}; secrets never go into memory. "
@@ -557,10 +559,10 @@ def _decode(data: bytes, path: str, lenient: bool = False) -> str:
         ) from error
 
 
-def _added_lines(before: str, after: str) -> str:
-    """The lines of ``after`` that ``before`` does not hold: what this change brings in."""
+def _added_lines(before: str, brought: str) -> str:
+    """The lines a call brings (its content or new_text) that the file does not hold."""
     old = set(before.splitlines())
-    return "\n".join(line for line in after.splitlines() if line not in old)
+    return "\n".join(line for line in brought.splitlines() if line not in old)
 
 
 def _file_result(path: str, version: str, content: str, text: str, **more: Any) -> dict[str, Any]:

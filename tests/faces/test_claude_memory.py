@@ -256,6 +256,22 @@ def test_insert_on_a_missing_file(tool):
         "The path /memories/x.md does not exist. Please provide a valid path.")
 
 
+def test_insert_and_str_replace_refuse_a_secret_split_across_a_kept_line_and_a_new_one(memory, tool):
+    card_head, key_head = "- card 4111 " + "1111", "- deploy key sk-" + "proj-Zq8xW2"  # harmless alone
+    before = f"{card_head}\n{key_head}\n- last\n"
+    (memory.root / "n.md").write_text(before)
+    call(tool, command="view", path="/memories/n.md")
+    for tool_input in (
+        {"command": "insert", "path": "/memories/n.md", "insert_line": 1, "insert_text": "1111 " + "1111"},
+        {"command": "insert", "path": "/memories/n.md", "insert_line": 2, "insert_text": "mN4pL7" + "rT9v"},
+        {"command": "str_replace", "path": "/memories/n.md", "old_str": f"{key_head}\n",
+         "new_str": f"{key_head}\nmN4pL7" + "rT9v\n"},
+    ):
+        message = error(tool, **tool_input)
+        assert "secret" in message and "rT9v" not in message and "1111 1111" not in message, message
+    assert (memory.root / "n.md").read_text() == before
+
+
 # ---- delete ---------------------------------------------------------------------------------
 
 

@@ -93,3 +93,17 @@ def test_agents_and_routines(root):
     deleted = invoke(root, "routines", "delete", "9b7d4e10")
     assert deleted.output == ("--- agents/seo-3f9a1c2e/routines/meta-9b7d4e10/NOTES.md\nkept\n\n"
                               "Deleted routine 9b7d4e10: 1 files.\n")
+
+
+SPLIT_CARD = ("- card on file: 4111 " + "1111", "1111 " + "1111")  # each half harmless, together a card
+
+
+def test_write_refuses_a_card_split_across_a_kept_line_and_a_new_one(root):
+    head, tail = SPLIT_CARD
+    (root / "notes.md").write_text(f"# Notes\n{head}\n- last\n")
+    version = fsmem._core.versions.version_of((root / "notes.md").read_bytes())
+    for content in (f"# Notes\n{head}\n{tail}\n- last\n", f"<!-- ... -->\n{head}\n{tail}\n<!-- ... -->\n"):
+        refused = invoke(root, "write", "notes.md", "--expect", version, input=content)
+        assert refused.exit_code == 1 and refused.output.startswith("Error: [SENSITIVE]"), refused.output
+        assert tail not in refused.output
+    assert (root / "notes.md").read_text() == f"# Notes\n{head}\n- last\n"

@@ -443,6 +443,19 @@ def test_an_edit_that_is_refused_keeps_the_persons_text(root, tmp_path):
     os.unlink(kept)
 
 
+def test_an_edit_that_completes_a_key_on_a_kept_line_is_refused(root, tmp_path):
+    head = "- deploy key sk-" + "proj-Zq8xW2"  # harmless alone; with the next line, a key cut in two
+    write(root, "a.md", f"{head}\n- last\n")
+    editor = _editor(tmp_path, "sed -i '1a mN4pL7" + "rT9v' \"$1\"\n")
+    done = CliRunner().invoke(main, ["edit", "a.md", "--root", str(root)], env={"EDITOR": editor, "VISUAL": None})
+    assert done.exit_code == 1 and done.stderr.startswith("Error: [SENSITIVE]"), done.output
+    assert "rT9v" not in done.stderr
+    kept = done.stderr.rsplit("Your text is kept in ", 1)[1].strip()
+    assert Path(kept).read_text() == f"{head}\nmN4pL7rT9v\n- last\n"
+    assert (root / "a.md").read_text() == f"{head}\n- last\n"
+    os.unlink(kept)
+
+
 def test_leaving_the_editor_unsaved_on_a_retry_keeps_the_text(root, tmp_path):
     write(root, "a.md", "one\n")
     flag = tmp_path / "first"

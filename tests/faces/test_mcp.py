@@ -168,6 +168,25 @@ def test_refusals_are_tool_errors_with_their_codes(memory, tmp_path, arguments, 
     assert not (memory.root / "keys.md").exists()
 
 
+@pytest.mark.parametrize("arguments", [
+    {"command": "write", "path": "MEMORY.md", "old_text": "- card 4111 1111\n",
+     "new_text": "- card 4111 1111\n1111 1111\n"},
+    {"command": "write", "path": "MEMORY.md", "content": "<!-- ... -->\n- card 4111 1111\n1111 1111\n"},
+], ids=["old-new-text", "markers"])
+def test_a_card_split_across_a_kept_line_and_a_new_one_is_sensitive(memory, arguments):
+    before = "# Project\n- card 4111 " + "1111\n"  # half a card: harmless alone
+    (memory.root / "MEMORY.md").write_text(before)
+
+    async def script(client, _):
+        await client.call_tool("memory", {"command": "read", "path": "MEMORY.md"})
+        return await client.call_tool("memory", arguments)
+
+    result = drive(serve(memory), script)
+    assert result.is_error and result.structured_content["error"]["code"] == "SENSITIVE", text(result)
+    assert "1111 1111" not in text(result)
+    assert (memory.root / "MEMORY.md").read_text() == before
+
+
 def test_a_symlink_out_of_the_root_is_a_bad_path(memory, tmp_path):
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "a.md").write_text("outside\n")

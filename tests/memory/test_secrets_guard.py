@@ -201,6 +201,108 @@ def test_a_secret_in_a_path_is_refused_and_not_stored(root: Path, request_: dict
     assert snapshot(root) == before, diff(before, snapshot(root))
 
 
+# --- a secret split across a line already in the file and a new one ----------------------------
+
+# Each half alone is harmless; the file holding both in a row holds the secret (DESIGN.md §4: a card
+# may run over a line break, a key-like word that ends its line continues on the next).
+SPLIT: dict[str, tuple[str, str, str]] = {  # id -> (first half, second half, what is never echoed)
+    "card": ("- card on file: 4111 " + "1111", "1111 " + "1111", "1111 1111"),
+    "key": ("- deploy key sk-" + "proj-Zq8xW2", "mN4pL7" + "rT9v", "mN4pL7rT9v"),
+}
+
+
+def split_root(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "split"
+    run = fsmem.open(folder, create=True).run(fsmem.Scope.chat(), thread_id="setup")
+    assert run.call({"command": "write", "path": "other.md", "content": "# Other\n"})["ok"]  # the lock made
+    (folder / "notes.md").write_text(text, encoding="utf-8")  # a person's file: no guard ran on it
+    return folder
+
+
+def split_writes(kept: str, added: str, *, added_first: bool = False) -> dict[str, dict]:
+    """Each way of writing ``added`` next to the line ``kept`` already in notes.md."""
+    pair = f"{added}\n{kept}\n" if added_first else f"{kept}\n{added}\n"
+    return {
+        "whole-file": {"command": "write", "path": "notes.md", "content": f"# Notes\n- first\n{pair}- last\n"},
+        "replace": {"command": "write", "path": "notes.md", "old_text": f"{kept}\n", "new_text": pair},
+        "markers": {"command": "write", "path": "notes.md",
+                    "content": f"<!-- ... -->\n- first\n{pair}- last\n<!-- ... -->\n"},
+    }
+
+
+@pytest.mark.parametrize("how", ["whole-file", "replace", "markers"])
+@pytest.mark.parametrize("which", list(SPLIT))
+@pytest.mark.parametrize("added_first", [False, True], ids=["second-half-added", "first-half-added"])
+def test_a_secret_split_across_an_existing_line_and_a_new_one_is_refused(
+    tmp_path: Path, which: str, how: str, added_first: bool
+) -> None:
+    head, tail = SPLIT[which][:2]
+    kept, added = (tail, head) if added_first else (head, tail)
+    root = split_root(tmp_path, f"# Notes\n- first\n{kept}\n- last\n")
+    run = ready_run(root)
+    before = snapshot(root)
+    result = run.call(split_writes(kept, added, added_first=added_first)[how])
+    assert result["ok"] is False and result["error"]["code"] == "SENSITIVE", result
+    shown = json.dumps(result, ensure_ascii=False)
+    assert SPLIT[which][2] not in shown and added not in shown, f"the refusal repeats the secret: {shown}"
+    assert snapshot(root) == before, diff(before, snapshot(root))
+
+
+@pytest.mark.parametrize("which", list(SPLIT))
+def test_deleting_the_line_between_two_halves_is_refused(tmp_path: Path, which: str) -> None:
+    head, tail = SPLIT[which][:2]
+    root = split_root(tmp_path, f"# Notes\n{head}\n- between\n{tail}\n")
+    run = ready_run(root)
+    before = snapshot(root)
+    result = run.call({"command": "write", "path": "notes.md", "old_text": "- between\n", "new_text": ""})
+    assert result["ok"] is False and result["error"]["code"] == "SENSITIVE", result
+    assert snapshot(root) == before, diff(before, snapshot(root))
+
+
+def test_a_credential_whose_value_is_added_lines_below_its_word_is_refused(tmp_path: Path) -> None:
+    root = split_root(tmp_path, "# Notes\n- db\npassword:\n\n- last\n")
+    run = ready_run(root)
+    result = run.call({"command": "write", "path": "notes.md", "old_text": "\n- last", "new_text": "\nHunter2Blue\n- last"})
+    assert result["ok"] is False and result["error"]["code"] == "SENSITIVE", result
+    assert "Hunter2Blue" not in json.dumps(result)
+
+
+def filler(count: int) -> str:
+    return "".join(f"- note {number}: keep titles short\n" for number in range(count))
+
+
+@pytest.mark.parametrize("how", ["whole-file", "replace", "markers"])
+def test_an_edit_far_from_a_secret_a_person_left_in_the_file_goes_through(tmp_path: Path, how: str) -> None:
+    # The guard checks what each change brings in with its neighbours, never the whole file: one
+    # card number saved by hand does not block every later edit of the file.
+    head, tail = SPLIT["card"][:2]
+    text = f"# Notes\n{head}\n{tail}\n{filler(20)}- last\n"
+    root = split_root(tmp_path, text)
+    request = {
+        "whole-file": {"command": "write", "path": "notes.md", "content": text.replace("- last\n", "- last\n- new\n")},
+        "replace": {"command": "write", "path": "notes.md", "old_text": "- last\n", "new_text": "- last\n- new\n"},
+        "markers": {"command": "write", "path": "notes.md", "content": "<!-- ... -->\n- last\n- new\n"},
+    }[how]
+    result = ready_run(root).call(request)
+    assert result["ok"], result
+    assert (root / "notes.md").read_text(encoding="utf-8") == text + "- new\n"
+
+
+def test_an_edit_next_to_a_secret_a_person_left_goes_through_when_it_adds_none(tmp_path: Path) -> None:
+    # Right beside it, the change's text with its neighbours looks like a secret, but the same
+    # neighbours looked so before the change and the new line alone does not: the change adds none.
+    head, tail = SPLIT["key"][:2]
+    text = f"# Notes\n{head}\n{tail}\n- last\n"
+    root = split_root(tmp_path, text)
+    result = ready_run(root).call({"command": "write", "path": "notes.md", "old_text": "- last\n",
+                                   "new_text": "- last\n- rotate it monthly\n"})
+    assert result["ok"], result
+    # A new secret of its own, next to the old one, is still refused.
+    again = ready_run(root).call({"command": "write", "path": "notes.md", "old_text": "- last\n",
+                                  "new_text": "- last\n" + SECRETS["prefix-ghp"][0] + "\n"})
+    assert again["ok"] is False and again["error"]["code"] == "SENSITIVE", again
+
+
 # --- size -----------------------------------------------------------------------------------------
 
 LIMIT = 32 * 1024
