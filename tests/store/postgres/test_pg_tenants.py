@@ -102,8 +102,8 @@ def _old_keys(b_id: int) -> list[tuple[str, tuple[object, ...]]]:
 
 
 class Spy(threading.Thread):
-    """Role A, taking (for its session, never releasing) every advisory lock it sees anyone hold in
-    pg_locks: a key derived from a secret would be named there the moment B's change took it."""
+    """Role A, taking (for its session, never releasing) every advisory lock it sees another role hold
+    in pg_locks: a key derived from a secret would be named there the moment B's change took it."""
 
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True)
@@ -115,8 +115,8 @@ class Spy(threading.Thread):
         with psycopg.connect(self.url, autocommit=True) as conn:
             while not self.stop.is_set():
                 for high, low, form in conn.execute(
-                    "SELECT classid::bigint, objid::bigint, objsubid FROM pg_locks "
-                    "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+                    "SELECT classid::bigint, objid::bigint, objsubid FROM pg_locks JOIN pg_stat_activity "
+                    "USING (pid) WHERE locktype = 'advisory' AND usename <> current_user"
                 ).fetchall():
                     if form == 1:  # one bigint key: its high and low halves
                         conn.execute("SELECT pg_try_advisory_lock((%s::bigint << 32) | %s::bigint)", (high, low))
@@ -199,3 +199,18 @@ def test_a_tenant_hears_none_of_another_tenants_commits(tenants) -> None:
         assert notes == [], [(note.channel, note.payload) for note in notes]
         assert not alpha.exists("kept/secret.md")
         assert alpha.channel != beta.channel
+
+
+def test_an_older_worker_still_running_has_its_changes_refused_whole(tenants) -> None:
+    """A worker of an older fsmem, opened before the migration, logs its change as it always did: the
+    change is refused whole (nothing of it stays), never made under locks this fsmem does not take."""
+    import psycopg
+
+    with psycopg.connect(tenants.b) as old, pytest.raises(psycopg.errors.NotNullViolation):
+        old.execute("SELECT pg_advisory_xact_lock_shared(1, %s)", (tenants.b_id,))
+        old.execute("INSERT INTO fsmem.files (project, path, content, version) VALUES (%s, 'old.md', 'x', 'v')",
+                    (tenants.b_id,))
+        old.execute("INSERT INTO fsmem.log (project, command, thread, path, new_path, before, after) "
+                    "VALUES (%s, 'write', NULL, 'old.md', NULL, NULL, 'v')", (tenants.b_id,))
+    with psycopg.connect(tenants.b) as conn:
+        assert conn.execute("SELECT count(*) FROM fsmem.files WHERE path = 'old.md'").fetchone() == (0,)
