@@ -17,6 +17,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from fsmem._errors import BadStore, Busy, RequestError, RootNotFound, SetupError
+from fsmem._store.postgres import locks
 from fsmem._store.postgres import schema as pg_schema
 from fsmem._store.postgres.errors import StoreUnavailable, closed, first_line, translated
 
@@ -27,14 +28,23 @@ class PgProject:
     """One project of a database, connected: its pool, its id and identity, its change's connection."""
 
     def __init__(
-        self, pool: ConnectionPool, url: str, project_id: int, name: str, versions_kept: int, uid: str = ""
+        self,
+        pool: ConnectionPool,
+        url: str,
+        project_id: int,
+        name: str,
+        versions_kept: int,
+        uid: str,
+        secret: str,
     ) -> None:
         self._pool, self.url = pool, url
         self._current = threading.local()  # .conn: the connection of the change this thread has open
         self.project_id, self.project = project_id, name
         self.uid = uid  # the project's random identity (``fsmem.projects.uid``): see ``identity``
         self.versions_kept = versions_kept
-        self.channel = f"fsmem_{project_id}"
+        # LISTEN needs no privilege: only a name no other project's role can know keeps its commits
+        # its own (``fsmem.projects.secret``, shown by row-level security to this project's role only).
+        self.channel = f"fsmem_{secret}"
         self.on_commit: list[Callable[[set[str]], None]] = []
 
     @classmethod
@@ -68,7 +78,7 @@ class PgProject:
             pool.open(wait=True, timeout=connect_timeout)
             with pool.connection() as conn:
                 _migrate(conn)
-                project_id, uid = _project_id(conn, project, create)
+                project_id, uid, secret = _project_id(conn, project, create)
         except psycopg.errors.InsufficientPrivilege as error:  # a tenant's role, asked for another project
             pool.close()
             raise RootNotFound(
@@ -84,7 +94,7 @@ class PgProject:
         except BaseException:
             pool.close()
             raise
-        return cls(pool, url, project_id, project, versions_kept, uid)
+        return cls(pool, url, project_id, project, versions_kept, uid, secret)
 
     def close(self) -> None:
         self._pool.close()
@@ -208,15 +218,18 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
         conn.execute("INSERT INTO fsmem.schema_version VALUES (%s)", (pg_schema.CURRENT,))
 
 
-def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> tuple[int, str]:
-    """The project's id and random identity (``uid``)."""
-    row = conn.execute("SELECT id, uid FROM fsmem.projects WHERE name = %s", (name,)).fetchone()
+def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> tuple[int, str, str]:
+    """The project's id, random identity (``uid``) and secret (its channel's name)."""
+    query = "SELECT id, uid, secret FROM fsmem.projects WHERE name = %s"
+    row = conn.execute(query, (name,)).fetchone()
     if row is None and create:
         conn.execute("INSERT INTO fsmem.projects (name) VALUES (%s) ON CONFLICT DO NOTHING", (name,))
-        row = conn.execute("SELECT id, uid FROM fsmem.projects WHERE name = %s", (name,)).fetchone()
+        row = conn.execute(query, (name,)).fetchone()
+        if row is not None:
+            locks.make_named(conn, int(row[0]))
     if row is None:
         raise RootNotFound(
             f"there is no project {name!r} in this database (or this role may not see it); "
             "open it with create=True to make it"
         )
-    return int(row[0]), str(row[1])
+    return int(row[0]), str(row[1]), str(row[2])

@@ -10,12 +10,12 @@ import psycopg
 
 from fsmem._core.versions import version_of
 from fsmem._errors import Exists
+from fsmem._store.postgres import locks
 from fsmem._store.postgres.connection import PgProject
 from fsmem._store.postgres.errors import committed
 from fsmem._store.postgres.log import LOG_COLUMNS, log_entry
 from fsmem._store.postgres.proposals import INSERT_PROPOSAL, PROPOSAL_COLUMNS, proposal_row
 from fsmem._store.postgres.reads import iso
-from fsmem._store.postgres.transaction import COMMIT_LOCK, FOLDER_LOCK
 from fsmem._store.types import ChangeProposal, CopiedFile, CopiedVersion, ProjectCopy
 
 
@@ -73,8 +73,8 @@ def import_project(db: PgProject, copy: ProjectCopy) -> None:
             unknown="the copy may or may not have been made; look at the project",
         ),
     ):
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (FOLDER_LOCK, project))
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (COMMIT_LOCK, project))
+        locks.take(conn, project, locks.FOLDER)
+        locks.take(conn, project, locks.COMMIT)
         held = conn.execute(
             "SELECT EXISTS (SELECT 1 FROM fsmem.files WHERE project = %(p)s) "
             "OR EXISTS (SELECT 1 FROM fsmem.kept_versions WHERE project = %(p)s) "
@@ -99,8 +99,8 @@ def import_project(db: PgProject, copy: ProjectCopy) -> None:
                 [(project, k.path, k.version, k.kept_at, k.command, k.data) for k in copy.versions],
             )
             cursor.executemany(  # in order: the identity gives them rising sequence numbers
-                "INSERT INTO fsmem.log (project, time, command, path, new_path, before, after, thread) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                "INSERT INTO fsmem.log (project, time, command, path, new_path, before, after, thread, row_locks) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, true)",
                 [(project, e.time, e.command, e.path, e.new_path, e.before, e.after, e.thread) for e in copy.log],
             )
         for record in copy.proposals:

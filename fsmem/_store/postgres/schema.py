@@ -72,6 +72,51 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE fsmem.projects ADD COLUMN uid uuid NOT NULL DEFAULT gen_random_uuid();
     """,
+    # 3: tenants apart outside the rows (docs/postgres.md, "Tenants apart"). A project's locks become
+    # rows of fsmem.locks (``fsmem._store.postgres.locks``: advisory keys are any role's to take) and
+    # its channel is named by a secret only its rows show. An older worker still running writes no
+    # log row (row_locks has no default), so its changes are refused whole, never made under locks
+    # this fsmem no longer takes. Where row-level security already keeps tenants apart (the recipe
+    # run before this migration), fsmem.locks gets the same policies and grants as fsmem.files: table-level
+    # SELECT and INSERT, UPDATE of one column only (enough to lock a row, not to LOCK TABLE).
+    """
+    -- 122 random bits as 32 hex digits: "fsmem_<secret>" fits a channel's 63 bytes.
+    ALTER TABLE fsmem.projects ADD COLUMN secret text NOT NULL DEFAULT replace(gen_random_uuid()::text, '-', '');
+    CREATE TABLE fsmem.locks (
+        project integer NOT NULL REFERENCES fsmem.projects (id),
+        key bigint NOT NULL,
+        PRIMARY KEY (project, key)
+    );
+    INSERT INTO fsmem.locks (project, key)  -- locks.NAMED
+        SELECT id, k FROM fsmem.projects, unnest(ARRAY[1, 2, 4, 5, 6]) AS k;
+    ALTER TABLE fsmem.log ADD COLUMN row_locks boolean NOT NULL DEFAULT true;
+    ALTER TABLE fsmem.log ALTER COLUMN row_locks DROP DEFAULT;
+    DO $$
+    DECLARE
+        policy record;
+        grantee text;
+    BEGIN
+        IF (SELECT relrowsecurity FROM pg_class WHERE oid = 'fsmem.files'::regclass) THEN
+            ALTER TABLE fsmem.locks ENABLE ROW LEVEL SECURITY;
+        END IF;
+        FOR policy IN SELECT * FROM pg_policies WHERE schemaname = 'fsmem' AND tablename = 'files' LOOP
+            EXECUTE format(
+                'CREATE POLICY %I ON fsmem.locks AS %s FOR %s TO %s', policy.policyname, policy.permissive,
+                policy.cmd, (SELECT string_agg(CASE WHEN r = 'public' THEN 'PUBLIC' ELSE quote_ident(r) END, ', ')
+                             FROM unnest(policy.roles) AS r))
+                || coalesce(' USING (' || policy.qual || ')', '')
+                || coalesce(' WITH CHECK (' || policy.with_check || ')', '');
+        END LOOP;
+        FOR grantee IN
+            SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END
+            FROM pg_class AS c, aclexplode(c.relacl) AS a
+            WHERE c.oid = 'fsmem.files'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner
+        LOOP
+            EXECUTE format('GRANT SELECT, INSERT, UPDATE (key) ON fsmem.locks TO %s', grantee);
+        END LOOP;
+    END
+    $$;
+    """,
 )
 
 CURRENT = len(MIGRATIONS)

@@ -4,7 +4,8 @@ How concurrency is held (decided and measured; docs/postgres.md): each change is
 READ COMMITTED that locks the rows it reads or changes (``SELECT … FOR UPDATE``), so the version it
 checked cannot move before it commits — no lost update, and no retry loop as SERIALIZABLE would need.
 A file created meanwhile meets the primary key (``ON CONFLICT DO NOTHING``) and is refused with
-CONFLICT/EXISTS. Every change holds a shared per-project advisory lock; a folder rename or delete
+CONFLICT/EXISTS. Every change holds a shared per-project lock (a row of ``fsmem.locks``, which no
+other project's role can see or lock: ``fsmem._store.postgres.locks``); a folder rename or delete
 holds it exclusively, so it is atomic across all its files and no file appears in the folder halfway.
 A change making a path locks it (and, shared, the folders above it) first: a file and a folder at one
 path never both commit. Log rows are written last, under a per-project commit lock held to the
@@ -23,16 +24,14 @@ import psycopg
 
 from fsmem._core.versions import version_of
 from fsmem._errors import BadPath, Conflict, Exists, NotFound
+from fsmem._store.postgres import locks
 from fsmem._store.postgres.connection import PgProject
 from fsmem._store.postgres.keys import file_key, folder_prefix, identity_path, is_hidden, key_range
 from fsmem._store.postgres.reads import check_free
 from fsmem._store.types import HandEdit
 
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
-# Advisory lock classes, keyed by project id (3 was PgDrive.locked's; none takes it now).
-FOLDER_LOCK, COMMIT_LOCK = 1, 2  # shared by every change, exclusive for a folder's; the log's order
-HOLDS = {"levels": 4, "facts": 5}  # PgTransaction.hold's
-KEEP_LOCK = 6  # keep_version's check-then-insert
+HOLDS = {"levels": locks.LEVELS, "facts": locks.FACTS}  # PgTransaction.hold's
 # Keep a path's newest N kept versions (params: project, path, project, path, N).
 TRIM_KEPT = (
     "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
@@ -167,7 +166,7 @@ class PgTransaction:
 
     def hold(self, name: str) -> None:
         """No other change holding ``name`` ("levels", "facts") in this project runs until this one ends."""
-        self.conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (HOLDS[name], self.store.project_id))
+        locks.take(self.conn, self.store.project_id, HOLDS[name])
 
     def stamp(self, path: str) -> str | None:
         """The file's version as this change leaves it (None: no file)."""
@@ -187,8 +186,7 @@ class PgTransaction:
         """The project's folder lock: shared for file changes, exclusive for a whole folder's."""
         if self._lock_held == "exclusive" or self._lock_held == mode:
             return
-        function = "pg_advisory_xact_lock_shared" if mode == "shared" else "pg_advisory_xact_lock"
-        self.conn.execute(f"SELECT {function}(%s, %s)", (FOLDER_LOCK, self.store.project_id))
+        locks.take(self.conn, self.store.project_id, locks.FOLDER, shared=mode == "shared")
         self._lock_held = mode
 
     def _is_file(self, path: str) -> bool:
@@ -239,12 +237,7 @@ class PgTransaction:
         (the second then sees the first's), so both never commit."""
         parts = path.split("/")
         ancestors = ["/".join(parts[:end]) for end in range(1, len(parts))]
-        self.conn.execute(
-            "SELECT pg_advisory_xact_lock_shared(hashtextextended(a, %s)) FROM unnest(%s::text[]) "
-            "WITH ORDINALITY AS t(a, n) ORDER BY n",
-            (self.store.project_id, ancestors),
-        )
-        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (path, self.store.project_id))
+        locks.take_path(self.conn, self.store.project_id, path, ancestors)
         check_free(self.conn, self.store.project_id, path, label, itself)
 
     def _keep(self, path: str) -> None:
@@ -272,12 +265,13 @@ class PgTransaction:
         if not self._entries:
             return
         project = self.store.project_id
-        self.conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (COMMIT_LOCK, project))
+        locks.take(self.conn, project, locks.COMMIT)
         paths, new_paths, befores, afters = (list(column) for column in zip(*self._entries, strict=True))
         self.conn.execute(
-            "WITH added AS (INSERT INTO fsmem.log (project, command, thread, path, new_path, before, after) "
-            "SELECT %s, %s, %s, e.path, e.new_path, e.before, e.after FROM unnest(%s::text[], %s::text[], "
-            "%s::text[], %s::text[]) WITH ORDINALITY AS e(path, new_path, before, after, n) ORDER BY e.n "
+            "WITH added AS (INSERT INTO fsmem.log (project, command, thread, path, new_path, before, after, "
+            "row_locks) SELECT %s, %s, %s, e.path, e.new_path, e.before, e.after, true "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
+            "WITH ORDINALITY AS e(path, new_path, before, after, n) ORDER BY e.n "
             "RETURNING seq) "
             "SELECT pg_notify(%s, max(seq)::text) FROM added",
             (project, self.command, self.thread, paths, new_paths, befores, afters, self.store.channel),
@@ -293,7 +287,7 @@ def keep_version(db: PgProject, path: str, data: bytes, command: str) -> str:
 
     def keep(conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (KEEP_LOCK, db.project_id))
+            locks.take(conn, db.project_id, locks.KEEP)
             held = conn.execute(
                 "SELECT 1 FROM fsmem.kept_versions WHERE project = %s AND path = %s AND version = %s LIMIT 1",
                 (db.project_id, file_key(path), version),
