@@ -140,7 +140,11 @@ class PgFeed:
         running = [watcher for watcher in self.watchers if watcher.watching]
         if not running:
             return False, None
-        return True, {"pid": os.getpid(), "state": "ok", "listening": self.pg.channel}
+        return True, {
+            "pid": os.getpid(),
+            "state": "ok",
+            "listening": True,
+        }  # not the channel: its name is the project's secret
 
     def watcher(self, index: Followed, **options: float) -> IndexWatcher:
         return PgWatcher(index, self)
