@@ -6,7 +6,7 @@ run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
 run.call({"command": "read", "path": "/"})
 
 This module is the public face: what `__all__` names (with `fsmem.cli`, `fsmem.mcp_server`,
-`fsmem.claude_memory` and `fsmem.harness`). Every other module is private (`fsmem/_name.py`).
+`fsmem.claude_memory` and `fsmem.harness`). Every other module is private (`fsmem/_name.py`, `fsmem/_name/`).
 """
 
 import importlib as _importlib

@@ -99,8 +99,9 @@ class FsmemMemoryTool(BetaAbstractMemoryTool):
 
     @property
     def memory(self) -> Memory:
-        memory = self.run.memory
-        assert isinstance(memory, Memory), "a run made by Memory.run"
+        memory = self.run.memory  # the tool's run is typed on what it needs (a Project); Memory.run made it
+        if not isinstance(memory, Memory):
+            raise TypeError(f"this tool's run was made on {type(memory).__name__}, not on a fsmem.Memory")
         return memory
 
     def execute(self, command: Any) -> str:

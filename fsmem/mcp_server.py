@@ -60,7 +60,6 @@ SERVER_NAME = "fsmem"
 URI_PREFIX = "fsmem:///"
 MARKDOWN = "text/markdown"
 LOADED_CAP = 8 * 1024  # bytes of top files put in front of the model per session; the rest is a read away
-_READ_ATTEMPTS = 3
 INSTRUCTIONS = (
     "Memory for this project: plain-text files (markdown first) shared by every chat, agent and "
     "routine. Use the memory tool to read, write, rename, delete and search them."

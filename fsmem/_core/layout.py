@@ -32,8 +32,6 @@ LEVEL_IDENTITY_FILE = ".fsmem-level"  # inside a level folder: its kind, full id
 Level = Literal["project", "agent", "routine"]
 Kind = Literal["memory", "notes", "topic", "fact", "replaced_fact"]
 
-_LEVEL_FOLDER = re.compile(r"^(?P<slug>.*)-(?P<id8>[^-/]{1,8})$")
-
 
 def slug(name: str) -> str:
     """A folder-safe form of a name: lowercase ASCII words joined by ``-``.

@@ -72,15 +72,12 @@ import itertools
 import re
 import unicodedata
 
-from fsmem._core.known_keys import find_known_key
+from fsmem._core.known_keys import ACCESS_KEY, CREDENTIAL, PEM, find_known_key
 
 __all__ = ["find_secret", "find_fact_secret", "luhn_valid"]
 
-PEM = "a private key block"
-ACCESS_KEY = "an access key"
 CARD = "a card number"
 RANDOM = "a long random token"
-CREDENTIAL = "a credential"
 
 KEY_PREFIXES = ("sk-", "ghp_", "gho_", "github_pat_", "xoxb-", "xoxp-", "AKIA", "AIza", "glpat-", "eyJ")
 MIN_KEY_LENGTH = 16

@@ -19,7 +19,7 @@ from fsmem._store.interface import Store
 class IndexFeed(Protocol):
     """What changed in a store since its search index last looked: the freshness keeper's one
     question, answered the store's own way. The folder: the list changes through fsmem note, its
-    watcher's heartbeat, a walk of stats (``fsmem._index.freshness.FolderFeed``); PostgreSQL: the log's
+    watcher's heartbeat, a walk of stats (``fsmem._index.folder_feed.FolderFeed``); PostgreSQL: the log's
     sequence number, and LISTEN/NOTIFY (``fsmem._index.postgres_feed.PgFeed``).
 
     A *mark* says how far a generation of the index applied the feed; it is the store's own JSON

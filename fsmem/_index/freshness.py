@@ -1,6 +1,6 @@
 """The index's freshness keeper: what changed since the index last looked, and bringing it level.
 
-The question is the store's (``fsmem._store.interface.IndexFeed``): only the store knows whether the answer is a
+The question is the store's (``fsmem._index.feed.IndexFeed``): only the store knows whether the answer is a
 walk, a watcher or a sequence number. Its sources, cheapest first:
 
 - what the feed noted (``probe``/``noted``): the folder's pending list of paths changes through fsmem

@@ -1,4 +1,4 @@
-"""PostgreSQL's answers to the search index's freshness keeper (``fsmem._store.interface.IndexFeed``).
+"""PostgreSQL's answers to the search index's freshness keeper (``fsmem._index.feed.IndexFeed``).
 
 Each worker keeps its own tantivy index of a project in its cache folder (``PgDrive.state``), fed
 from the log: the log's sequence number is in commit order, so a worker that applied sequence N has

@@ -42,7 +42,7 @@ from fsmem._index.feed import Followed
 from fsmem._index.state import HEARTBEAT_INTERVAL, heartbeat_file, read_heartbeat, write_heartbeat
 from fsmem._store.folder.drive import Drive
 
-log = logging.getLogger("fsmem._index.watch")
+log = logging.getLogger("fsmem._watch")  # the name logging configs know (from before the layers)
 
 # Changes only: opening or reading a file (our own comparisons read thousands) must not wake the
 # watcher, or a reconcile's reads could overflow the queue and trigger another reconcile.

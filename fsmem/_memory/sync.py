@@ -70,7 +70,7 @@ from fsmem._store.folder.ondisk import nfc
 from fsmem._store.postgres.errors import StoreUnavailable
 from fsmem._store.postgres.store import PgStore
 
-log = logging.getLogger("fsmem._memory.sync")
+log = logging.getLogger("fsmem._sync")  # the name logging configs know (from before the layers)
 
 STATE_FILE = "state.json"  # under DIR/.fsmem-sync/: the base versions, the sequence number seen, the project
 PUSH_COMMAND = "hand_edit"  # as the folder store logs a person's edit

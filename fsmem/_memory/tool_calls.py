@@ -13,8 +13,7 @@ from typing import Any
 
 from fsmem._errors import ModelError
 from fsmem._memory import prompts as _prompts
-
-TOOL_NAME = "memory"
+from fsmem._memory.tool_forms import TOOL_NAME
 
 
 def memory_tool_spec() -> dict[str, Any]:

@@ -24,7 +24,7 @@ _ROOT_KEY = "fsmem.root"
 _JSON_KEY = "fsmem.json"
 
 
-_STORE_KEY = "fsmem._store.interface"
+_STORE_KEY = "fsmem._store"
 _PROJECT_KEY = "fsmem.project"
 
 

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from fsmem.cli import EXIT_CONFLICT  # a pass left a conflict note to read
 from fsmem.cli.options import chosen_store, echo_json, json_line, json_option, store_option
 
 if TYPE_CHECKING:
     from fsmem._memory.sync import Report
 
 EXIT_NOT_SYNCED = 1  # a path could not be synced (the errors say which)
-EXIT_CONFLICT = 3  # a pass left a conflict note to read
 
 
 @click.command()

@@ -28,6 +28,7 @@ from fsmem._store.folder.ondisk import nfc
 from fsmem._store.folder.regular import read_regular
 from fsmem._store.folder.root import init_root
 from fsmem._store.folder.rootlock import storage_error
+from fsmem._store.folder.walk import is_utf8
 from fsmem._store.types import CopiedFile, CopiedVersion, ProjectCopy, log_line
 
 
@@ -59,7 +60,7 @@ def _export_files(root: Path) -> tuple[list[CopiedFile], list[str]]:
     for folder, folders, names in os.walk(root):
         here = Path(folder)
         folders[:] = sorted(name for name in folders if not name.startswith("."))
-        for name in [name for name in folders if not _is_utf8(name)]:
+        for name in [name for name in folders if not is_utf8(name)]:
             folders.remove(name)
             skipped.append(
                 (here / name).relative_to(root).as_posix().encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -70,7 +71,7 @@ def _export_files(root: Path) -> tuple[list[CopiedFile], list[str]]:
                 skipped.append(nfc((here / name).relative_to(root).as_posix()))
         for name in sorted(names):
             path = nfc((here / name).relative_to(root).as_posix())
-            if not _is_utf8(path):  # a name no store can hold (nor a tool call name): listed, shown readable
+            if not is_utf8(path):  # a name no store can hold (nor a tool call name): listed, shown readable
                 skipped.append(path.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
                 continue
             if name.startswith(".") and name != LEVEL_IDENTITY_FILE:
@@ -136,15 +137,6 @@ def import_project(root: Path, settings: Settings, copy: ProjectCopy) -> None:
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
-
-
-def _is_utf8(name: str) -> bool:
-    """Whether a name read from the disk is UTF-8 (others come back from ``os`` with lone surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _iso_to_micros(moment: str) -> int:

@@ -112,7 +112,7 @@ def _scan(folder: str, root_real: str) -> tuple[dict[str, tuple[tuple[int, int, 
     with entries:
         for entry in entries:
             name = entry.name
-            if name[0] == "." or not _is_utf8(name):  # no valid path to give the tool or tantivy
+            if name[0] == "." or not is_utf8(name):  # no valid path to give the tool or tantivy
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -236,7 +236,7 @@ def unchanged_since(
     return now
 
 
-def _is_utf8(name: str) -> bool:
+def is_utf8(name: str) -> bool:
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # undecodable bytes in the name (os.fsdecode's surrogates)

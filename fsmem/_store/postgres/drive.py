@@ -31,10 +31,6 @@ from fsmem._store.postgres.transaction import PgTransaction
 from fsmem._store.types import ChangeProposal, Entry, LogEntry, Parked, ProjectCopy, VersionInfo
 
 
-def is_database_url(target: str | os.PathLike[str]) -> bool:
-    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
-
-
 def redacted(url: str) -> str:
     """The URL without its password, for messages and cache names."""
     try:

@@ -1,6 +1,6 @@
 """A project's memory as rows of PostgreSQL: the record the store interface sits on (issue 12).
 
-It mirrors ``fsmem._store.folder.drive``'s transaction, so both can stand behind one interface::
+It mirrors the folder's transaction (``fsmem._store.folder.change.Change``), so both can stand behind one interface::
 
     store = PgStore.open("postgresql://host/db", project="rye-and-ember")
     with store.change(command="write", thread="t-1") as tx:
