@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from fsmem._errors import Storage
-from fsmem._store.folder.rootlock import storage_error
+from fsmem._store.disk_faults import storage_error
 
 # No space, no quota, a failing disk. A read-only root is not here: it is searched without the index
 # (``Memory.search``), from the store's own refusal.

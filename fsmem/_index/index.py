@@ -49,7 +49,8 @@ def feed_of(store: Store) -> IndexFeed:
     from fsmem._index.postgres_feed import PgFeed  # psycopg: only for a store that is PostgreSQL's
     from fsmem._store.postgres.drive import PgDrive
 
-    assert isinstance(store, PgDrive), f"no search index for a store of type {type(store).__name__}"
+    if not isinstance(store, PgDrive):
+        raise TypeError(f"no search index for a store of type {type(store).__name__}")
     return PgFeed(store)
 
 

@@ -21,7 +21,6 @@ from urllib.parse import unquote
 
 from fsmem._core.layout import (
     AGENTS_DIR,
-    LEVEL_IDENTITY_FILE,
     PROJECT_FILE,
     ROUTINES_DIR,
     agent_top_file,
@@ -145,8 +144,6 @@ def _check_id(entity_id: str, what: str) -> None:
 
 
 # ---- finding folders by id ------------------------------------------------------------------
-
-IDENTITY_FILE = LEVEL_IDENTITY_FILE  # hidden: never listed, never reachable by a tool path
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import pytest
 import fsmem
 from fsmem._memory import levels as _levels
 from fsmem._errors import Exists, ScopeError
-from fsmem._memory.levels import IDENTITY_FILE, Scope
+from fsmem._core.layout import LEVEL_IDENTITY_FILE as IDENTITY_FILE
+from fsmem._memory.levels import Scope
 from tests.conftest import invoke, run_fsmem
 from tests.procs.common import diff, snapshot
 

@@ -24,9 +24,9 @@ from fsmem._core.versions import version_of
 from fsmem._env.config import Settings
 from fsmem._errors import Exists, NotFound, Storage
 from fsmem._store.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
+from fsmem._store.disk_faults import storage_error
 from fsmem._store.folder.history import LOG_FILE, VERSION_NAME, VERSIONS_DIR, new_stamp
 from fsmem._store.folder.regular import read_regular
-from fsmem._store.folder.rootlock import storage_error
 from fsmem._store.types import Entry, FactStamp, HandEdit, LogEntry, log_line, now_iso
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from fsmem._errors import Busy, Storage
 from fsmem._store.atomic import make_dirs
+from fsmem._store.disk_faults import storage_error
 
 QUEUE_SUFFIX = ".queue"  # ".fsmem/lock.queue": whoever holds it is next in line
 CRASH_MARK = "crashed"  # beside the lock: the last holder died holding it (repair on the next open)
@@ -284,20 +285,3 @@ def read_only(root: Path, error: OSError) -> Storage:
     )
     problem.read_only = True
     return problem
-
-
-def storage_error(doing: str, error: OSError, *, changed: bool | str) -> Storage:
-    """The coded refusal for a disk fault: what failed, and whether anything changed."""
-    what = {
-        errno.ENOSPC: "no space is left on the device",
-        errno.EDQUOT: "the disk quota is used up",
-        errno.EROFS: "the file system is read-only",
-        errno.EIO: "the disk reported an input/output error",
-    }.get(error.errno or 0, error.strerror or str(error))
-    if changed is False:
-        outcome = "nothing was changed"
-    elif changed is True:
-        outcome = "the change was made, but its log line could not be written"
-    else:
-        outcome = changed
-    return Storage(f"{doing} failed: {what}; {outcome}. Free some space or fix the disk, then try again")

@@ -22,12 +22,12 @@ from fsmem._core.paths import is_memory_file_name
 from fsmem._env.config import Settings
 from fsmem._errors import BadPath, BadRequest, Exists, RootNotFound
 from fsmem._store.atomic import fsync_dir, make_dirs, place_new, write_atomic
+from fsmem._store.disk_faults import storage_error
 from fsmem._store.folder import history, proposals
 from fsmem._store.folder.history import LOG_FILE, VERSION_NAME, VERSIONS_DIR, format_stamp, stamp_to_iso
 from fsmem._store.folder.ondisk import nfc
 from fsmem._store.folder.regular import read_regular
 from fsmem._store.folder.root import init_root
-from fsmem._store.folder.rootlock import storage_error
 from fsmem._store.folder.walk import is_utf8
 from fsmem._store.types import CopiedFile, CopiedVersion, ProjectCopy, log_line
 
