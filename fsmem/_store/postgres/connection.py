@@ -16,8 +16,8 @@ from typing import Any, Self, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from fsmem._errors import BadStore, Busy, RequestError, RootNotFound, SetupError
-from fsmem._store.postgres import locks
+from fsmem._errors import Busy, RequestError, RootNotFound, SetupError
+from fsmem._store.postgres import projects
 from fsmem._store.postgres import schema as pg_schema
 from fsmem._store.postgres.errors import StoreUnavailable, closed, first_line, translated
 
@@ -60,8 +60,7 @@ class PgProject:
         versions_kept: int = 20,
     ) -> Self:
         """Connect, migrate the schema if it is older than this fsmem, and find (or make) the project."""
-        if not isinstance(project, str) or not project.strip() or len(project) > 200:
-            raise BadStore("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
+        projects.check_name(project)
         options = f"-c lock_timeout={int(lock_timeout * 1000)}"
         # A thread holds at most one connection (its change's: reads inside a change go through it),
         # so ``pool_size`` threads of this process work at once and the rest wait their turn (BUSY
@@ -78,7 +77,7 @@ class PgProject:
             pool.open(wait=True, timeout=connect_timeout)
             with pool.connection() as conn:
                 _migrate(conn)
-                project_id, uid, secret = _project_id(conn, project, create)
+                project_id, uid, secret, name = projects.find(conn, project, create)
         except psycopg.errors.InsufficientPrivilege as error:  # a tenant's role, asked for another project
             pool.close()
             raise RootNotFound(
@@ -94,7 +93,7 @@ class PgProject:
         except BaseException:
             pool.close()
             raise
-        return cls(pool, url, project_id, project, versions_kept, uid, secret)
+        return cls(pool, url, project_id, name, versions_kept, uid, secret)
 
     def close(self) -> None:
         self._pool.close()
@@ -216,20 +215,3 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
             conn.execute(migration)  # several statements: allowed without parameters
         conn.execute("DELETE FROM fsmem.schema_version")
         conn.execute("INSERT INTO fsmem.schema_version VALUES (%s)", (pg_schema.CURRENT,))
-
-
-def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> tuple[int, str, str]:
-    """The project's id, random identity (``uid``) and secret (its channel's name)."""
-    query = "SELECT id, uid, secret FROM fsmem.projects WHERE name = %s"
-    row = conn.execute(query, (name,)).fetchone()
-    if row is None and create:
-        conn.execute("INSERT INTO fsmem.projects (name) VALUES (%s) ON CONFLICT DO NOTHING", (name,))
-        row = conn.execute(query, (name,)).fetchone()
-        if row is not None:
-            locks.make_named(conn, int(row[0]))
-    if row is None:
-        raise RootNotFound(
-            f"there is no project {name!r} in this database (or this role may not see it); "
-            "open it with create=True to make it"
-        )
-    return int(row[0]), str(row[1]), str(row[2])

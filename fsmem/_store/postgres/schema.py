@@ -117,6 +117,12 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    # 4: a project's key (``fsmem._store.postgres.projects.project_key``): names that differ only by case,
+    # spaces or Unicode form are one project. Projects made before have none (NULL, never equal) and
+    # are still found by their exact name.
+    """
+    ALTER TABLE fsmem.projects ADD COLUMN key text UNIQUE;
+    """,
 )
 
 CURRENT = len(MIGRATIONS)
