@@ -7,6 +7,7 @@ that fails or is killed part-way leaves the destination as it was.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -425,3 +426,40 @@ def test_a_folder_copy_killed_part_way_leaves_a_temp_folder_the_next_copy_remove
     assert sorted(os.listdir(tmp_path)) == sorted([*kept, "out", "source"])
     assert (tmp_path / "out" / "many" / "n599.md").read_text() == "note 599\n" * 20
     os.close(live)
+
+
+def test_proposal_files_come_back_from_postgres_byte_for_byte(tmp_path, postgres) -> None:
+    """folder → PostgreSQL → folder: every proposal file holds the same bytes, keys in their order
+    (jsonb would sort them by length), text with non-ASCII, CRLF and nested objects as it was."""
+    source = made_root(tmp_path / "source")
+    record = {
+        "id": "20261201T170000-zzzz",
+        "made_at": "2026-12-01T17:00:00Z",
+        "thread": "t-9",
+        "scope": "chat",
+        "request": {
+            "path": "seo/é.md",
+            "command": "write",
+            "content": "línea 1\r\nlinha 2\n",
+            "zeta": 1.5,
+            "alpha": {"b": [1, {"z": None, "a": True}], "a": "ü"},
+        },
+        "base": {"zz.md": None, "a.md": "v1"},
+        "summary": "wrïte\tseo/é.md",
+        "diff": "-a\r\n+b\n",
+        "extra": {"kind": "write", "after": "x", "before": "y"},
+    }
+    Drive(source, Settings()).save_proposal(record)
+    folder = source / ".fsmem" / "proposals"
+    before = {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+    assert len(before) == 2
+    project = new_project()
+    assert cli("copy", str(source), pg_url(postgres, project)).exit_code == 0
+    assert cli("copy", pg_url(postgres, project), str(tmp_path / "back")).exit_code == 0
+    back = tmp_path / "back" / ".fsmem" / "proposals"
+    assert {name: (back / name).read_bytes() for name in sorted(os.listdir(back))} == before
+
+    # and a proposal kept on PostgreSQL is read back as it was saved, keys in order
+    on_postgres = fsmem.open(pg_url(postgres), project=project, cache=tmp_path / "cache")
+    assert json.dumps(on_postgres.drive.load_proposal(record["id"])) == json.dumps(record)
+    on_postgres.close()

@@ -119,9 +119,16 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 4: a project's key (``fsmem._store.postgres.projects.project_key``): names that differ only by case,
     # spaces or Unicode form are one project. Projects made before have none (NULL, never equal) and
-    # are still found by their exact name.
+    # are still found by their exact name. A proposal's JSON is kept as written (json, not jsonb, which
+    # reorders keys): it comes back, and copies into a folder, byte for byte as a folder keeps it.
     """
     ALTER TABLE fsmem.projects ADD COLUMN key text UNIQUE;
+    ALTER TABLE fsmem.proposals
+        ALTER COLUMN request TYPE json USING request::json,
+        ALTER COLUMN base TYPE json USING base::json,
+        ALTER COLUMN extra DROP DEFAULT,
+        ALTER COLUMN extra TYPE json USING extra::json,
+        ALTER COLUMN extra SET DEFAULT '{}';
     """,
 )
 

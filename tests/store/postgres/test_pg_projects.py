@@ -122,3 +122,26 @@ def test_projects_made_before_names_had_keys_still_open(schema_3) -> None:
         PgStore.open(postgres, "RYE")  # two old projects could be meant: never a third, never a guess
     with psycopg.connect(postgres) as conn:
         assert conn.execute("SELECT count(*) FROM fsmem.projects").fetchone() == (3,)
+
+
+def test_a_proposal_kept_before_migration_4_still_loads(schema_3) -> None:
+    """Migration 4 turns the proposals' jsonb into json (kept as written): older rows keep their data."""
+    from fsmem._store.postgres import schema
+    from fsmem._store.postgres.store import PgStore
+
+    with psycopg.connect(schema_3, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA fsmem")
+        conn.execute("CREATE TABLE fsmem.schema_version (version integer NOT NULL)")
+        for migration in schema.MIGRATIONS[:3]:
+            conn.execute(migration)
+        conn.execute("INSERT INTO fsmem.schema_version VALUES (3)")
+        (project,) = conn.execute("INSERT INTO fsmem.projects (name) VALUES ('rye') RETURNING id").fetchone()
+        conn.execute(
+            "INSERT INTO fsmem.proposals (project, id, made_at, scope, request, base, summary) "
+            "VALUES (%s, 'p-1', '2026-12-01T17:00:00Z', 'chat', %s, '{\"a.md\": null}', 'write a.md')",
+            (project, '{"path": "a.md", "command": "write", "content": "é\\n"}'),
+        )
+    with PgStore.open(schema_3, "rye", create=False) as store:
+        [kept] = store.proposals()
+        assert kept.request == {"path": "a.md", "command": "write", "content": "é\n"} and kept.base == {"a.md": None}
+        assert kept.extra == {}
