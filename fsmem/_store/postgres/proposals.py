@@ -48,7 +48,7 @@ def every(db: PgProject) -> list[ChangeProposal]:
 def delete(db: PgProject, proposal_id: str) -> None:
     cursor = db.run(
         lambda conn: conn.execute(
-            "DELETE FROM fsmem.proposals WHERE project = %s AND id = %s", (db.project_id, proposal_id)
+            "UPDATE fsmem.proposals SET gone = true WHERE project = %s AND id = %s", (db.project_id, proposal_id)
         ),
         write=True,
     )
