@@ -77,35 +77,26 @@ def test_workers_making_two_spellings_at_once_make_one_project(postgres) -> None
 
 @pytest.fixture
 def schema_3(pg_server):
-    """A fresh database of its own, for a schema made by migrations 1 to 3."""
-    import uuid
+    """A fresh database of its own, its schema made by migrations 1 to 3 (as an older fsmem left it)."""
+    from fsmem._store.postgres import schema
+    from tests.conftest import fresh_database
 
-    from psycopg import sql
-    from psycopg.conninfo import make_conninfo
-
-    from tests.conftest import as_url
-
-    name = f"fsmem_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.url, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield as_url(make_conninfo(pg_server.url, dbname=name))
-    with psycopg.connect(pg_server.url, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    for url in fresh_database(pg_server):
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE SCHEMA fsmem")
+            conn.execute("CREATE TABLE fsmem.schema_version (version integer NOT NULL)")
+            for migration in schema.MIGRATIONS[:3]:
+                conn.execute(migration)
+            conn.execute("INSERT INTO fsmem.schema_version VALUES (3)")
+        yield url
 
 
 def test_projects_made_before_names_had_keys_still_open(schema_3) -> None:
     """A database at schema 3 with projects whose names are not normal, two of them alike."""
-    from fsmem._store.postgres import schema
     from fsmem._store.postgres.store import PgStore
 
     postgres = schema_3
-
     with psycopg.connect(postgres, autocommit=True) as conn:
-        conn.execute("CREATE SCHEMA fsmem")
-        conn.execute("CREATE TABLE fsmem.schema_version (version integer NOT NULL)")
-        for migration in schema.MIGRATIONS[:3]:
-            conn.execute(migration)
-        conn.execute("INSERT INTO fsmem.schema_version VALUES (3)")
         for name in (" Barley  Field", "Rye", "rye"):
             project = conn.execute("INSERT INTO fsmem.projects (name) VALUES (%s) RETURNING id", (name,)).fetchone()
             conn.execute("INSERT INTO fsmem.locks SELECT %s, unnest(ARRAY[1, 2, 4, 5, 6])", project)
@@ -126,15 +117,9 @@ def test_projects_made_before_names_had_keys_still_open(schema_3) -> None:
 
 def test_a_proposal_kept_before_migration_4_still_loads(schema_3) -> None:
     """Migration 4 turns the proposals' jsonb into json (kept as written): older rows keep their data."""
-    from fsmem._store.postgres import schema
     from fsmem._store.postgres.store import PgStore
 
     with psycopg.connect(schema_3, autocommit=True) as conn:
-        conn.execute("CREATE SCHEMA fsmem")
-        conn.execute("CREATE TABLE fsmem.schema_version (version integer NOT NULL)")
-        for migration in schema.MIGRATIONS[:3]:
-            conn.execute(migration)
-        conn.execute("INSERT INTO fsmem.schema_version VALUES (3)")
         (project,) = conn.execute("INSERT INTO fsmem.projects (name) VALUES ('rye') RETURNING id").fetchone()
         conn.execute(
             "INSERT INTO fsmem.proposals (project, id, made_at, scope, request, base, summary) "
