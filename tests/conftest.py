@@ -147,6 +147,11 @@ def pg_server():
 def postgres(pg_server: PgServer):
     """The connection string of a fresh database for this test module, dropped after it (creating one
     costs ~0.5 s; tests keep apart inside it by project name)."""
+    yield from fresh_database(pg_server)
+
+
+def fresh_database(pg_server: PgServer) -> Iterator[str]:
+    """A new database's URL, dropped when the generator ends (a fixture's body)."""
     import uuid
 
     import psycopg

@@ -7,6 +7,7 @@ that fails or is killed part-way leaves the destination as it was.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -374,3 +375,91 @@ def test_level_identities_travel_so_look_alike_agents_keep_their_own_folders(tmp
     assert (tmp_path / "back" / folders[first] / ".fsmem-level").read_bytes() == (
         source / folders[first] / ".fsmem-level"
     ).read_bytes()
+
+
+def test_a_folder_copy_killed_part_way_leaves_a_temp_folder_the_next_copy_removes(tmp_path) -> None:
+    """SIGKILL while the copy writes its temp folder: the next copy into that folder removes the
+    leftover (its exact name, its flock free) and nothing else: not a live copy's, not another root's,
+    not a person's files that look alike."""
+    import fcntl
+
+    source = tmp_path / "source"
+    (source / "many").mkdir(parents=True)
+    (source / "MEMORY.md").write_text("# Many\n")
+    for n in range(600):
+        (source / "many" / f"n{n}.md").write_text(f"note {n}\n" * 20)
+    kept = {
+        ".out.copy-notes": "dir",
+        ".out.copy-abcdefgh.md": "file",
+        ".other.copy-abcdefgh": "dir",
+        ".out.copy-live0000": "dir",
+        "out.copy-abcdefgh": "dir",
+    }
+    for name, kind in kept.items():
+        (tmp_path / name).mkdir() if kind == "dir" else (tmp_path / name).write_text("a person's\n")
+    live = os.open(tmp_path / ".out.copy-live0000", os.O_RDONLY)  # a copy still running holds its flock
+    fcntl.flock(live, fcntl.LOCK_EX)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    copying = subprocess.Popen(
+        [sys.executable, "-m", "fsmem", "copy", str(source), str(tmp_path / "out")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    leftovers: list[str] = []
+    while not leftovers:  # until the copy's temp folder holds some of the files
+        leftovers = [
+            name
+            for name in os.listdir(tmp_path)
+            if name.startswith(".out.copy-") and name not in kept and os.path.isdir(tmp_path / name / "many")
+        ]
+        assert copying.poll() is None, copying.communicate()
+        assert time.monotonic() < deadline, "the copy never began writing"
+        time.sleep(0.002)
+    copying.send_signal(signal.SIGKILL)
+    copying.wait(timeout=30)
+    assert len(leftovers) == 1 and os.path.isdir(tmp_path / leftovers[0]) and not (tmp_path / "out").exists()
+
+    result = cli("copy", str(source), str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert sorted(os.listdir(tmp_path)) == sorted([*kept, "out", "source"])
+    assert (tmp_path / "out" / "many" / "n599.md").read_text() == "note 599\n" * 20
+    os.close(live)
+
+
+def test_proposal_files_come_back_from_postgres_byte_for_byte(tmp_path, postgres) -> None:
+    """folder → PostgreSQL → folder: every proposal file holds the same bytes, keys in their order
+    (jsonb would sort them by length), text with non-ASCII, CRLF and nested objects as it was."""
+    source = made_root(tmp_path / "source")
+    record = {
+        "id": "20261201T170000-zzzz",
+        "made_at": "2026-12-01T17:00:00Z",
+        "thread": "t-9",
+        "scope": "chat",
+        "request": {
+            "path": "seo/é.md",
+            "command": "write",
+            "content": "línea 1\r\nlinha 2\n",
+            "zeta": 1.5,
+            "alpha": {"b": [1, {"z": None, "a": True}], "a": "ü"},
+        },
+        "base": {"zz.md": None, "a.md": "v1"},
+        "summary": "wrïte\tseo/é.md",
+        "diff": "-a\r\n+b\n",
+        "extra": {"kind": "write", "after": "x", "before": "y"},
+    }
+    Drive(source, Settings()).save_proposal(record)
+    folder = source / ".fsmem" / "proposals"
+    before = {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+    assert len(before) == 2
+    project = new_project()
+    assert cli("copy", str(source), pg_url(postgres, project)).exit_code == 0
+    assert cli("copy", pg_url(postgres, project), str(tmp_path / "back")).exit_code == 0
+    back = tmp_path / "back" / ".fsmem" / "proposals"
+    assert {name: (back / name).read_bytes() for name in sorted(os.listdir(back))} == before
+
+    # and a proposal kept on PostgreSQL is read back as it was saved, keys in order
+    on_postgres = fsmem.open(pg_url(postgres), project=project, cache=tmp_path / "cache")
+    assert json.dumps(on_postgres.drive.load_proposal(record["id"])) == json.dumps(record)
+    on_postgres.close()

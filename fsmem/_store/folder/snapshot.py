@@ -2,13 +2,16 @@
 
 ``export_project`` reads every memory file, level identity, kept version, log entry and proposal under
 the root's lock; ``import_project`` makes a root from them in a temp folder beside it and renames it
-into place at the end, so the new root is whole or absent, never half made.
+into place at the end, so the new root is whole or absent, never half made; a copy killed before the
+end leaves its temp folder, which the next copy into that root removes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import shutil
 import stat as stat_module
 import tempfile
@@ -101,7 +104,7 @@ def import_project(root: Path, settings: Settings, copy: ProjectCopy) -> None:
         _check_copied_path(kept.path)
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(prefix=f".{root.name}.copy-", dir=root.parent))
+        temp, held = _temp_beside(root)
     except OSError as error:
         raise storage_error(f"making {root}", error, changed=False) from error
     try:
@@ -137,6 +140,44 @@ def import_project(root: Path, settings: Settings, copy: ProjectCopy) -> None:
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
+    finally:
+        os.close(held)  # lets go of the temp folder's flock
+
+
+def _temp_beside(root: Path) -> tuple[Path, int]:
+    """A new temp folder ``.<root name>.copy-XXXXXXXX`` beside ``root``, flocked by this copy until it
+    ends (the kernel lets go when a copy is killed), and the descriptor that holds it. Leftovers of
+    killed copies into the same root go first: folders of that exact name whose flock is free. The
+    parent's flock, held while sweeping and making, keeps a sweep from meeting a temp folder made
+    but not yet locked."""
+    parent = os.open(root.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(parent, fcntl.LOCK_EX)
+        pattern = re.compile(rf"\.{re.escape(root.name)}\.copy-[a-z0-9_]{{8}}")  # tempfile.mkdtemp's names
+        for entry in os.scandir(root.parent):
+            if pattern.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False) and _free(entry.path):
+                shutil.rmtree(entry.path, ignore_errors=True)
+        temp = tempfile.mkdtemp(prefix=f".{root.name}.copy-", dir=root.parent)
+        held = os.open(temp, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        return Path(temp), held
+    finally:
+        os.close(parent)
+
+
+def _free(folder: str) -> bool:
+    """Whether no running copy holds ``folder`` (its flock is free)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def _iso_to_micros(moment: str) -> int:

@@ -17,7 +17,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from fsmem._errors import BadStore, Busy, RequestError, RootNotFound, SetupError
-from fsmem._store.postgres import locks
+from fsmem._store.postgres import projects
 from fsmem._store.postgres import schema as pg_schema
 from fsmem._store.postgres.errors import StoreUnavailable, closed, first_line, translated
 
@@ -60,41 +60,48 @@ class PgProject:
         versions_kept: int = 20,
     ) -> Self:
         """Connect, migrate the schema if it is older than this fsmem, and find (or make) the project."""
-        if not isinstance(project, str) or not project.strip() or len(project) > 200:
-            raise BadStore("a project name is 1 to 200 characters, e.g. 'rye-and-ember'")
-        options = f"-c lock_timeout={int(lock_timeout * 1000)}"
-        # A thread holds at most one connection (its change's: reads inside a change go through it),
-        # so ``pool_size`` threads of this process work at once and the rest wait their turn (BUSY
-        # after ``connect_timeout``); the pool opens connections as the load asks and closes idle ones.
-        pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=max(1, pool_size),
-            timeout=connect_timeout,
-            open=False,
-            kwargs={"autocommit": True, "options": options, "connect_timeout": max(1, round(connect_timeout))},
-        )
+        projects.check_name(project)
+        connect: dict[str, Any] = {
+            "autocommit": True,
+            "options": f"-c lock_timeout={int(lock_timeout * 1000)}",
+            "connect_timeout": max(1, round(connect_timeout)),
+        }
         try:
-            pool.open(wait=True, timeout=connect_timeout)
-            with pool.connection() as conn:
+            # One plain connection first: a wrong URL (no server there, a wrong password, no such
+            # database, a host that does not resolve) fails at once with libpq's reason, where the
+            # pool would retry it in the background, logging each try, until its timeout.
+            with psycopg.connect(url, **connect) as conn:
                 _migrate(conn)
-                project_id, uid, secret = _project_id(conn, project, create)
+                project_id, uid, secret, name = projects.find(conn, project, create)
         except psycopg.errors.InsufficientPrivilege as error:  # a tenant's role, asked for another project
-            pool.close()
             raise RootNotFound(
                 f"there is no project {project!r} this database role may open "
                 f"({first_line(error)}); connect with the project's own role"
             ) from error
-        except (psycopg.OperationalError, PoolTimeout) as error:
-            pool.close()
+        except psycopg.OperationalError as error:
             raise StoreUnavailable(
                 f"cannot reach PostgreSQL to open project {project!r}: "
                 f"{first_line(error)}; check the URL and that the server runs"
             ) from error
-        except BaseException:
+        except psycopg.ProgrammingError as error:  # libpq could not read the URL
+            raise BadStore(
+                f"that is not a PostgreSQL URL libpq can read ({first_line(error)}); "
+                "write it as postgresql://user@host:port/database"
+            ) from error
+        # A thread holds at most one connection (its change's: reads inside a change go through it),
+        # so ``pool_size`` threads of this process work at once and the rest wait their turn (BUSY
+        # after ``connect_timeout``); the pool opens connections as the load asks and closes idle ones.
+        pool = ConnectionPool(
+            url, min_size=1, max_size=max(1, pool_size), timeout=connect_timeout, open=False, kwargs=connect
+        )
+        try:
+            pool.open(wait=True, timeout=connect_timeout)
+        except PoolTimeout as error:  # the server went away since the first connection
             pool.close()
-            raise
-        return cls(pool, url, project_id, project, versions_kept, uid, secret)
+            raise StoreUnavailable(
+                f"cannot reach PostgreSQL to open project {project!r}: {first_line(error)}; try again in a moment"
+            ) from error
+        return cls(pool, url, project_id, name, versions_kept, uid, secret)
 
     def close(self) -> None:
         self._pool.close()
@@ -216,20 +223,3 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
             conn.execute(migration)  # several statements: allowed without parameters
         conn.execute("DELETE FROM fsmem.schema_version")
         conn.execute("INSERT INTO fsmem.schema_version VALUES (%s)", (pg_schema.CURRENT,))
-
-
-def _project_id(conn: psycopg.Connection[Any], name: str, create: bool) -> tuple[int, str, str]:
-    """The project's id, random identity (``uid``) and secret (its channel's name)."""
-    query = "SELECT id, uid, secret FROM fsmem.projects WHERE name = %s"
-    row = conn.execute(query, (name,)).fetchone()
-    if row is None and create:
-        conn.execute("INSERT INTO fsmem.projects (name) VALUES (%s) ON CONFLICT DO NOTHING", (name,))
-        row = conn.execute(query, (name,)).fetchone()
-        if row is not None:
-            locks.make_named(conn, int(row[0]))
-    if row is None:
-        raise RootNotFound(
-            f"there is no project {name!r} in this database (or this role may not see it); "
-            "open it with create=True to make it"
-        )
-    return int(row[0]), str(row[1]), str(row[2])

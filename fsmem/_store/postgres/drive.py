@@ -24,7 +24,7 @@ from fsmem._core.layout import PROJECT_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name, normalize_path
 from fsmem._core.search import Stamp
 from fsmem._env.config import Settings
-from fsmem._errors import Conflict, Exists, FsmemError, NotFound, TooLarge
+from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, TooLarge
 from fsmem._store.atomic import make_dirs
 from fsmem._store.postgres.store import PgStore
 from fsmem._store.postgres.transaction import PgTransaction
@@ -65,7 +65,7 @@ def open_store(
         pool_size=settings.pg_pool_size,
     )
     try:
-        drive = PgDrive(store, Path(cache) if cache is not None else default_cache(url, project), settings, url)
+        drive = PgDrive(store, Path(cache) if cache is not None else default_cache(url, store.project), settings, url)
         if create and not drive.exists(PROJECT_FILE):
             # Workers opening a new project at once: the first makes MEMORY.md, the rest find it made.
             with contextlib.suppress(Exists, Conflict), drive.change("init") as tx:
@@ -75,6 +75,23 @@ def open_store(
         store.close()  # nothing half-open is handed back: no pool left behind
         raise
     return drive
+
+
+def _made_state(cache: Path, project: str) -> Path:
+    """The cache folder's state folder, made 0700; a path that cannot be one is BAD_STORE, saying why."""
+    state = cache / STATE_DIR
+    try:
+        make_dirs(state)
+        os.chmod(state, 0o700)
+    except OSError as error:
+        blocking = next((str(up) for up in (state, *state.parents) if up.exists() and not up.is_dir()), None)
+        why = f"{blocking} is a file, not a folder" if blocking else (error.strerror or str(error))
+        raise BadStore(
+            f"the search cache folder {str(cache)!r} of project {project!r} cannot be used ({why}); "
+            "give this worker a folder it may write (fsmem.open(..., cache=DIR), or $XDG_CACHE_HOME for "
+            "the default)" + (", or move that file away" if blocking else "")
+        ) from error
+    return state
 
 
 def stamp_ns(modified: float) -> int:
@@ -92,9 +109,7 @@ class PgDrive:
         self.name = store.project
         self.label = f"project {store.project} in {redacted(url)}"
         self.cache = Path(os.path.realpath(cache))
-        self.state = self.cache / STATE_DIR
-        make_dirs(self.state)
-        os.chmod(self.state, 0o700)
+        self.state = _made_state(self.cache, store.project)
         self.on_commit: list[Callable[[set[str]], None]] = store.on_commit
         self._deleting: dict[str, Parked] = {}  # level folders this process's deleting_* blocks are deleting
 

@@ -1,11 +1,15 @@
-"""Proposals as rows of ``fsmem.proposals``: saved, loaded, listed and deleted one statement each."""
+"""Proposals as rows of ``fsmem.proposals``: saved, loaded, listed and deleted one statement each.
+
+Their JSON columns are ``json`` (migration 4), kept as written: a proposal's keys come back in their
+order, so a copy into a folder writes the bytes the folder store would have.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Json
 
 from fsmem._errors import Exists, NotFound
 from fsmem._store.postgres.connection import PgProject
@@ -44,7 +48,7 @@ def every(db: PgProject) -> list[ChangeProposal]:
 def delete(db: PgProject, proposal_id: str) -> None:
     cursor = db.run(
         lambda conn: conn.execute(
-            "DELETE FROM fsmem.proposals WHERE project = %s AND id = %s", (db.project_id, proposal_id)
+            "UPDATE fsmem.proposals SET gone = true WHERE project = %s AND id = %s", (db.project_id, proposal_id)
         ),
         write=True,
     )
@@ -60,9 +64,9 @@ def proposal_row(project: int, proposal: ChangeProposal) -> tuple[object, ...]:
         proposal.made_at,
         proposal.thread,
         proposal.scope,
-        Jsonb(proposal.request),
-        Jsonb(proposal.base),
+        Json(proposal.request),
+        Json(proposal.base),
         proposal.summary,
         proposal.diff,
-        Jsonb(proposal.extra),
+        Json(proposal.extra),
     )

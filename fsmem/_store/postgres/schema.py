@@ -117,6 +117,66 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    # 4: a project's key (``fsmem._store.postgres.projects.project_key``): names that differ only by case,
+    # spaces or Unicode form are one project. Projects made before have none (NULL, never equal) and
+    # are still found by their exact name. A proposal's JSON is kept as written (json, not jsonb, which
+    # reorders keys): it comes back, and copies into a folder, byte for byte as a folder keeps it.
+    # Rows are deleted by marking them gone, so no role needs the table-level DELETE that allows
+    # LOCK TABLE (below; docs/postgres.md, "Tenants apart").
+    """
+    ALTER TABLE fsmem.projects ADD COLUMN key text UNIQUE;
+    ALTER TABLE fsmem.proposals
+        ALTER COLUMN request TYPE json USING request::json,
+        ALTER COLUMN base TYPE json USING base::json,
+        ALTER COLUMN extra DROP DEFAULT,
+        ALTER COLUMN extra TYPE json USING extra::json,
+        ALTER COLUMN extra SET DEFAULT '{}';
+    -- Tenants apart outside the rows, again: table-level UPDATE or DELETE lets a role LOCK TABLE in any
+    -- mode (an idle transaction holding fsmem.files stops every project), and row-level security does
+    -- not stop it. So a row is deleted by marking it gone (a column-level UPDATE) and a trigger, run as
+    -- this schema's owner, deletes the row the role could mark: its own project's, by row-level security.
+    ALTER TABLE fsmem.files ADD COLUMN gone boolean NOT NULL DEFAULT false;
+    ALTER TABLE fsmem.kept_versions ADD COLUMN gone boolean NOT NULL DEFAULT false;
+    ALTER TABLE fsmem.proposals ADD COLUMN gone boolean NOT NULL DEFAULT false;
+    CREATE FUNCTION fsmem.drop_gone_file() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog
+        AS $$ BEGIN DELETE FROM fsmem.files WHERE project = NEW.project AND path = NEW.path; RETURN NULL; END $$;
+    CREATE FUNCTION fsmem.drop_gone_version() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog
+        AS $$ BEGIN DELETE FROM fsmem.kept_versions WHERE id = NEW.id; RETURN NULL; END $$;
+    CREATE FUNCTION fsmem.drop_gone_proposal() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog
+        AS $$ BEGIN DELETE FROM fsmem.proposals WHERE project = NEW.project AND id = NEW.id; RETURN NULL; END $$;
+    REVOKE EXECUTE ON FUNCTION fsmem.drop_gone_file(), fsmem.drop_gone_version(), fsmem.drop_gone_proposal()
+        FROM PUBLIC;
+    CREATE TRIGGER drop_gone AFTER UPDATE OF gone ON fsmem.files
+        FOR EACH ROW WHEN (NEW.gone) EXECUTE FUNCTION fsmem.drop_gone_file();
+    CREATE TRIGGER drop_gone AFTER UPDATE OF gone ON fsmem.kept_versions
+        FOR EACH ROW WHEN (NEW.gone) EXECUTE FUNCTION fsmem.drop_gone_version();
+    CREATE TRIGGER drop_gone AFTER UPDATE OF gone ON fsmem.proposals
+        FOR EACH ROW WHEN (NEW.gone) EXECUTE FUNCTION fsmem.drop_gone_proposal();
+    -- Every other role that may change these tables keeps what fsmem does, and no more (MAINTAIN:
+    -- PostgreSQL 17's, which allows LOCK TABLE too).
+    DO $$
+    DECLARE
+        granted record;
+    BEGIN
+        FOR granted IN
+            SELECT c.relname, CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who,
+                   a.privilege_type AS what
+            FROM pg_class AS c, aclexplode(c.relacl) AS a
+            WHERE c.relnamespace = 'fsmem'::regnamespace AND c.relname IN ('files', 'kept_versions', 'proposals')
+                AND a.privilege_type IN ('UPDATE', 'DELETE', 'TRUNCATE', 'MAINTAIN') AND a.grantee <> c.relowner
+        LOOP
+            EXECUTE format('REVOKE %s ON fsmem.%I FROM %s', granted.what, granted.relname, granted.who);
+            EXECUTE format(
+                'GRANT UPDATE (%s) ON fsmem.%I TO %s',
+                CASE granted.relname WHEN 'files' THEN 'content, version, modified, path, gone' ELSE 'gone' END,
+                granted.relname, granted.who);
+        END LOOP;
+    END
+    $$;
+    """,
 )
 
 CURRENT = len(MIGRATIONS)

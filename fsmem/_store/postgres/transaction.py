@@ -32,9 +32,12 @@ from fsmem._store.types import HandEdit
 
 ANY: Any = object()  # ``expect=ANY``: write whatever the file holds (the caller locked it by reading)
 HOLDS = {"levels": locks.LEVELS, "facts": locks.FACTS}  # PgTransaction.hold's
+# Rows are deleted by marking them gone: a trigger deletes them (migration 4), so a tenant's role needs
+# no table-level DELETE, which would let it LOCK TABLE (docs/postgres.md, "Tenants apart").
+DROP_FILES = "UPDATE fsmem.files SET gone = true WHERE project = %s"
 # Keep a path's newest N kept versions (params: project, path, project, path, N).
 TRIM_KEPT = (
-    "DELETE FROM fsmem.kept_versions WHERE project = %s AND path = %s AND id <= ("
+    "UPDATE fsmem.kept_versions SET gone = true WHERE project = %s AND path = %s AND id <= ("
     "SELECT id FROM fsmem.kept_versions WHERE project = %s AND path = %s ORDER BY id DESC OFFSET %s LIMIT 1)"
 )
 
@@ -94,7 +97,7 @@ class PgTransaction:
             before = self._locked_version(path, expect)
             if before is not None:
                 self._keep(path)
-                self._execute("DELETE FROM fsmem.files WHERE project = %s AND path = %s", (path,))
+                self._execute(f"{DROP_FILES} AND path = %s", (path,))
                 self._log(path, before, None)
                 return
         self._lock("exclusive")  # a folder: no file may appear in it or leave it meanwhile
@@ -105,9 +108,7 @@ class PgTransaction:
             if not is_hidden(name):  # a level folder's identity goes with it, unkept and unlogged
                 self._keep(name)
                 self._log(name, version, None)
-        self._execute(
-            "DELETE FROM fsmem.files WHERE project = %s AND path >= %s AND path < %s", key_range(folder_prefix(path))
-        )
+        self._execute(f"{DROP_FILES} AND path >= %s AND path < %s", key_range(folder_prefix(path)))
 
     def move(self, source: str, destination: str) -> None:
         """Rename a file or a folder (all its files at once); never over an existing path."""
@@ -127,7 +128,7 @@ class PgTransaction:
                 ).fetchone()
                 if inserted is None:
                     raise Exists(f"the new path {destination} already exists; choose another name or delete it first")
-                self._execute("DELETE FROM fsmem.files WHERE project = %s AND path = %s", (source,))
+                self._execute(f"{DROP_FILES} AND path = %s", (source,))
                 self._log(source, version, version, destination)
                 return
         self._lock("exclusive")

@@ -30,8 +30,16 @@ class Tenants:
 
 def _once_per_database(group: str, before_locks: bool) -> str:
     sql = _doc_sql("once per database")
-    if before_locks:  # the recipe as an older fsmem documented it: no fsmem.locks
-        sql = "\n".join(line for line in sql.splitlines() if "fsmem.locks" not in line)
+    if before_locks:  # the recipe as an older fsmem documented it: no fsmem.locks, tables' UPDATE and DELETE
+        kept = [
+            line
+            for line in sql.splitlines()
+            if "fsmem.locks" not in line and not (line.startswith("GRANT") and "ON fsmem.kept_versions" in line)
+        ]
+        sql = "\n".join(kept).replace(
+            "UPDATE (content, version, modified, path, gone) ON fsmem.files",
+            "UPDATE, DELETE ON fsmem.files, fsmem.kept_versions, fsmem.proposals",
+        )
     return sql.replace("fsmem_tenant", group)
 
 
@@ -164,6 +172,83 @@ def test_a_tenant_cannot_make_another_tenants_writes_wait(tenants) -> None:
         assert b_rows.execute("SELECT count(*) FROM fsmem.projects").fetchone() == (1,)
 
 
+MODES = (
+    "ACCESS SHARE",
+    "ROW SHARE",
+    "ROW EXCLUSIVE",
+    "SHARE UPDATE EXCLUSIVE",
+    "SHARE",
+    "SHARE ROW EXCLUSIVE",
+    "EXCLUSIVE",
+    "ACCESS EXCLUSIVE",
+)
+TABLES = ("projects", "files", "kept_versions", "log", "proposals", "locks", "schema_version", "tenants")
+
+
+def test_a_tenant_may_lock_no_table_in_a_mode_that_makes_another_wait(tenants) -> None:
+    """LOCK TABLE is checked against table-level privileges, never row-level security: SELECT allows
+    ACCESS SHARE, INSERT ROW EXCLUSIVE, and UPDATE, DELETE or TRUNCATE every mode. A tenant keeps
+    only the first two, which no change of another project's waits for: B's changes (files made,
+    changed, deleted, a folder renamed and deleted, kept versions trimmed, proposals saved and
+    deleted) go through while A holds every lock it can take on every table."""
+    import psycopg
+
+    from fsmem._store.postgres.store import PgStore
+    from fsmem._store.types import ChangeProposal
+
+    may = {}
+    with psycopg.connect(tenants.a) as a:
+        for table in TABLES:
+            for mode in MODES:
+                try:
+                    a.execute(f"LOCK TABLE fsmem.{table} IN {mode} MODE NOWAIT")
+                    may[table, mode] = True
+                except psycopg.errors.InsufficientPrivilege:
+                    may[table, mode] = False
+                a.rollback()
+    granted = {(table, mode) for (table, mode), ok in may.items() if ok}
+    assert granted == {
+        *(
+            (table, "ACCESS SHARE")
+            for table in ("projects", "files", "kept_versions", "log", "proposals", "locks", "schema_version")
+        ),
+        *((table, "ROW EXCLUSIVE") for table in ("files", "kept_versions", "log", "proposals", "locks")),
+    }
+
+    with psycopg.connect(tenants.a) as a:  # A holds all of that in an open transaction
+        for table, mode in sorted(granted):
+            a.execute(f"LOCK TABLE fsmem.{table} IN {mode} MODE")
+        with PgStore.open(tenants.b, "beta", create=False, lock_timeout=LOCK_TIMEOUT, versions_kept=3) as b:
+            started = time.monotonic()
+            for round_ in range(5):  # more writes than kept versions: each trims
+                put(b, "locked/plan.md", f"plan {round_}\n")
+            assert len(b.versions("locked/plan.md")) == 3  # trimmed to versions_kept, as B's own role
+            put(b, "locked/other.md", "other\n")
+            with b.change("delete") as tx:
+                tx.delete("locked/other.md")
+            with b.change("rename") as tx:
+                tx.lock_folder()
+                tx.move("locked", "moved")
+            with b.change("delete") as tx:
+                tx.lock_folder()
+                tx.delete("moved")
+            proposal = ChangeProposal(
+                id="20261201T101010-lock01",
+                made_at="2026-12-01T10:10:10Z",
+                thread="t-1",
+                scope="chat",
+                request={"command": "delete", "path": "a.md"},
+                base={},
+                summary="delete a.md",
+            )
+            b.save_proposal(proposal)
+            b.delete_proposal(proposal.id)
+            took = time.monotonic() - started
+            assert not b.exists("moved/plan.md") and b.proposals() == []
+        a.rollback()
+    assert took < LOCK_TIMEOUT, f"B's changes took {took:.1f} s while A held its locks"
+
+
 def test_a_tenant_hears_none_of_another_tenants_commits(tenants) -> None:
     import psycopg
 
@@ -208,9 +293,13 @@ def test_an_older_worker_still_running_has_its_changes_refused_whole(tenants) ->
 
     with psycopg.connect(tenants.b) as old, pytest.raises(psycopg.errors.NotNullViolation):
         old.execute("SELECT pg_advisory_xact_lock_shared(1, %s)", (tenants.b_id,))
-        old.execute("INSERT INTO fsmem.files (project, path, content, version) VALUES (%s, 'old.md', 'x', 'v')",
-                    (tenants.b_id,))
-        old.execute("INSERT INTO fsmem.log (project, command, thread, path, new_path, before, after) "
-                    "VALUES (%s, 'write', NULL, 'old.md', NULL, NULL, 'v')", (tenants.b_id,))
+        old.execute(
+            "INSERT INTO fsmem.files (project, path, content, version) VALUES (%s, 'old.md', 'x', 'v')", (tenants.b_id,)
+        )
+        old.execute(
+            "INSERT INTO fsmem.log (project, command, thread, path, new_path, before, after) "
+            "VALUES (%s, 'write', NULL, 'old.md', NULL, NULL, 'v')",
+            (tenants.b_id,),
+        )
     with psycopg.connect(tenants.b) as conn:
         assert conn.execute("SELECT count(*) FROM fsmem.files WHERE path = 'old.md'").fetchone() == (0,)
