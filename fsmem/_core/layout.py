@@ -28,6 +28,8 @@ FACTS_DIR = "notes/memory"
 HISTORY_DIR = "notes/memory/history"
 ID_PREFIX_LENGTH = 8
 LEVEL_IDENTITY_FILE = ".fsmem-level"  # inside a level folder: its kind, full id and name (hidden)
+SKILLS_DIR = "skills"  # skills/<name>/SKILL.md (project), agents/<agent>/skills/<name>/SKILL.md (an agent)
+SKILL_FILE = "SKILL.md"
 
 Level = Literal["project", "agent", "routine"]
 Kind = Literal["memory", "notes", "topic", "fact", "replaced_fact"]
@@ -111,6 +113,22 @@ def role_of(path: str) -> PathRole:
 
 def is_fact_path(path: str) -> bool:
     return path == FACTS_DIR or path.startswith(FACTS_DIR + "/")
+
+
+def skill_of(path: str) -> tuple[str, str] | None:
+    """``(skills folder, skill name)`` of a path inside a skill, else None.
+
+    >>> skill_of("agents/seo-3f9a1c2e/skills/weekly-report/references/tone.md")
+    ('agents/seo-3f9a1c2e/skills', 'weekly-report')
+    >>> skill_of("skills") is None
+    True
+    """
+    parts = path.split("/") if path else []
+    if len(parts) >= 2 and parts[0] == SKILLS_DIR:
+        return SKILLS_DIR, parts[1]
+    if len(parts) >= 4 and parts[0] == AGENTS_DIR and parts[2] == SKILLS_DIR:
+        return "/".join(parts[:3]), parts[3]
+    return None
 
 
 def is_state_path(path: str) -> bool:
