@@ -47,6 +47,7 @@ if _typing.TYPE_CHECKING:
     from fsmem._memory.levels import Scope, scope_files
     from fsmem._memory.memory import Memory, open
     from fsmem._memory.prompts import memory_section
+    from fsmem._core.due import review_due
     from fsmem._memory.review import review
     from fsmem._memory.tool import Run
 
@@ -63,6 +64,7 @@ _DEFINED_IN = {
     "memory_section": "fsmem._memory.prompts",
     "open": "fsmem._memory.memory",
     "review": "fsmem._memory.review",
+    "review_due": "fsmem._core.due",
     "scope_files": "fsmem._memory.levels",
 }
 
@@ -116,5 +118,6 @@ __all__ = [
     "memory_section",
     "open",
     "review",
+    "review_due",
     "scope_files",
 ]
