@@ -42,12 +42,12 @@ from fsmem._errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from fsmem._core.due import review_due
     from fsmem._llm.model import ModelSettings
     from fsmem._llm.openai import OpenAICompatibleModel, build_model
     from fsmem._memory.levels import Scope, scope_files
     from fsmem._memory.memory import Memory, open
     from fsmem._memory.prompts import memory_section
-    from fsmem._core.due import review_due
     from fsmem._memory.review import review
     from fsmem._memory.tool import Run
 
