@@ -16,6 +16,7 @@ as ``review`` in ``fsmem usage``; each review ends with one log line (logger ``f
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -23,11 +24,13 @@ from typing import Any, Literal
 
 from fsmem._core import layout
 from fsmem._core.due import Half, estimate_tokens, input_budget
+from fsmem._core.extract import turns_of
 from fsmem._core.review import CONVERSATION_LIMIT, review_turns
+from fsmem._core.skills import skills_read
 from fsmem._errors import ModelError, NotFound
 from fsmem._memory import prompts as _prompts
 from fsmem._memory.levels import Scope
-from fsmem._memory.tool_calls import ToolStep, assistant_message, execute_call, memory_tool_spec
+from fsmem._memory.tool_calls import ToolStep, assistant_message, execute_call, memory_tool_spec, refusal
 from fsmem._memory.usage import Metered
 from fsmem._store.types import now_iso
 
@@ -208,9 +211,11 @@ def review_messages(
     max_calls: int = DEFAULT_MAX_CALLS,
     project: str | None = None,
     halves: tuple[Half, ...] = ("memory",),
+    loaded: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """What the model is given: the harness's system prompt, the conversation copy, the scope's memory
-    copies (which ``run`` now counts as read) and the review prompt for ``halves``, last."""
+    copies (which ``run`` now counts as read) and the review prompt for ``halves``, last; ``loaded``
+    names the skills the conversation read (the skill half patches those first)."""
     system = _prompts.system_prompt(project or run.memory.name)
     conversation = [dict(turn) for turn in turns]
     if dropped:
@@ -222,7 +227,7 @@ def review_messages(
             },
         )
     copies = run.context(conversation)
-    instruction = _instruction(run, halves, max_calls)
+    instruction = _instruction(run, halves, max_calls, loaded or [])
     return [
         {"role": "system", "content": system},
         *conversation,
@@ -231,7 +236,7 @@ def review_messages(
     ]
 
 
-def _instruction(run: Any, halves: tuple[Half, ...], max_calls: int) -> str:
+def _instruction(run: Any, halves: tuple[Half, ...], max_calls: int, loaded: list[str]) -> str:
     """One prompt for the halves that are due: the memory half's, the skill half's, or both joined."""
     if not halves:
         raise ValueError("a review needs at least one half: memory, skills or both")
@@ -241,7 +246,8 @@ def _instruction(run: Any, halves: tuple[Half, ...], max_calls: int) -> str:
     else:
         parts.append(_prompts.render("review_skills_only", max_calls=str(max_calls)))
     if "skills" in halves:
-        parts.append(_prompts.render("review_skills", skills_folder=_skills_folder(run)))
+        read = ", ".join(f"`{path}`" for path in loaded) if loaded else "none"
+        parts.append(_prompts.render("review_skills", skills_folder=_skills_folder(run), loaded=read))
         parts.append(_prompts.load("review_ending"))
     return "\n".join(part.rstrip("\n") + "\n" for part in parts)
 
@@ -290,7 +296,15 @@ def review(
     budget = max_input_tokens if max_input_tokens is not None else input_budget(window)
     metered = Metered(model, memory.drive.state, "review")
     started = now_iso()
-    messages = review_messages(run, turns, dropped=dropped, max_calls=max_calls, project=project, halves=halves)
+    messages = review_messages(
+        run,
+        turns,
+        dropped=dropped,
+        max_calls=max_calls,
+        project=project,
+        halves=halves,
+        loaded=skills_read(turns_of(conversation)),
+    )
     tools = [memory_tool_spec()]
     steps: list[ToolStep] = []
     calls, spent, produced, answer, error = 0, 0, 0, "", None
@@ -316,7 +330,7 @@ def review(
             break
         malformed = False
         for call in tool_calls:
-            step = execute_call(run, call)
+            step = _outside_skills(call, halves) or execute_call(run, call)
             steps.append(step)
             malformed = malformed or step.malformed
             messages.append({"role": "tool", "tool_call_id": str(call.get("id", "")), "content": step.text})
@@ -341,6 +355,23 @@ def review(
     )
     _log.info(result.log_line())
     return result
+
+
+def _outside_skills(call: dict[str, Any], halves: tuple[Half, ...]) -> ToolStep | None:
+    """A review due for skills alone changes nothing else: its call to change other memory is refused."""
+    if "memory" in halves:
+        return None
+    function = call.get("function") or {}
+    try:
+        arguments = json.loads(function.get("arguments") or "{}")
+    except (TypeError, ValueError):
+        return None  # execute_call words the malformed call
+    if not isinstance(arguments, dict) or arguments.get("command") not in ("write", "rename", "delete"):
+        return None
+    if layout.skill_of(str(arguments.get("path") or "").strip("/")) is not None:
+        return None
+    message = "this review keeps skills only; change files under a skills/ folder, or answer"
+    return ToolStep(str(function.get("name", "")), arguments, refusal("PROTECTED", message))
 
 
 def _applied(memory: Any, thread_id: str, started: str) -> list[Applied]:

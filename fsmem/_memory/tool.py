@@ -33,6 +33,7 @@ from fsmem._errors import (
     TooLarge,
 )
 from fsmem._memory import render
+from fsmem._memory import skills as skill_rules
 from fsmem._memory.levels import Scope, scope_folders
 from fsmem._memory.schema import check_request
 from fsmem._store.types import ChangeProposal, now_iso
@@ -218,6 +219,7 @@ class Run:
         version = version_of(data)
         # Seen even when it cannot be shown: the refusal below says to write it whole, which needs it.
         self.mark_seen(path, version)
+        skill_rules.note_use(self, path)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -279,7 +281,8 @@ class Run:
                     after_text,
                     f"{path} already holds exactly this (version {version}); nothing changed.",
                 )
-            if self.review and before_text is not None:
+            in_skill = skill_rules.check_write(self, path, before_text, after_text)  # a review patches skills
+            if self.review and before_text is not None and not in_skill:
                 from fsmem._core.review import only_adds, unified_diff  # review mode only: not loaded to search
 
                 if not only_adds(before_text, after_text):
@@ -399,6 +402,7 @@ class Run:
                 self._check_version(source, data, request.expected_version, "rename")
             self.drive.check_free(destination, "new_path")
             if self.review:
+                skill_rules.refuse_removal(self, source)
                 base: dict[str, str | None] = (
                     {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)}
                     if source_is_dir
@@ -444,6 +448,7 @@ class Run:
             self._check_version(path, data, request.expected_version, "delete")
             held = {path: data.decode("utf-8", errors="replace")}
             if self.review:
+                skill_rules.refuse_removal(self, path)
                 from fsmem._core.review import unified_diff
 
                 raise _Deferred(
@@ -480,6 +485,7 @@ class Run:
                 if data is not None:
                     held[entry.path] = data.decode("utf-8", errors="replace")
             if self.review:
+                skill_rules.refuse_removal(self, folder)
                 raise _Deferred(
                     f"delete the folder {folder} ({len(held)} files)",
                     {p: version_of(c.encode("utf-8")) for p, c in held.items()},
