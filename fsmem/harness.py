@@ -18,14 +18,17 @@ messages appended to the thread (``Run.context``), so the cached prefix survives
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fsmem._core.due import SUMMARY_PREFIX, TurnEnded
+from fsmem._errors import FsmemError
 from fsmem._memory import prompts as _prompts
 from fsmem._memory.background import BackgroundReviews
+from fsmem._memory.curator import curate
 from fsmem._memory.tool_calls import TOOL_NAME, ToolStep, assistant_message, execute_call, memory_tool_spec
 from fsmem._memory.usage import Metered
 
@@ -51,6 +54,15 @@ BAD_ARGUMENTS_NOTE = (
     "(stopped: the model twice sent memory-tool arguments that are not valid JSON, so this turn ended "
     "without an answer; a larger --max-tokens or a model with tool-calling support may help)"
 )
+
+
+def _curate(memory: Any) -> Any:
+    """The curator's pass when one is due (cheap when not); it never keeps a session from starting."""
+    try:
+        return curate(memory)
+    except (FsmemError, OSError) as error:
+        logging.getLogger("fsmem.skills").warning("the curator's pass failed: %s", error)
+        return None
 
 
 @dataclass
@@ -97,6 +109,7 @@ class Session:
         self.routines = dict(routines or {})  # routine id -> name, from the harness's records
         self.temperature = temperature  # None: the model's own setting (--temperature)
         self.messages: list[dict[str, Any]] = [dict(m) for m in messages]
+        self.curated = _curate(memory)  # a session starts after the memory was idle, if ever: the curator's time
         # review=False: the harness runs `fsmem.review` itself (`fsmem.review_due` says when)
         self.reviews = (
             BackgroundReviews(

@@ -30,6 +30,7 @@ ID_PREFIX_LENGTH = 8
 LEVEL_IDENTITY_FILE = ".fsmem-level"  # inside a level folder: its kind, full id and name (hidden)
 SKILLS_DIR = "skills"  # skills/<name>/SKILL.md (project), agents/<agent>/skills/<name>/SKILL.md (an agent)
 SKILL_FILE = "SKILL.md"
+SKILLS_ARCHIVE = ".archive"  # the curator's: <skills folder>/.archive/<name>, hidden as every dot name is
 
 Level = Literal["project", "agent", "routine"]
 Kind = Literal["memory", "notes", "topic", "fact", "replaced_fact"]
@@ -129,6 +130,19 @@ def skill_of(path: str) -> tuple[str, str] | None:
     if len(parts) >= 4 and parts[0] == AGENTS_DIR and parts[2] == SKILLS_DIR:
         return "/".join(parts[:3]), parts[3]
     return None
+
+
+def without_archive(path: str) -> str:
+    """``path`` with a skills folder's archive spelled as a visible name: what a store checks it as.
+
+    >>> without_archive("agents/seo-1/skills/.archive/a/SKILL.md")
+    'agents/seo-1/skills/archive/a/SKILL.md'
+    """
+    parts = path.split("/")
+    for index in range(1, len(parts)):
+        if parts[index] == SKILLS_ARCHIVE and parts[index - 1] == SKILLS_DIR:
+            parts[index] = SKILLS_ARCHIVE[1:]
+    return "/".join(parts)
 
 
 def is_state_path(path: str) -> bool:

@@ -34,6 +34,7 @@ __all__ = [
     "listing_documents",
     "note_use",
     "read_uses",
+    "record_use",
     "refuse_removal",
     "skill_folders",
     "skills_in",
@@ -70,8 +71,9 @@ def skills_in(drive: Store, folder: str) -> Iterator[tuple[str, SkillHead]]:
         data = drive.read(path)
         if data is None:
             continue
-        try:
-            yield path, head_of(path, data.decode("utf-8", errors="replace"))
+        text = data.decode("utf-8", errors="replace")
+        try:  # named by its own folder: an archived skill sits one folder deeper
+            yield path, check_head(path, entry.path.rsplit("/", 1)[-1], fields(split(text)[0]))
         except BadSkill:
             continue
 
@@ -141,10 +143,13 @@ def refuse_removal(run: Any, path: str) -> None:
 def note_use(run: Any, path: str) -> None:
     """Record that a run read a skill's file (the review's reads count too): the curator's clock."""
     found = layout.skill_of(path)
-    if found is None:
-        return
-    line = json.dumps({"time": now_iso(), "skill": f"{found[0]}/{found[1]}"}) + "\n"
-    state: Path = run.drive.state
+    if found is not None:
+        record_use(run.drive.state, f"{found[0]}/{found[1]}", now_iso())
+
+
+def record_use(state: Path, skill_folder: str, time: str) -> None:
+    """Append one use of the skill in ``skill_folder`` (a restore counts as one)."""
+    line = json.dumps({"time": time, "skill": skill_folder}) + "\n"
     try:
         fd = os.open(state / USES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -922,3 +922,44 @@ def test_a_skill_the_review_creates_says_origin_review(memory) -> None:
     ok(review_run.call({"command": "write", "path": new, "content": skill_text("pricing-pages", "d", origin="review")}))
     changed = skill_text("pricing-pages", "d", origin="person")
     refused(review_run.call({"command": "write", "path": new, "content": changed}), "BAD_SKILL")  # origin kept
+
+
+def test_the_curator_archives_the_reviews_unused_skill_and_restores_it(memory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from fsmem._memory.curator import archived_skills, curate, restore
+
+    review_run = memory.run(Scope.chat(), thread_id="review-s", review=True)
+    new = "skills/pricing-pages/SKILL.md"
+    ok(review_run.call({"command": "write", "path": new, "content": skill_text("pricing-pages", "d", origin="review")}))
+    put(memory, SKILL, SKILL_TEXT)
+    now = datetime.now(UTC)
+    assert curate(memory, now).ran == "first"
+    result = curate(memory, now + timedelta(days=31))
+    assert result.archived == ("skills/pricing-pages",)
+    assert not memory.drive.exists(new) and memory.drive.exists(SKILL)  # a person's skill stays
+    assert [s.path for s in archived_skills(memory)] == ["skills/.archive/pricing-pages/SKILL.md"]
+    assert restore(memory, "pricing-pages") == new and memory.drive.exists(new)
+    assert "pricing-pages" in message_text(memory.run(Scope.chat(), thread_id="l").context([])[-1])
+
+
+def test_an_archived_skill_is_out_of_the_listing_the_tree_and_search(memory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from fsmem._memory.curator import curate
+
+    review_run = memory.run(Scope.chat(), thread_id="review-s", review=True)
+    new = "skills/zebra-pages/SKILL.md"
+    body = "# Zebracorn pages\n1. Stripes.\n"
+    ok(review_run.call({"command": "write", "path": new, "content": skill_text("zebra-pages", "d", origin="review",
+                                                                               body=body)}))
+    assert [h.path for h in memory.search("zebracorn")] == [new]
+    now = datetime.now(UTC)
+    curate(memory, now)
+    assert curate(memory, now + timedelta(days=31)).archived == ("skills/zebra-pages",)
+    assert memory.search("zebracorn") == []
+    assert [e.path for e in memory.drive.walk_files("")] == ["MEMORY.md"]
+    tree = ok(memory.run(Scope.chat()).call({"command": "read", "path": "/"}))["text"]
+    assert "archive" not in tree and "zebra" not in tree
+    refused(memory.run(Scope.chat()).call({"command": "read", "path": "skills/.archive/zebra-pages/SKILL.md"}),
+            "BAD_PATH")
