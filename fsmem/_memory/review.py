@@ -41,6 +41,8 @@ __all__ = [
     "ReviewResult",
     "review",
     "review_messages",
+    "consolidate",
+    "level_files",
     "DEFAULT_MAX_CALLS",
     "NOTHING_TO_SAVE",
 ]
@@ -137,6 +139,8 @@ class ReviewResult:
             )
         if self.answer == NOTHING_TO_SAVE:
             return "Nothing to save: the model found nothing in this conversation worth keeping."
+        if self.answer == "Nothing to consolidate.":
+            return "Nothing to consolidate: the model found no duplicated or outdated notes."
         said = " ".join(self.answer.split())
         said = (said[:200] + "…") if len(said) > 200 else (said or "(nothing)")
         return f"The model answered without proposing or changing anything.{refused} Its answer: {said}"
@@ -291,10 +295,6 @@ def review(
     turns, dropped = review_turns(conversation, conversation_limit)
     if not turns:
         return ReviewResult(thread_id, ended="empty", halves=halves)
-    if window is None:
-        window = getattr(model, "context_window", None)
-    budget = max_input_tokens if max_input_tokens is not None else input_budget(window)
-    metered = Metered(model, memory.drive.state, "review")
     started = now_iso()
     messages = review_messages(
         run,
@@ -305,6 +305,39 @@ def review(
         halves=halves,
         loaded=skills_read(turns_of(conversation)),
     )
+    return _work(
+        memory,
+        run,
+        model,
+        messages,
+        halves=halves,
+        max_calls=max_calls,
+        window=window,
+        max_input_tokens=max_input_tokens,
+        temperature=temperature,
+        started=started,
+    )
+
+
+def _work(
+    memory: Any,
+    run: Any,
+    model: Any,
+    messages: list[dict[str, Any]],
+    *,
+    halves: tuple[Half, ...],
+    max_calls: int,
+    window: int | None,
+    max_input_tokens: int | None,
+    temperature: float | None,
+    started: str,
+) -> ReviewResult:
+    """The review's loop on ``messages``: model calls within the budget, each tool call on ``run``."""
+    thread_id = run.thread_id
+    if window is None:
+        window = getattr(model, "context_window", None)
+    budget = max_input_tokens if max_input_tokens is not None else input_budget(window)
+    metered = Metered(model, memory.drive.state, "review")
     tools = [memory_tool_spec()]
     steps: list[ToolStep] = []
     calls, spent, produced, answer, error = 0, 0, 0, "", None
@@ -410,3 +443,77 @@ def _refused(steps: list[ToolStep]) -> list[Refused]:
             command = (step.arguments or {}).get("command", step.name)
             refused.append(Refused(str(command), str(error.get("code", "BAD_REQUEST"))))
     return refused
+
+
+# ---- consolidation: one level reread, merges proposed ---------------------------------------------
+
+
+def level_files(memory: Any, run: Any) -> list[str]:
+    """The memory files of the run's own level: its folder's files, without the levels below it, the
+    facts or the skills."""
+    folder = run.routine_folder or run.agent_folder or ""
+    level = "routine" if run.routine_folder else "agent" if run.agent_folder else "project"
+    found = [
+        entry.path
+        for entry in memory.drive.walk_files(folder)
+        if layout.role_of(entry.path).level == level
+        and layout.role_of(entry.path).kind in ("memory", "notes", "topic")
+        and layout.skill_of(entry.path) is None
+        and not layout.is_fact_path(entry.path)
+    ]
+    return sorted(found, key=lambda path: (not layout.role_of(path).is_top_file, path))  # the top file first
+
+
+def consolidate(
+    memory: Any,
+    model: Any,
+    scope: Scope | None = None,
+    *,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    thread_id: str | None = None,
+    project: str | None = None,
+    temperature: float | None = None,
+    window: int | None = None,
+) -> ReviewResult:
+    """Reread one level's files (``scope``'s own: the project's for a chat, the agent's, the routine's)
+    and propose merging duplicated or outdated notes. It only proposes: every change it makes, an
+    addition too, waits for a person (``fsmem proposals``); nothing standing is removed behind anyone's back.
+    """
+    if max_calls < 1:
+        raise ValueError("max_calls must be at least 1")
+    thread_id = thread_id or f"consolidate-{uuid.uuid4().hex[:12]}"
+    run = memory.run(scope or Scope.chat(), thread_id=thread_id, review=True)
+    run.only_proposals = True
+    paths = level_files(memory, run)
+    if not paths:
+        return ReviewResult(thread_id, ended="empty")
+    from fsmem._core.context import Document, render_copy
+    from fsmem._core.versions import version_of
+
+    copies = []
+    for path in paths:
+        data = memory.drive.read(path) or b""
+        run.mark_seen(path, version_of(data))
+        document = Document("memory", path, data.decode("utf-8", errors="replace"), version=version_of(data))
+        if not document.is_empty:
+            copies.append({"role": "user", "content": render_copy(document)})
+    level = run.routine_folder or run.agent_folder
+    named = f"the folder `{level}/`" if level else "the project's own files (not the agents' folders)"
+    instruction = _prompts.render("consolidate", level=named, max_calls=str(max_calls))
+    messages = [
+        {"role": "system", "content": _prompts.system_prompt(project or memory.name)},
+        *copies,
+        {"role": "user", "content": instruction.rstrip("\n")},
+    ]
+    return _work(
+        memory,
+        run,
+        model,
+        messages,
+        halves=("memory",),
+        max_calls=max_calls,
+        window=window,
+        max_input_tokens=None,
+        temperature=temperature,
+        started=now_iso(),
+    )

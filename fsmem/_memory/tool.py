@@ -64,6 +64,7 @@ class Run:
     def __init__(self, memory: Project, scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
         self.memory = memory
         self.review = review  # a background reviewer: adds apply at once, the rest become proposals
+        self.only_proposals = False  # a consolidation: every change of a review run waits for a person
         self.scope = scope
         self.thread_id = thread_id
         self.seen: dict[str, str] = {}
@@ -282,13 +283,13 @@ class Run:
                     f"{path} already holds exactly this (version {version}); nothing changed.",
                 )
             in_skill = skill_rules.check_write(self, path, before_text, after_text)  # a review patches skills
-            if self.review and before_text is not None and not in_skill:
+            if self.review and (self.only_proposals or (before is not None and not in_skill)):
                 from fsmem._core.review import only_adds, unified_diff  # review mode only: not loaded to search
 
-                if not only_adds(before_text, after_text):
-                    raise _Deferred(
-                        f"change {path}", {path: version_of(before)}, unified_diff(path, before_text, after_text)
-                    )
+                if self.only_proposals or not only_adds(before_text or "", after_text):
+                    base = {path: None if before is None else version_of(before)}
+                    verb = "create" if before is None else "change"
+                    raise _Deferred(f"{verb} {path}", base, unified_diff(path, before_text or "", after_text))
             version = tx.write(path, after)
             hand = [edit for edit in tx.hand_edits if edit.path == path and edit.version]
         self.mark_seen(path, version)

@@ -17,11 +17,11 @@ from fsmem._errors import BadFact, FsmemError
 from fsmem._llm.model import DEFAULT_API_KEY_ENV, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, ModelSettings
 
 
-def conversation_option(command: Callable[..., Any]) -> Callable[..., Any]:
+def conversation_option(command: Callable[..., Any], *, required: bool = True) -> Callable[..., Any]:
     return click.option(
         "--from",
         "conversation_file",
-        required=True,
+        required=required,
         metavar="CONVERSATION.json",
         type=click.Path(dir_okay=False, path_type=Path),
         help="A JSON list of {role, content} messages, or an object with `messages` "
