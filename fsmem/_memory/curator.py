@@ -84,16 +84,7 @@ def skills_of(memory: Any) -> list[Skill]:
         for path, head in skills_in(memory.drive, folder):
             skill_folder = path.rsplit("/", 1)[0]
             created = first.get(skill_folder) or _modified(memory, path)
-            found.append(
-                Skill(
-                    head.name,
-                    path,
-                    head.description,
-                    "review" if head.by_review else "person",
-                    created,
-                    uses.get(skill_folder),
-                )
-            )
+            found.append(_skill(head, path, created, uses.get(skill_folder)))
     return found
 
 
@@ -105,18 +96,13 @@ def archived_skills(memory: Any) -> list[Skill]:
         if not memory.drive.is_dir(archive):
             continue
         for path, head in skills_in(memory.drive, archive):
-            found.append(
-                Skill(
-                    head.name,
-                    path,
-                    head.description,
-                    "review" if head.by_review else "person",
-                    _modified(memory, path),
-                    None,
-                    archived=True,
-                )
-            )
+            found.append(_skill(head, path, _modified(memory, path), None, archived=True))
     return found
+
+
+def _skill(head: Any, path: str, created: str, last_used: str | None, archived: bool = False) -> Skill:
+    origin = "review" if head.by_review else "person"
+    return Skill(head.name, path, head.description, origin, created, last_used, archived)
 
 
 def _modified(memory: Any, path: str) -> str:

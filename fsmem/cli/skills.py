@@ -60,35 +60,24 @@ def list_(root: str | None, as_json: bool) -> None:
 @json_option
 def versions(name: str, agent: str | None, root: str | None, as_json: bool) -> None:
     """The versions kept of skill NAME's SKILL.md, newest first."""
+    from fsmem.cli.files import echo_versions
+
     memory = open_root(root)
-    path = _skill_file(memory, name, agent)[1]
-    kept = memory.versions(path)
-    if as_json:
-        echo_json([{"version": v.version, "kept_at": v.kept_at, "command": v.command, "size": v.size} for v in kept])
-        return
-    if not kept:
-        click.echo(f"No earlier versions of {path}.")
-    for v in kept:
-        click.echo(f"{v.version}  {v.kept_at}  replaced by {v.command}")
+    echo_versions(memory, _skill_file(memory, name, agent)[1], as_json)
 
 
 @skills.command()
 @click.argument("name")
-@click.option(
-    "--version", "version", metavar="V", help="This kept version (default: the newest, as before the last change)."
-)
+@click.option("--version", "version", metavar="V", help="This kept version (default: the newest one).")
 @_agent_option
 @root_option
 @json_option
 def revert(name: str, version: str | None, agent: str | None, root: str | None, as_json: bool) -> None:
     """Put skill NAME's SKILL.md back as it was before its last change (or as VERSION)."""
+    from fsmem.cli.files import echo_revert
+
     memory = open_root(root)
-    path = _skill_file(memory, name, agent)[1]
-    new_version = memory.revert(path, version, thread="cli")
-    if as_json:
-        echo_json({"path": path, "version": new_version})
-    else:
-        click.echo(f"Reverted {path}; it is now version {new_version}.")
+    echo_revert(memory, _skill_file(memory, name, agent)[1], version, as_json)
 
 
 @skills.command()
