@@ -85,7 +85,11 @@ class BackgroundReviews:
         self.last_due = due
         if not due:
             return False
-        lock = review_lock(self.memory.drive.state, self.conversation_id)
+        try:
+            lock = review_lock(self.memory.drive.state, self.conversation_id)
+        except OSError as error:  # a read-only state folder: no review, and the turn goes on
+            _log.warning("No review of %s: its lock could not be taken (%s).", self.conversation_id, error)
+            return False
         if lock is None:
             _log.info("A review of conversation %s is running already: none started.", self.conversation_id)
             return False

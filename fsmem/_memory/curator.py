@@ -13,6 +13,7 @@ pass ever only records itself. Rules: ``fsmem._core.curator``.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -151,7 +152,10 @@ def curate(memory: Any, now: datetime | None = None) -> CuratorPass:
                 archived.append(folder)
             except FsmemError:
                 failed.append(folder)
-    write_atomic(memory.drive.state / STATE_FILE, json.dumps({"last_pass": now.isoformat()}).encode("utf-8"))
+    try:
+        write_atomic(memory.drive.state / STATE_FILE, json.dumps({"last_pass": now.isoformat()}).encode("utf-8"))
+    except OSError as error:  # the pass ran; the next call runs one again
+        logging.getLogger("fsmem.skills").warning("the curator's pass could not be recorded: %s", error)
     return CuratorPass(due, tuple(archived), tuple(failed))
 
 

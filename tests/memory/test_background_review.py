@@ -233,3 +233,17 @@ def test_fsmem_chat_reviews_after_the_tenth_message_even_across_restarts(memory,
     assert RULE in memory.read("MEMORY.md")
     saved = json.loads(thread.read_text())["messages"]
     assert all("[review]" not in json.dumps(m) and "Kept the title rule" not in json.dumps(m) for m in saved)
+
+
+def test_a_state_folder_that_cannot_be_written_costs_the_review_never_the_turn(memory, monkeypatch):
+    import fsmem._memory.background as background
+    import fsmem._memory.usage as usage
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(background, "review_lock", refuse)
+    monkeypatch.setattr(usage, "USAGE_FILE", "no-such-folder/usage.jsonl")  # nor can the usage records
+    session = chat(memory, 10, ScriptedModel("Nothing to save."))
+    assert session.messages[-1]["content"] == "ok" and not session.reviews.running()
+    assert session.reviews.results == []
