@@ -49,7 +49,7 @@ if _typing.TYPE_CHECKING:
     from fsmem._memory.levels import Scope, scope_files
     from fsmem._memory.memory import Memory, open
     from fsmem._memory.prompts import memory_section
-    from fsmem._memory.review import review
+    from fsmem._memory.review import consolidate, review
     from fsmem._memory.tool import Run
 
 # Every name but the errors is bound on its first use, from the module that defines it, so a command
@@ -62,6 +62,7 @@ _DEFINED_IN = {
     "Run": "fsmem._memory.tool",
     "Scope": "fsmem._memory.levels",
     "build_model": "fsmem._llm.openai",
+    "consolidate": "fsmem._memory.review",
     "memory_section": "fsmem._memory.prompts",
     "open": "fsmem._memory.memory",
     "review": "fsmem._memory.review",
@@ -117,6 +118,7 @@ __all__ = [
     "TooLarge",
     "Unsupported",
     "build_model",
+    "consolidate",
     "memory_section",
     "open",
     "review",
