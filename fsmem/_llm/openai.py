@@ -188,8 +188,9 @@ class OpenAICompatibleModel:
             ) from None
         message = _assistant_message(raw_message, where)
         usage = decoded.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int) and usage["prompt_tokens"] > 0:
             # what the call cost, for the review's budget and `fsmem usage`; never sent back to a model
+            # (a server answering 0 did not count: fsmem's estimate stands in, fsmem._core.due.input_tokens)
             message["usage"] = {k: v for k, v in usage.items() if k in _USAGE_KEYS and isinstance(v, int)}
         return message
 
