@@ -247,3 +247,15 @@ def test_a_state_folder_that_cannot_be_written_costs_the_review_never_the_turn(m
     session = chat(memory, 10, ScriptedModel("Nothing to save."))
     assert session.messages[-1]["content"] == "ok" and not session.reviews.running()
     assert session.reviews.results == []
+
+
+def test_the_reviews_own_writes_do_not_start_the_count_again(memory):
+    reviewer = ScriptedModel(write_call("MEMORY.md", "# Rules\n- Prices include VAT.\n" + RULE), "Kept.",
+                             "Nothing to save.")
+    session = Session(memory, Scope.chat(), ScriptedModel(*["ok"] * 20), review_model=reviewer)
+    started = []
+    for number in range(1, 21):
+        started.append(session.turn(f"message {number}").review_started)
+        assert session.wait_for_reviews(30)
+    assert [n for n, s in enumerate(started, start=1) if s] == [10, 20]  # the write at the 10th restarted nothing
+    assert RULE in memory.read("MEMORY.md") and len(reviewer.requests) == 3
