@@ -60,6 +60,11 @@ class Case:
     agents: list[dict[str, Any]] = field(default_factory=list)
     script: list[dict[str, Any]] = field(default_factory=list)
     bad_script: list[dict[str, Any]] = field(default_factory=list)
+    # a review case: the conversation is `turns` (the person) and `replies` (the model), reread by the
+    # background review for these halves; `read` names the skill files the conversation read
+    review: tuple[str, ...] = ()
+    replies: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -92,6 +97,7 @@ def load_case(path: Path) -> Case:
         files={k: v.lstrip("\n") for k, v in data.get("files", {}).items()},
         agents=list(data.get("agents", [])), script=list(data.get("script", [])),
         bad_script=list(data.get("bad_script", [])),
+        review=tuple(data.get("review", ())), replies=list(data.get("replies", [])), read=list(data.get("read", [])),
     )
 
 
@@ -208,13 +214,17 @@ def run_trial(case: Case, model: Any, workdir: Path) -> Trial:
     answer = ""
     refused: list[str] = []
     try:
-        session = Session(memory, resolve_scope(case), model, project=PROJECT, thread_id=f"eval-{case.name}")
-        for turn in case.turns:
-            if turn.compact:
-                session.compact(COMPACT_SUMMARY)
-            result = session.turn(turn.text)
-            answer = result.answer
-            refused += [step.text for step in result.steps if not step.ok]
+        if case.review:
+            answer, refused = _review_trial(case, memory, model)
+        else:
+            session = Session(memory, resolve_scope(case), model, project=PROJECT, thread_id=f"eval-{case.name}",
+                              review=False)
+            for turn in case.turns:
+                if turn.compact:
+                    session.compact(COMPACT_SUMMARY)
+                result = session.turn(turn.text)
+                answer = result.answer
+                refused += [step.text for step in result.steps if not step.ok]
     except Exception as error:  # noqa: BLE001 - a broken trial is a failed trial, with its reason
         after = snapshot(root)
         return Trial(case.name, False, [f"the run failed: {type(error).__name__}: {error}"], answer,
@@ -228,6 +238,33 @@ def run_trial(case: Case, model: Any, workdir: Path) -> Trial:
     failures = score(case, before, after, answer)
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     return Trial(case.name, not failures, failures, answer, changed, refused=refused)
+
+
+def review_conversation(case: Case) -> list[dict[str, Any]]:
+    """The conversation a review case rereads: the person's turns and the model's replies, with the
+    skill reads it made before its first reply."""
+    messages: list[dict[str, Any]] = []
+    for number, text in enumerate(t.text for t in case.turns):
+        messages.append({"role": "user", "content": text})
+        if number == 0:
+            for index, path in enumerate(case.read):
+                call_id = f"read-{index}"
+                arguments = json.dumps({"command": "read", "path": path})
+                messages.append({"role": "assistant", "content": "", "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": "memory", "arguments": arguments}}]})
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": f"(the contents of {path})"})
+        if number < len(case.replies):
+            messages.append({"role": "assistant", "content": case.replies[number]})
+    return messages
+
+
+def _review_trial(case: Case, memory: Any, model: Any) -> tuple[str, list[str]]:
+    from fsmem._env.sample import PROJECT
+    from fsmem._memory.review import review
+
+    result = review(memory, review_conversation(case), model, resolve_scope(case), project=PROJECT,
+                    halves=case.review)  # type: ignore[arg-type]
+    return result.answer, [f"{r.command}: {r.code}" for r in result.refused]
 
 
 def scripted_model(case: Case, bad: bool = False) -> Any:

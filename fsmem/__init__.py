@@ -17,6 +17,7 @@ from fsmem._errors import (
     BadPath,
     BadPattern,
     BadRequest,
+    BadSkill,
     BadStore,
     Busy,
     Conflict,
@@ -42,12 +43,13 @@ from fsmem._errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from fsmem._core.due import review_due
     from fsmem._llm.model import ModelSettings
     from fsmem._llm.openai import OpenAICompatibleModel, build_model
     from fsmem._memory.levels import Scope, scope_files
     from fsmem._memory.memory import Memory, open
     from fsmem._memory.prompts import memory_section
-    from fsmem._memory.review import review
+    from fsmem._memory.review import consolidate, review
     from fsmem._memory.tool import Run
 
 # Every name but the errors is bound on its first use, from the module that defines it, so a command
@@ -60,9 +62,11 @@ _DEFINED_IN = {
     "Run": "fsmem._memory.tool",
     "Scope": "fsmem._memory.levels",
     "build_model": "fsmem._llm.openai",
+    "consolidate": "fsmem._memory.review",
     "memory_section": "fsmem._memory.prompts",
     "open": "fsmem._memory.memory",
     "review": "fsmem._memory.review",
+    "review_due": "fsmem._core.due",
     "scope_files": "fsmem._memory.levels",
 }
 
@@ -88,6 +92,7 @@ __all__ = [
     "BadStore",
     "Busy",
     "Conflict",
+    "BadSkill",
     "EditUnplaced",
     "Exists",
     "FactSensitive",
@@ -113,8 +118,10 @@ __all__ = [
     "TooLarge",
     "Unsupported",
     "build_model",
+    "consolidate",
     "memory_section",
     "open",
     "review",
+    "review_due",
     "scope_files",
 ]

@@ -12,6 +12,7 @@
     │   ├── TooLarge                TOO_LARGE
     │   ├── Sensitive               SENSITIVE
     │   │   └── FactSensitive       FACT_SENSITIVE
+    │   ├── BadSkill                BAD_SKILL
     │   ├── EditUnplaced            EDIT_UNPLACED
     │   ├── NotUnique               NOT_UNIQUE
     │   ├── BadPattern              BAD_PATTERN
@@ -48,6 +49,7 @@ __all__ = [
     "TooLarge",
     "Sensitive",
     "FactSensitive",
+    "BadSkill",
     "EditUnplaced",
     "NotUnique",
     "BadPattern",
@@ -101,6 +103,13 @@ class BadPath(RequestError):
 
 class Protected(RequestError):
     code = "PROTECTED"
+
+
+class BadSkill(RequestError):
+    """A ``SKILL.md`` without valid ``name`` and ``description`` front matter, or a review's skill
+    change its guards refuse."""
+
+    code = "BAD_SKILL"
 
 
 class Exists(RequestError):

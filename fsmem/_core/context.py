@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 DEFAULT_RECALL_TOKENS = 400
-KEY_ATTRIBUTE = {"memory": "path", "agent": "id", "routine": "id"}
+KEY_ATTRIBUTE = {"memory": "path", "agent": "id", "routine": "id", "skills": "scope"}
 RECALL_TAG = "recall"
 EMPTY_NOTE = "(This file is now empty: what an earlier copy said no longer holds.)"
 # Below this many tokens left, a cut excerpt says too little to be worth its header.

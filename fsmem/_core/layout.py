@@ -28,6 +28,9 @@ FACTS_DIR = "notes/memory"
 HISTORY_DIR = "notes/memory/history"
 ID_PREFIX_LENGTH = 8
 LEVEL_IDENTITY_FILE = ".fsmem-level"  # inside a level folder: its kind, full id and name (hidden)
+SKILLS_DIR = "skills"  # skills/<name>/SKILL.md (project), agents/<agent>/skills/<name>/SKILL.md (an agent)
+SKILL_FILE = "SKILL.md"
+SKILLS_ARCHIVE = ".archive"  # the curator's: <skills folder>/.archive/<name>, hidden as every dot name is
 
 Level = Literal["project", "agent", "routine"]
 Kind = Literal["memory", "notes", "topic", "fact", "replaced_fact"]
@@ -111,6 +114,35 @@ def role_of(path: str) -> PathRole:
 
 def is_fact_path(path: str) -> bool:
     return path == FACTS_DIR or path.startswith(FACTS_DIR + "/")
+
+
+def skill_of(path: str) -> tuple[str, str] | None:
+    """``(skills folder, skill name)`` of a path inside a skill, else None.
+
+    >>> skill_of("agents/seo-3f9a1c2e/skills/weekly-report/references/tone.md")
+    ('agents/seo-3f9a1c2e/skills', 'weekly-report')
+    >>> skill_of("skills") is None
+    True
+    """
+    parts = path.split("/") if path else []
+    if len(parts) >= 2 and parts[0] == SKILLS_DIR:
+        return SKILLS_DIR, parts[1]
+    if len(parts) >= 4 and parts[0] == AGENTS_DIR and parts[2] == SKILLS_DIR:
+        return "/".join(parts[:3]), parts[3]
+    return None
+
+
+def without_archive(path: str) -> str:
+    """``path`` with a skills folder's archive spelled as a visible name: what a store checks it as.
+
+    >>> without_archive("agents/seo-1/skills/.archive/a/SKILL.md")
+    'agents/seo-1/skills/archive/a/SKILL.md'
+    """
+    parts = path.split("/")
+    for index in range(1, len(parts)):
+        if parts[index] == SKILLS_ARCHIVE and parts[index - 1] == SKILLS_DIR:
+            parts[index] = SKILLS_ARCHIVE[1:]
+    return "/".join(parts)
 
 
 def is_state_path(path: str) -> bool:

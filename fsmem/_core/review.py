@@ -37,7 +37,7 @@ def unified_diff(path: str, before: str, after: str, max_lines: int = 80) -> str
 # ---- the conversation a reviewer rereads ---------------------------------------------------
 
 CONVERSATION_LIMIT = 60_000  # characters of turns kept, newest first (about 15,000 tokens)
-_COPY_TAGS = frozenset({"memory", "agent", "routine", "recall"})
+_COPY_TAGS = frozenset({"memory", "agent", "routine", "recall", "skills"})
 
 
 def review_turns(conversation: Any, limit: int = CONVERSATION_LIMIT) -> tuple[list[dict[str, str]], int]:

@@ -56,7 +56,8 @@ class ChatModel(Protocol):
         """One assistant message for ``messages``:
 
         ``{"role": "assistant", "content": str | None, "tool_calls": [{"id", "type": "function",
-        "function": {"name", "arguments": "<json>"}}]}`` — ``tool_calls`` only when the model made some.
+        "function": {"name", "arguments": "<json>"}}]}`` — ``tool_calls`` only when the model made some;
+        ``usage`` (``prompt_tokens``, ``completion_tokens``) when the server said what the call cost.
         ``temperature`` None: the model's own setting. ``response_format`` (e.g. :data:`JSON_OBJECT`):
         a task that wants JSON asks for it; a model that cannot honour it answers as it can.
         """
@@ -105,6 +106,9 @@ def _assistant_message(raw: Any, where: str) -> dict:
         )
     if normalized:
         message["tool_calls"] = normalized
+    usage = raw.get("usage")
+    if isinstance(usage, dict):  # a scripted reply may say what it cost, as a server's does
+        message["usage"] = {k: v for k, v in usage.items() if isinstance(v, int)}
     return message
 
 
@@ -124,6 +128,7 @@ class ModelSettings:
     max_tokens: int | None = DEFAULT_MAX_TOKENS  # None: send no cap (the server's own default)
     temperature: float = 0.0
     no_thinking: bool = False
+    context_window: int | None = None  # tokens; None: unknown (the background review then spends less)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ModelSettings:

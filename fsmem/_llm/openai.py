@@ -29,6 +29,7 @@ __all__ = ["OpenAICompatibleModel", "build_model", "chat_url"]
 DEFAULT_RETRIES = 3  # after HTTP 429 or 503
 MAX_RETRY_WAIT = 30.0  # seconds, whatever Retry-After says
 _EXCERPT = 300
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def chat_url(url: str) -> str:
@@ -56,6 +57,7 @@ def build_model(settings: ModelSettings, *, sleep: Callable[[float], None] = tim
         temperature=settings.temperature,
         extra_body=extra,
         sleep=sleep,
+        context_window=settings.context_window,
     )
 
 
@@ -84,6 +86,7 @@ class OpenAICompatibleModel:
         temperature: float = 0.0,
         retries: int = DEFAULT_RETRIES,
         sleep: Callable[[float], None] = time.sleep,
+        context_window: int | None = None,
     ) -> None:
         if not model:
             raise ModelError("no model name: pass --model NAME (the name the server knows it by)")
@@ -101,6 +104,7 @@ class OpenAICompatibleModel:
         self.extra_body = dict(extra_body or {})
         self.sleep = sleep
         self.response_format_refused = False  # the server said it does not take response_format
+        self.context_window = context_window  # tokens, when known: the background review's budget
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleModel({self.url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
@@ -182,7 +186,13 @@ class OpenAICompatibleModel:
             raise ModelError(
                 f"{where} answered without choices[0].message; is it an OpenAI-compatible chat-completions endpoint?"
             ) from None
-        return _assistant_message(raw_message, where)
+        message = _assistant_message(raw_message, where)
+        usage = decoded.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int) and usage["prompt_tokens"] > 0:
+            # what the call cost, for the review's budget and `fsmem usage`; never sent back to a model
+            # (a server answering 0 did not count: fsmem's estimate stands in, fsmem._core.due.input_tokens)
+            message["usage"] = {k: v for k, v in usage.items() if k in _USAGE_KEYS and isinstance(v, int)}
+        return message
 
     def _send(self, request: urllib.request.Request, where: str) -> bytes:
         """The response body, read within ``timeout`` seconds in all (a server that trickles bytes

@@ -28,6 +28,7 @@ from fsmem._index.front_matter import file_document
 from fsmem._memory import prompts as _prompts
 from fsmem._memory.levels import Scope, list_routines
 from fsmem._memory.project import Project
+from fsmem._memory.skills import listing_documents
 from fsmem._store.interface import Store
 
 __all__ = ["documents", "build_context", "recall_candidates", "recall_query"]
@@ -188,7 +189,7 @@ def build_context(
 
     Every file the thread then holds counts as read by ``run`` for the version check.
     """
-    docs = documents(run, routines)
+    docs = [*documents(run, routines), *listing_documents(run)]  # the skills it may use: names, descriptions
     plan = plan_context(messages, docs)
     for path, version in plan.seen.items():
         run.mark_seen(path, version)

@@ -33,6 +33,7 @@ from fsmem._errors import (
     TooLarge,
 )
 from fsmem._memory import render
+from fsmem._memory import skills as skill_rules
 from fsmem._memory.levels import Scope, scope_folders
 from fsmem._memory.schema import check_request
 from fsmem._store.types import ChangeProposal, now_iso
@@ -63,6 +64,7 @@ class Run:
     def __init__(self, memory: Project, scope: Scope, thread_id: str | None = None, review: bool = False) -> None:
         self.memory = memory
         self.review = review  # a background reviewer: adds apply at once, the rest become proposals
+        self.only_proposals = False  # a consolidation: every change of a review run waits for a person
         self.scope = scope
         self.thread_id = thread_id
         self.seen: dict[str, str] = {}
@@ -218,6 +220,7 @@ class Run:
         version = version_of(data)
         # Seen even when it cannot be shown: the refusal below says to write it whole, which needs it.
         self.mark_seen(path, version)
+        skill_rules.note_use(self, path)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -279,13 +282,14 @@ class Run:
                     after_text,
                     f"{path} already holds exactly this (version {version}); nothing changed.",
                 )
-            if self.review and before_text is not None:
+            in_skill = skill_rules.check_write(self, path, before_text, after_text)  # a review patches skills
+            if self.review and (self.only_proposals or (before is not None and not in_skill)):
                 from fsmem._core.review import only_adds, unified_diff  # review mode only: not loaded to search
 
-                if not only_adds(before_text, after_text):
-                    raise _Deferred(
-                        f"change {path}", {path: version_of(before)}, unified_diff(path, before_text, after_text)
-                    )
+                if self.only_proposals or not only_adds(before_text or "", after_text):
+                    base = {path: None if before is None else version_of(before)}
+                    verb = "create" if before is None else "change"
+                    raise _Deferred(f"{verb} {path}", base, unified_diff(path, before_text or "", after_text))
             version = tx.write(path, after)
             hand = [edit for edit in tx.hand_edits if edit.path == path and edit.version]
         self.mark_seen(path, version)
@@ -399,6 +403,7 @@ class Run:
                 self._check_version(source, data, request.expected_version, "rename")
             self.drive.check_free(destination, "new_path")
             if self.review:
+                skill_rules.refuse_removal(self, source)
                 base: dict[str, str | None] = (
                     {e.path: version_of(self.drive.read(e.path) or b"") for e in self.drive.walk_files(source)}
                     if source_is_dir
@@ -444,6 +449,7 @@ class Run:
             self._check_version(path, data, request.expected_version, "delete")
             held = {path: data.decode("utf-8", errors="replace")}
             if self.review:
+                skill_rules.refuse_removal(self, path)
                 from fsmem._core.review import unified_diff
 
                 raise _Deferred(
@@ -480,6 +486,7 @@ class Run:
                 if data is not None:
                     held[entry.path] = data.decode("utf-8", errors="replace")
             if self.review:
+                skill_rules.refuse_removal(self, folder)
                 raise _Deferred(
                     f"delete the folder {folder} ({len(held)} files)",
                     {p: version_of(c.encode("utf-8")) for p, c in held.items()},

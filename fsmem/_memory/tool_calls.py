@@ -55,7 +55,7 @@ def assistant_message(reply: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _refusal(code: str, message: str) -> dict[str, Any]:
+def refusal(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}, "text": f"Error [{code}]: {message}"}
 
 
@@ -67,7 +67,7 @@ def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
     raw = function.get("arguments") or "{}"
     if name != TOOL_NAME:
         return ToolStep(
-            name, None, _refusal("BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}")
+            name, None, refusal("BAD_REQUEST", f"there is no tool named {name!r}; the only tool is {TOOL_NAME!r}")
         )
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
@@ -75,7 +75,7 @@ def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
         return ToolStep(
             name,
             None,
-            _refusal(
+            refusal(
                 "BAD_REQUEST",
                 f"the arguments are not valid JSON ({error.msg}: line {error.lineno}, column "
                 f"{error.colno}); send them again as one complete JSON object such as "
@@ -84,5 +84,5 @@ def execute_call(run: Any, call: dict[str, Any]) -> ToolStep:
             malformed=True,
         )
     if not isinstance(arguments, dict):
-        return ToolStep(name, None, _refusal("BAD_REQUEST", 'the arguments must be one JSON object with a "command"'))
+        return ToolStep(name, None, refusal("BAD_REQUEST", 'the arguments must be one JSON object with a "command"'))
     return ToolStep(name, arguments, run.call(arguments))

@@ -121,6 +121,8 @@ def chat(
     """Talk to a model that uses this project's memory: a chat, an agent's chat or a routine's run.
 
     Reads one message a line from stdin (or takes -m). `/compact` compacts the thread; `/quit` ends.
+    After the turn that makes the conversation due, a review keeps what it taught in the background
+    and says what it did in one `[review] …` line.
     """
     from fsmem.harness import Session
 
@@ -133,10 +135,13 @@ def chat(
     memory = open_memory(root)
     scope, scope_key = _scope(agent_id, agent_name, routine_id, routine_name)
     thread_id, history = _load_thread(thread_file, scope_key)
-    session = Session(memory, scope, model, thread_id=thread_id, recall=recall, messages=history)
+    session = Session(
+        memory, scope, model, thread_id=thread_id, recall=recall, messages=history, window=model_settings.context_window
+    )
     interactive = not messages and sys.stdin.isatty()
     lines = iter(messages) if messages else (line.rstrip("\n") for line in sys.stdin)
     turns = []
+    notices: list[str] = []
     while True:
         if interactive:
             click.echo("you> ", nl=False)
@@ -173,8 +178,20 @@ def chat(
                 _print_turn(turn, show_context)
         if thread_file is not None:
             _save_thread(thread_file, session.thread_id, scope_key, session.messages)
+        notices += _print_notices(session, as_json)
+    session.wait_for_reviews()  # a review that started keeps its work: the process waits for it
+    notices += _print_notices(session, as_json)
     if as_json:
-        echo_json({"thread_id": session.thread_id, "turns": turns})
+        echo_json({"thread_id": session.thread_id, "turns": turns, "reviews": notices})
+
+
+def _print_notices(session: Any, as_json: bool) -> list[str]:
+    """What finished background reviews did, one line each, outside the thread."""
+    lines = session.review_notices()
+    if not as_json:
+        for line in lines:
+            click.echo(f"[review] {line}")
+    return lines
 
 
 EXIT_DEMO_FAILED = 1  # ran, and a check failed (the README's "refused" code); 2 stays "could not run"

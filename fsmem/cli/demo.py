@@ -5,7 +5,9 @@ Five runs, each printed as what the model was given and what it wrote:
 1. chat A is told a rule once;                2. a new chat B follows it;
 3. the Title tuning routine changes a title and records a hold for its siblings;
 4. a week later Rank check compares with the positions it kept and leaves the held page alone;
-5. after its thread is compacted, Rank check compares with what it kept in run 4.
+5. after its thread is compacted, Rank check compares with what it kept in run 4;
+
+then the background review of chat A, and the one line a person sees after it.
 
 With the scripted model (the default: no network, no key) the answers are written in advance, but what
 the model is given is real — read from the files the earlier runs wrote — and each run checks it. With
@@ -330,8 +332,44 @@ def run_demo(
                 "checks": dict(checks),
             }
         )
+    _show_review(memory, sessions["chat-a"], model, echo)
     echo(
         f"\nMemory now: {AGENT_MEMORY} holds the hold Title tuning recorded, and\n"
         f"{RANK_NOTES} the positions of the last run."
     )
     return records
+
+
+REVIEW_SKILL = "skills/recipe-pages/SKILL.md"
+REVIEW_SCRIPT = (
+    _tool(
+        command="write",
+        path=REVIEW_SKILL,
+        content="---\nname: recipe-pages\ndescription: Writing or editing a recipe page of the site.\n"
+        'origin: review\n---\n# Recipe pages\n1. Open with the allergens line: "Contains: wheat, rye, sesame."\n'
+        '2. Then the title, ending with " | Rye & Ember".\n',
+    ),
+    _say("Created the recipe-pages skill."),
+)
+
+
+def _show_review(memory: Any, session: Any, model: Any | None, echo: Callable[[str], None]) -> None:
+    """The background review of chat A, and the one line a person sees after it."""
+    from fsmem._errors import ModelError
+    from fsmem._llm.model import ScriptedModel
+    from fsmem._memory.review import review
+
+    echo("\n━━ After chat A: the background review")
+    echo(
+        "   (the harness starts it by itself after the person's 10th message, in the background;\n"
+        "   the demo runs it now on chat A's conversation)"
+    )
+    reviewer = model
+    if reviewer is None:
+        reviewer = ScriptedModel(*script_messages(REVIEW_SCRIPT, prefix="review"))
+    try:
+        result = review(memory, session.messages, reviewer, session.scope, project=PROJECT, halves=("memory", "skills"))
+    except ModelError as error:
+        echo(f"   The review could not run: {error.message}")
+        return
+    echo(f"\n  [review] {result.notice()}" if result.notice() else "\n  (the review changed nothing: no line)")

@@ -390,10 +390,14 @@ def _request_from_stdin() -> object:
 @json_option
 def versions(path: str, root: str | None, as_json: bool) -> None:
     """List the earlier contents kept for PATH, newest first."""
+    memory = _memory(root, path)
+    echo_versions(memory, shell_path(path, memory.root), as_json)
+
+
+def echo_versions(memory: Any, path: str, as_json: bool) -> None:
+    """What `fsmem versions` prints (also `fsmem skills versions`)."""
     from fsmem._memory.render import size, when_iso
 
-    memory = _memory(root, path)
-    path = shell_path(path, memory.root)
     kept = memory.versions(path)
     if as_json:
         echo_json([{"version": v.version, "kept_at": v.kept_at, "command": v.command, "size": v.size} for v in kept])
@@ -413,7 +417,11 @@ def versions(path: str, root: str | None, as_json: bool) -> None:
 def revert(path: str, version: str | None, root: str | None, as_json: bool) -> None:
     """Put back an earlier content of PATH (the newest kept one, or VERSION or its first characters)."""
     memory = _memory(root, path)
-    path = shell_path(path, memory.root)
+    echo_revert(memory, shell_path(path, memory.root), version, as_json)
+
+
+def echo_revert(memory: Any, path: str, version: str | None, as_json: bool) -> None:
+    """`fsmem revert`: put a kept version back, and say so (also `fsmem skills revert`)."""
     new_version = memory.revert(path, version, thread="cli")
     if as_json:
         echo_json({"path": path, "version": new_version})

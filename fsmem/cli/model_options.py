@@ -17,11 +17,11 @@ from fsmem._errors import BadFact, FsmemError
 from fsmem._llm.model import DEFAULT_API_KEY_ENV, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, ModelSettings
 
 
-def conversation_option(command: Callable[..., Any]) -> Callable[..., Any]:
+def conversation_option(command: Callable[..., Any], *, required: bool = True) -> Callable[..., Any]:
     return click.option(
         "--from",
         "conversation_file",
-        required=True,
+        required=required,
         metavar="CONVERSATION.json",
         type=click.Path(dir_okay=False, path_type=Path),
         help="A JSON list of {role, content} messages, or an object with `messages` "
@@ -50,7 +50,8 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
     argument (a :class:`fsmem._llm.model.ModelSettings`); build the model with :func:`make_model`.
 
     ``--model-url`` ($FSMEM_MODEL_URL), ``--model`` ($FSMEM_MODEL), ``--api-key-env``, ``--timeout``
-    ($FSMEM_TIMEOUT), ``--max-tokens``, ``--temperature``, ``--no-thinking``.
+    ($FSMEM_TIMEOUT), ``--max-tokens``, ``--temperature``, ``--no-thinking``, ``--context-window``
+    ($FSMEM_MODEL_WINDOW).
     """
 
     @functools.wraps(command)
@@ -63,6 +64,7 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
         max_tokens: int,
         temperature: float,
         no_thinking: bool,
+        context_window: int | None,
         **kwargs: Any,
     ) -> Any:
         settings = ModelSettings(
@@ -73,6 +75,7 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
             max_tokens=max_tokens,
             temperature=temperature,
             no_thinking=no_thinking,
+            context_window=context_window,
         )
         return command(*args, model_settings=settings, **kwargs)
 
@@ -126,6 +129,14 @@ def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 is_flag=True,
                 help="Ask a model that thinks (Qwen3 and the like) not to: sends chat_template_kwargs "
                 "enable_thinking=false (vLLM, llama.cpp, SGLang).",
+            ),
+            click.option(
+                "--context-window",
+                envvar="FSMEM_MODEL_WINDOW",
+                type=click.IntRange(min=1),
+                metavar="TOKENS",
+                help="The model's context window; a review then spends up to 3/4 of it (default: 120,000 "
+                "tokens in all) ($FSMEM_MODEL_WINDOW).",
             ),
         ]
     ):

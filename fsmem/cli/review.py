@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +19,14 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@conversation_option
+@functools.partial(conversation_option, required=False)
+@click.option(
+    "--consolidate",
+    "level",
+    metavar="project|agent:ID|routine:A/R",
+    help="Instead of a conversation, reread this level's files and propose merging duplicated or "
+    "outdated notes (proposals only).",
+)
 @click.option(
     "--scope",
     "scope_text",
@@ -38,7 +46,8 @@ if TYPE_CHECKING:
 @root_option
 @json_option
 def review(
-    conversation_file: Path,
+    conversation_file: Path | None,
+    level: str | None,
     scope_text: str,
     model_settings: ModelSettings,
     max_calls: int,
@@ -48,17 +57,29 @@ def review(
     """Reread a conversation through a model and keep what it taught in memory.
 
     Additions apply at once; a change that replaces or removes what is written becomes a proposal
-    (`fsmem proposals`). Prints one line per change and per proposal; when nothing changed, one line
-    that says whether the model found nothing worth keeping, answered without proposing anything, or
-    sent nothing usable (exit 2).
+    (`fsmem proposals`). With --consolidate LEVEL, rereads that level's files instead and only
+    proposes merging duplicated or outdated notes. Prints one line per change and per proposal; when
+    nothing changed, one line that says whether the model found nothing worth keeping, answered
+    without proposing anything, or sent nothing usable (exit 2).
     """
+    from fsmem._memory.review import consolidate
     from fsmem._memory.review import review as run_review
 
+    if (conversation_file is None) == (level is None):
+        raise click.UsageError("give a conversation (--from FILE) or a level to consolidate (--consolidate LEVEL)")
     memory = open_root(root)
-    scope = shell_scope(memory, scope_text)
-    conversation = read_conversation(conversation_file, error=BadRequest)
-    model = make_model(model_settings)
-    result = run_review(memory, conversation, model, scope, max_calls=max_calls)
+    if level is not None:
+        scope = shell_scope(memory, "chat" if level == "project" else level)
+        model = make_model(model_settings)
+        result = consolidate(memory, model, scope, max_calls=max_calls, window=model_settings.context_window)
+    else:
+        assert conversation_file is not None
+        scope = shell_scope(memory, scope_text)
+        conversation = read_conversation(conversation_file, error=BadRequest)
+        model = make_model(model_settings)
+        result = run_review(
+            memory, conversation, model, scope, max_calls=max_calls, window=model_settings.context_window
+        )
     outcome = result.outcome()
     failure = None
     if result.error is not None:

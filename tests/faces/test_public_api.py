@@ -85,7 +85,7 @@ def test_tool_error_codes_are_those_of_the_design():
     assert TOOL_ERROR_CODES == {
         "NOT_FOUND", "BAD_PATH", "PROTECTED", "EXISTS", "CONFLICT", "NOT_READ", "TOO_LARGE", "SENSITIVE",
         "EDIT_UNPLACED", "NOT_UNIQUE", "BAD_PATTERN", "TIMEOUT", "BUSY", "BAD_REQUEST", "FACT_SENSITIVE",
-        "STORAGE"}
+        "STORAGE", "BAD_SKILL"}
 
 
 def test_data_folders_are_found_beside_the_package_in_a_checkout():

@@ -28,6 +28,7 @@ def test_the_demo_proves_each_story_from_the_model_input(tmp_path):
     assert output.count("✓ the system prompt is byte-identical to the first run's") == len(RUNS)
     assert "✓ chat B's input holds the rule saved in chat A" in output
     assert "✓ after compaction, its input holds the positions it kept in the last run" in output
+    assert "\n  [review] Skill 'recipe-pages' created" in lines  # the one line a person sees after the review
 
 
 def test_the_demo_writes_what_it_says(tmp_path):
@@ -38,6 +39,7 @@ def test_the_demo_writes_what_it_says(tmp_path):
     assert "/recipes/country-sourdough: title changed 2026-11-30 by Title tuning" in agent
     assert '## Last positions seen (2026-12-14)\n- "sourdough recipe" → /recipes/country-sourdough: 13\n' in notes
     assert "listing its allergens" in (root / "MEMORY.md").read_text()
+    assert "origin: review" in (root / "skills/recipe-pages/SKILL.md").read_text()
 
 
 def test_fsmem_demo_prints_each_run_and_leaves_the_sample_untouched():
@@ -47,7 +49,8 @@ def test_fsmem_demo_prints_each_run_and_leaves_the_sample_untouched():
     lines = result.output.splitlines()
     assert lines[1] == "Answers come from the scripted model (answers written in advance; its input is real)."
     assert [line for line in lines if line.startswith("━━ ")] == [
-        f"━━ {n}/5 · {run.title}" for n, run in enumerate(RUNS, start=1)]
+        *(f"━━ {n}/5 · {run.title}" for n, run in enumerate(RUNS, start=1)), "━━ After chat A: the background review"]
+    assert "  [review] Skill 'recipe-pages' created" in lines
     assert "What the model was given this run (appended to the thread):" in lines
     assert "  memory copy of MEMORY.md (version 93248bbaa3d7): the same as shown in an earlier run" not in lines
     assert lines[-1] == "(The copy was temporary and is now removed; pass --keep DIR to keep it.)"
@@ -67,7 +70,7 @@ def test_fsmem_demo_keep_and_json(tmp_path):
 
 
 def test_fsmem_demo_with_a_real_model_url_sends_the_same_runs(tmp_path):
-    answers = ["Saved.", "Contains: rye.", "NEW TITLE: X | Rye & Ember", "REWRITE: none", "Quiet."]
+    answers = ["Saved.", "Contains: rye.", "NEW TITLE: X | Rye & Ember", "REWRITE: none", "Quiet.", "Nothing to save."]
     with ChatServer(answers) as server:
         url = server.base_url
         result = CliRunner().invoke(main, ["demo", "--model-url", url, "--model", "m",
@@ -78,8 +81,10 @@ def test_fsmem_demo_with_a_real_model_url_sends_the_same_runs(tmp_path):
                                               "reach the model as the runs expect")
     assert f"Answers come from the model at {url}." in result.output
     # each run's thread starts with its message; the compacted one with the summary, then its message
-    assert [r.messages[1]["content"] for r in server.requests] == [
+    assert [r.messages[1]["content"] for r in server.requests[:5]] == [
         *(run.message for run in RUNS[:4]), SUMMARY_PREFIX + COMPACTED]
+    assert server.requests[5].messages[-1]["content"].startswith("Stop here and look back.")  # the review
+    assert "(the review changed nothing: no line)" in result.output
     assert RUNS[4].message in [m["content"] for m in server.requests[4].messages]
     # the live model saved nothing in chat A, and the demo says so instead of pretending
     assert "✗ chat B's input holds the rule saved in chat A" in result.output

@@ -30,6 +30,16 @@ def test_the_cases_cover_the_kinds_of_run_and_the_seeded_behaviours():
         assert topic in names, topic
 
 
+def test_at_least_eight_cases_for_the_review_and_skills():
+    reviews = [case for case in CASES if case.review]
+    assert len(reviews) >= 8
+    names = " ".join(case.name for case in reviews)
+    for topic in ("correction_patches_skill", "environment_failure", "never_deletes", "quiet_conversation",
+                  "named_for_the_class", "support_file", "one_off", "memory_not_a_skill"):
+        assert topic in names, topic
+    assert {half for case in reviews for half in case.review} == {"memory", "skills"}
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_right_answers_pass_without_a_refused_call(case):
     [trial] = run_cases([case], lambda c: scripted_model(c))

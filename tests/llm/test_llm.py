@@ -54,6 +54,21 @@ def test_tools_and_tool_calls_travel_both_ways() -> None:
     assert server.requests[0].body["temperature"] == 0.2
 
 
+def test_the_usage_a_server_reports_is_kept_on_the_reply_and_never_sent_back() -> None:
+    import json
+
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Hi"}}],
+                       "usage": {"prompt_tokens": 812, "completion_tokens": 3, "total_tokens": 815, "extra": "x"}})
+    with ChatServer([Reply(raw=body)]) as server:
+        model = OpenAICompatibleModel(server.base_url, "tiny", context_window=32_768)
+        reply = model.complete(HELLO)
+    assert reply["usage"] == {"prompt_tokens": 812, "completion_tokens": 3, "total_tokens": 815}
+    assert model.context_window == 32_768
+    from fsmem._memory.tool_calls import assistant_message
+
+    assert assistant_message(reply) == {"role": "assistant", "content": "Hi"}  # the thread never holds it
+
+
 def test_extra_body_is_sent() -> None:
     with ChatServer(["ok"]) as server:
         OpenAICompatibleModel(server.base_url, "tiny",

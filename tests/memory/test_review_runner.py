@@ -385,7 +385,10 @@ def test_cli_json_and_a_review_that_changes_nothing(memory, conversation_file):
     payload = json.loads(data.output)
     assert payload == {"thread_id": payload["thread_id"], "applied": [], "proposals": [], "refused": [],
                        "model_calls": 1, "ended": "answered", "answer": "Nothing to save.", "error": None,
-                       "outcome": "Nothing to save: the model found nothing in this conversation worth keeping."}
+                       "outcome": "Nothing to save: the model found nothing in this conversation worth keeping.",
+                       "input_tokens": payload["input_tokens"], "output_tokens": payload["output_tokens"],
+                       "halves": ["memory"], "notice": None}
+    assert payload["input_tokens"] > 0  # the server reported 0: fsmem's estimate stands in
     assert payload["thread_id"].startswith("review-")
 
 

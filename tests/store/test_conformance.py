@@ -820,3 +820,146 @@ def test_deleting_a_routine_drops_it_from_the_agent_block(memory) -> None:
     }
     [block] = run.context(thread, routines={ROUTINE: "Title tuning"})
     assert parse_header(message_text(block))[0] == "agent" and ROUTINE not in message_text(block)
+
+
+# ---- skills (issue 22): kept like memory, the same on both stores ------------------------------------
+
+SKILL = "skills/weekly-report/SKILL.md"
+SKILL_TEXT = (
+    "---\nname: weekly-report\ndescription: How to write the weekly report for the owners.\n---\n"
+    "# Weekly report\n1. Sales first, in a table.\n"
+)
+
+
+def skill_text(name: str, description: str, *, origin: str | None = None, body: str = "# Steps\n1. Do it.\n") -> str:
+    origin_line = f"origin: {origin}\n" if origin else ""
+    return f"---\nname: {name}\ndescription: {description}\n{origin_line}---\n{body}"
+
+
+def test_a_skill_is_written_read_and_versioned_like_any_file(memory, run) -> None:
+    ok(run.call({"command": "write", "path": SKILL, "content": SKILL_TEXT}))
+    ok(run.call({"command": "write", "path": "skills/weekly-report/templates/table.md", "content": "| a | b |\n"}))
+    ok(run.call({"command": "write", "path": SKILL, "old_text": "Sales first", "new_text": "Sales and costs first"}))
+    assert [v.command for v in memory.versions(SKILL)] == ["write"]
+    assert "Sales and costs first" in ok(run.call({"command": "read", "path": SKILL}))["text"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "# Weekly report\nno front matter\n",
+        "---\nname: weekly-report\n---\n# no description\n",
+        "---\ndescription: no name\n---\n",
+        "---\nname: monthly-report\ndescription: named for another folder\n---\n",
+        "---\nname: [not, text]\ndescription: d\n---\n",
+    ],
+)
+def test_a_skill_file_without_a_valid_name_and_description_is_refused(memory, run, content) -> None:
+    before = state(memory, SKILL)
+    result = refused(run.call({"command": "write", "path": SKILL, "content": content}), "BAD_SKILL")
+    assert "name" in result["error"]["message"] or "description" in result["error"]["message"]
+    assert state(memory, SKILL) == before
+
+
+def test_each_scope_lists_the_skills_it_may_use_and_the_listing_is_byte_stable(memory) -> None:
+    leveled(memory)
+    writer = memory.run(Scope.agent(AGENT, name="SEO"), thread_id="setup")
+    ok(writer.call({"command": "write", "path": SKILL, "content": SKILL_TEXT}))
+    agent_skill = f"{AGENT_FOLDER}/skills/meta-tags/SKILL.md"
+    ok(writer.call({"command": "write", "path": agent_skill, "content": skill_text("meta-tags", "Writing meta tags.")}))
+    chat = memory.run(Scope.chat(), thread_id="c").context([])
+    routine = memory.run(Scope.routine(AGENT, ROUTINE), thread_id="r").context([])
+    [chat_listing] = [m for m in chat if parse_header(message_text(m))[0] == "skills"]
+    [routine_listing] = [m for m in routine if parse_header(message_text(m))[0] == "skills"]
+    assert f"- weekly-report ({SKILL}): How to write the weekly report" in message_text(chat_listing)
+    assert "meta-tags" not in message_text(chat_listing)  # an agent's skill is its own and its routines'
+    assert f"- meta-tags ({agent_skill}): Writing meta tags." in message_text(routine_listing)
+    again = memory.run(Scope.chat(), thread_id="c2").context([])
+    assert again == chat  # byte for byte, turn after turn
+    assert memory.run(Scope.chat(), thread_id="c").context(chat) == []  # nothing new: nothing appended
+
+
+def test_a_review_patches_a_skill_it_read_at_once_and_keeps_the_version(memory) -> None:
+    put(memory, SKILL, SKILL_TEXT)
+    review_run = memory.run(Scope.chat(), thread_id="review-s", review=True)
+    edit = {"command": "write", "path": SKILL, "old_text": "Sales first", "new_text": "Costs first"}
+    before = state(memory, SKILL)
+    refused(review_run.call(edit), "NOT_READ")  # not read in this review, as any run is refused
+    current = version_of(SKILL_TEXT.encode())
+    refused(review_run.call({**edit, "expected_version": current}), "BAD_SKILL")  # knowing the version is no read
+    support = {"command": "write", "path": "skills/weekly-report/references/tone.md", "content": "Plain words.\n"}
+    refused(review_run.call(support), "BAD_SKILL")  # a new support file, and the skill never read
+    assert state(memory, SKILL) == before
+    ok(review_run.call({"command": "read", "path": SKILL}))
+    result = ok(review_run.call(edit))
+    assert "proposal" not in result and "Costs first" in memory.read(SKILL)  # a skill patch applies at once
+    assert memory.proposals() == [] and len(memory.versions(SKILL)) == 1  # what the patch replaced
+    ok(review_run.call(support))
+
+
+def test_a_review_deletes_and_renames_no_skill(memory) -> None:
+    put(memory, SKILL, SKILL_TEXT)
+    review_run = memory.run(Scope.chat(), thread_id="review-s", review=True)
+    ok(review_run.call({"command": "read", "path": SKILL}))
+    before = state(memory, SKILL)
+    for request in (
+        {"command": "delete", "path": SKILL},
+        {"command": "delete", "path": "skills/weekly-report"},
+        {"command": "delete", "path": "skills"},
+        {"command": "rename", "path": "skills/weekly-report", "new_path": "skills/report"},
+    ):
+        refused(review_run.call(request), "PROTECTED")
+    assert state(memory, SKILL) == before
+
+
+def test_a_skill_the_review_creates_says_origin_review(memory) -> None:
+    review_run = memory.run(Scope.chat(), thread_id="review-s", review=True)
+    new = "skills/pricing-pages/SKILL.md"
+    before = state(memory, new)
+    refused(review_run.call({"command": "write", "path": new, "content": skill_text("pricing-pages", "d")}), "BAD_SKILL")
+    refused(review_run.call({"command": "write", "path": "skills/none/references/x.md", "content": "x\n"}), "BAD_SKILL")
+    assert state(memory, new) == before
+    ok(review_run.call({"command": "write", "path": new, "content": skill_text("pricing-pages", "d", origin="review")}))
+    changed = skill_text("pricing-pages", "d", origin="person")
+    refused(review_run.call({"command": "write", "path": new, "content": changed}), "BAD_SKILL")  # origin kept
+
+
+def test_the_curator_archives_the_reviews_unused_skill_and_restores_it(memory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from fsmem._memory.curator import archived_skills, curate, restore
+
+    review_run = memory.run(Scope.chat(), thread_id="review-s", review=True)
+    new = "skills/pricing-pages/SKILL.md"
+    ok(review_run.call({"command": "write", "path": new, "content": skill_text("pricing-pages", "d", origin="review")}))
+    put(memory, SKILL, SKILL_TEXT)
+    now = datetime.now(UTC)
+    assert curate(memory, now).ran == "first"
+    result = curate(memory, now + timedelta(days=31))
+    assert result.archived == ("skills/pricing-pages",)
+    assert not memory.drive.exists(new) and memory.drive.exists(SKILL)  # a person's skill stays
+    assert [s.path for s in archived_skills(memory)] == ["skills/.archive/pricing-pages/SKILL.md"]
+    assert restore(memory, "pricing-pages") == new and memory.drive.exists(new)
+    assert "pricing-pages" in message_text(memory.run(Scope.chat(), thread_id="l").context([])[-1])
+
+
+def test_an_archived_skill_is_out_of_the_listing_the_tree_and_search(memory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from fsmem._memory.curator import curate
+
+    review_run = memory.run(Scope.chat(), thread_id="review-s", review=True)
+    new = "skills/zebra-pages/SKILL.md"
+    body = "# Zebracorn pages\n1. Stripes.\n"
+    ok(review_run.call({"command": "write", "path": new, "content": skill_text("zebra-pages", "d", origin="review",
+                                                                               body=body)}))
+    assert [h.path for h in memory.search("zebracorn")] == [new]
+    now = datetime.now(UTC)
+    curate(memory, now)
+    assert curate(memory, now + timedelta(days=31)).archived == ("skills/zebra-pages",)
+    assert memory.search("zebracorn") == []
+    assert [e.path for e in memory.drive.walk_files("")] == ["MEMORY.md"]
+    tree = ok(memory.run(Scope.chat()).call({"command": "read", "path": "/"}))["text"]
+    assert "archive" not in tree and "zebra" not in tree
+    refused(memory.run(Scope.chat()).call({"command": "read", "path": "skills/.archive/zebra-pages/SKILL.md"}),
+            "BAD_PATH")

@@ -34,6 +34,7 @@ from fsmem._memory.facts.files import render
 from fsmem._memory.facts.problems import Problem
 from fsmem._memory.facts.problems import check as find_problems
 from fsmem._memory.facts.view import FactView, chain_paths, fact_paths, known_of, thing_paths
+from fsmem._memory.usage import Metered
 
 if TYPE_CHECKING:
     from fsmem._store.interface import Store, StoreChange
@@ -324,4 +325,5 @@ class Facts:
         list of messages, or an object with ``messages`` and optionally ``title`` and ``date``).
         Each proposal says what keeping it would do; nothing is kept. Keep the chosen ones with
         ``keep_drafts([p.draft for p in chosen])``."""
-        return propose_from(self._view, conversation, llm, now=self._now(), source=source, said=said, prompt=prompt)
+        metered = Metered(llm, self.drive.state, "remember")  # counted in `fsmem usage`
+        return propose_from(self._view, conversation, metered, now=self._now(), source=source, said=said, prompt=prompt)

@@ -5,16 +5,23 @@ Paths are normalized by ``fsmem._core.paths`` before they reach the store, which
 
 from __future__ import annotations
 
-from fsmem._core.layout import LEVEL_IDENTITY_FILE
+from fsmem._core.layout import LEVEL_IDENTITY_FILE, without_archive
 from fsmem._core.paths import normalize_path
 from fsmem._errors import BadPath
 
 
 def file_key(path: str) -> str:
-    """A normalized path of a file (the store refuses what the tool would have normalized)."""
-    if not path or normalize_path(path) != path:
+    """A normalized path of a file (the store refuses what the tool would have normalized); the one
+    dot folder it keeps is a skills folder's archive (``skills/.archive/…``), which no tool call names."""
+    shown = without_archive(path)
+    if not path or normalize_path(shown) != shown:
         raise BadPath(f"{path!r} is not a normalized path of a file, e.g. 'notes/seo.md'")
     return path
+
+
+def in_hidden_folder(relative: str) -> bool:
+    """Whether a path (below the folder listed) lies in a dot folder: hidden, as the folder store hides it."""
+    return any(segment.startswith(".") for segment in relative.split("/")[:-1])
 
 
 def identity_path(folder: str) -> str:

@@ -16,7 +16,7 @@ import psycopg
 
 from fsmem._errors import BadPath, Exists, NotFound
 from fsmem._store.postgres.connection import PgProject
-from fsmem._store.postgres.keys import file_key, folder_prefix, identity_path, key_range
+from fsmem._store.postgres.keys import file_key, folder_prefix, identity_path, in_hidden_folder, key_range
 from fsmem._store.types import Entry
 
 
@@ -73,6 +73,8 @@ def entries(db: PgProject, path: str) -> list[Entry]:
         key_range(prefix),
     ):
         name, slash, _ = child[len(prefix) :].partition("/")
+        if in_hidden_folder(child[len(prefix) :]):
+            continue  # a skills folder's archive: hidden, as the folder store hides dot names
         if slash:
             children.setdefault(name, Entry(prefix + name, True, 0, modified.timestamp()))
         else:
@@ -89,7 +91,8 @@ def walk_files(db: PgProject, path: str = "") -> Iterator[Entry]:
         "AND path >= %s AND path < %s ORDER BY path",
         key_range(folder_prefix(path)),
     ):
-        yield Entry(child, False, size, modified.timestamp())
+        if not in_hidden_folder(child[len(folder_prefix(path)) :]):
+            yield Entry(child, False, size, modified.timestamp())
 
 
 def info(db: PgProject, path: str) -> Entry | None:
