@@ -64,9 +64,12 @@ class _Root:
         self.idle = threading.Condition(self.mutex)
 
     def current(self, drive: Store) -> Index:
+        index = self.index
+        if index is not None:
+            return index
         with self.mutex:
             if self.index is None:
-                from fsmem._index.index import Index  # tantivy: a process that only writes never loads it
+                from fsmem._index.index import Index  # tantivy: loaded by the first search (or commit)
 
                 self.index = Index(drive)
             return self.index
@@ -91,6 +94,9 @@ class Share:
     def lease(self) -> Iterator[Index]:
         """The index, kept on the store it reads from until the block ends (a leaving share waits)."""
         root = self._root
+        if isinstance(self.drive, Drive):  # a folder's index is never handed over: nothing to count
+            yield root.current(self.drive)
+            return
         with root.mutex:
             index = root.current(self.drive)
             root.leases[id(index)] = root.leases.get(id(index), 0) + 1

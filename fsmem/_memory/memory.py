@@ -26,7 +26,7 @@ from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, RequestError, RootNotFound, Storage
 from fsmem._index.grep import grep
-from fsmem._index.state import index_dir, note_pending
+from fsmem._index.state import index_dir, note_pending, read_current
 from fsmem._memory import levels
 from fsmem._memory.levels import Scope
 from fsmem._store.atomic import remove_dead_temps
@@ -122,9 +122,11 @@ class Memory:
     def _open_folder(self, drive: Drive) -> None:
         """What a folder needs before use: notes for the index, folders a dead ``deleting_*`` block
         left parked, a killed change's repair, debris of derived state, ``.fsmem/`` kept private."""
-        # Every change notes its paths, under its lock, for the next search (any process) to index first:
-        # searchable when it returns, without a tantivy commit (or even a tantivy import) on the write path.
+        # Every change notes its paths, under its lock, then commits them to the index once the lock is
+        # let go, before the call returns: searchable from any process, and no search commits for it.
+        # A change whose commit did not happen (a kill, a full disk) is committed by the next search.
         drive.on_commit.append(self._note_for_index)
+        drive.after_change.append(self._commit_for_index)
         drive.restore_parked()
         if drive.crash_left():
             self._repair_after_crash(drive)
@@ -163,6 +165,19 @@ class Memory:
             warnings.warn(
                 f"could not note a change for the search index ({error}); the next search's comparison will find it",
                 stacklevel=3,
+            )
+
+    def _commit_for_index(self, paths: set[str]) -> None:
+        share = self._shared()
+        if share is None or read_current(self.drive.state) is None:
+            return  # closed, or no index built yet (the first search builds one, the change in it)
+        try:
+            with share.lease() as index:
+                index.apply_pending()
+        except (FsmemError, OSError) as error:
+            warnings.warn(
+                f"could not commit a change to the search index ({error}); the next search commits it",
+                stacklevel=4,
             )
 
     @property
@@ -256,7 +271,7 @@ class Memory:
         if share is not None:
             return share.index
         if self._alone is None:
-            from fsmem._index.index import Index  # tantivy: a process that only writes never loads it
+            from fsmem._index.index import Index  # tantivy: loaded by the first search (or commit)
 
             self._alone = Index(self.drive)
         return self._alone
