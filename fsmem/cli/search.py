@@ -54,18 +54,23 @@ def search(
     a prefix; put phrases in "double quotes". Facts that hold come before replaced ones. Exits 1 when
     nothing matched, as grep does (with --json, prints [] and exits 0).
     """
+    from fsmem._index.resident import search_args
+
     text = " ".join(query)
+    # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
+    # match everywhere).
+    args = search_args(
+        text,
+        regex=use_regex,
+        include=list(include),
+        exclude=list(exclude),
+        since=since,
+        limit=limit + MORE_COUNTED if use_regex else limit,
+    )
     with _warnings_to_stderr():
-        # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
-        # match everywhere).
-        hits = open_root(root).search(
-            text,
-            regex=use_regex,
-            include=include,
-            exclude=exclude,
-            since=since,
-            limit=limit + MORE_COUNTED if use_regex else limit,
-        )
+        hits = _asked_resident(root, args)
+        if hits is None:  # none runs (or it could not answer): the same search, here
+            hits = open_root(root).search(**args)
     hits, more = hits[:limit], len(hits) - limit
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
@@ -78,6 +83,23 @@ def search(
 
 
 MORE_COUNTED = 1000
+
+
+def _asked_resident(root: str | None, args: dict) -> list[SearchHit] | None:
+    """The hits a resident index of the root (``fsmem watch``) answers with, or ``None``: a folder's
+    only (a project in PostgreSQL has no socket of its own)."""
+    from fsmem._core.layout import STATE_DIR
+    from fsmem._index.resident import ask, hit_from_wire
+    from fsmem.cli.options import chosen_store, find_root
+
+    if chosen_store(folder_given=bool(root))[0] is not None:
+        return None
+    answer = ask(find_root(root) / STATE_DIR, "search", args)
+    if answer is None:
+        return None
+    for message in answer.get("warnings", []):
+        warnings.warn(message, stacklevel=2)
+    return [hit_from_wire(hit) for hit in answer["hits"]]
 
 
 def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
@@ -181,7 +203,8 @@ def rebuild(root: str | None, as_json: bool) -> None:
     help="Seconds of quiet before a batch of changes is indexed.",
 )
 def watch(root: str | None, debounce: float) -> None:
-    """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
+    """Keep the index current as files change and answer the shell's searches, until Ctrl-C (searches
+    then skip their own check, and a cold `fsmem search` asks this process instead of starting up)."""
     from fsmem._errors import BadRequest
     from fsmem._index.watch import Watcher
     from fsmem._store.folder.drive import Drive
@@ -192,6 +215,9 @@ def watch(root: str | None, debounce: float) -> None:
             "there is no folder to watch: on PostgreSQL each search catches up from the log first, "
             "and a long-lived process (memory.watch()) listens for changes"
         )
-    click.echo(f"Watching {memory.drive.label} (Ctrl-C to stop).", err=True)
-    with _warnings_to_stderr():
+    from fsmem._memory.resident import Resident
+
+    with _warnings_to_stderr(), Resident(memory) as resident:
+        serves = "serving searches" if resident.serving else "another process serves its searches"
+        click.echo(f"Watching {memory.drive.label}, {serves} (Ctrl-C to stop).", err=True)
         Watcher(memory.index, debounce=debounce).run_forever()
