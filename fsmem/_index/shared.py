@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -46,7 +47,7 @@ def join(drive: Store) -> Share:
         if root is None:
             root = _registry[key] = _Root(key)
         share = Share(root, drive)
-        root.members.append(share)
+        root.members.add(share)
     return share
 
 
@@ -55,7 +56,9 @@ class _Root:
 
     def __init__(self, key: tuple[object, ...]) -> None:
         self.key = key
-        self.members: list[Share] = []
+        # Held weakly: a Memory dropped without close() leaves with its share. (The one whose store the
+        # index reads through stays until closed: the index holds its store, which holds its hooks.)
+        self.members: weakref.WeakSet[Share] = weakref.WeakSet()
         self.index: Index | None = None
         self.watcher: IndexWatcher | None = None
         self.watch_refused = False
@@ -159,9 +162,9 @@ class Share:
         with _registry_lock:
             if self not in root.members:
                 return
-            root.members.remove(self)
-            last = not root.members
-            successor = None if last else root.members[0].drive
+            root.members.discard(self)
+            successor = next(iter(root.members), None)
+            last = successor is None
             if last and _registry.get(root.key) is root:
                 del _registry[root.key]
         with root.mutex:
@@ -170,7 +173,7 @@ class Share:
             elif successor is not None and root.index is not None and root.index.drive is self.drive:
                 if isinstance(self.drive, Drive):
                     return  # a folder holds no connection: the index goes on reading through it
-                watcher = self._hand_over(successor)
+                watcher = self._hand_over(successor.drive)
             else:
                 return
         if watcher is not None:

@@ -127,3 +127,20 @@ def test_memories_with_other_settings_keep_indexes_of_their_own(tmp_path: Path) 
     assert one.index is not unwatched.index and unwatched._watcher is None
     one.close()
     unwatched.close()
+
+
+def test_memories_dropped_without_close_leave_their_shares(tmp_path: Path) -> None:
+    import gc
+
+    from fsmem._index import shared
+
+    root = tmp_path / "root"
+    keeper = fsmem.open(root, create=True, settings=SETTINGS)
+    write(root, "MEMORY.md", "# Project\n\nthe tapir\n")
+    assert paths(keeper.search("tapir")) == ["MEMORY.md"]
+    for _ in range(30):  # a server that opens one per request and forgets to close it
+        assert paths(fsmem.open(root, settings=SETTINGS).search("tapir")) == ["MEMORY.md"]
+    gc.collect()
+    (entry,) = [entry for entry in shared._registry.values() if entry.index is keeper.index]
+    assert len(entry.members) == 1
+    keeper.close()
