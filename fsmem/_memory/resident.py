@@ -1,14 +1,15 @@
-"""The resident's server: a long-lived process (``fsmem watch``) answers searches of its memory over a
-local socket in the root's state folder (the wire and the client: ``fsmem._index.resident``).
+"""The resident's server: a long-lived process (``fsmem watch``) answers searches and reads of its
+memory over a local socket in the root's state folder (the wire and the client: ``fsmem._index.resident``).
 
     with Resident(memory) as resident:     # serving, unless another live process already does
         ...                                # resident.serving says which
 
-It answers by calling ``Memory.search``, the one search there is, so an answer is the one the asking
-process would have computed. Only its owner may ask: the socket is 0600 in the 0700 state folder, and
-each connection's peer uid (``SO_PEERCRED``) must be this process's. A socket left by a resident that
-died is found (nothing listens behind it) and replaced. It takes no lock of its own: a search takes
-only what a search takes, so an idle resident holds nothing.
+It answers by calling ``Memory.search``, the one search there is (and the memory tool's ``read``),
+so an answer is the one the asking process would have computed. Only its owner may ask: the socket
+is 0600 in the 0700 state folder, and each connection's peer uid (``SO_PEERCRED``) must be this
+process's. A socket left by a resident that died is found (nothing listens behind it) and replaced.
+It takes no lock of its own: a search takes only what a search takes, so an idle resident holds
+nothing.
 """
 
 from __future__ import annotations
@@ -143,16 +144,20 @@ class Resident:
                 log.info("a question went unanswered: %s", error)
 
     def _reply(self, question: Any) -> dict[str, Any]:
-        if (
-            not isinstance(question, dict)
-            or question.get("op") != "search"
-            or not isinstance(question.get("args"), dict)
-        ):
+        """``search``: ``Memory.search``; ``read``: the memory tool's read, in a run of its own (as the
+        shell makes it). Anything else, and any refusal raised, is left to the asker to do itself."""
+        if not isinstance(question, dict) or not isinstance(args := question.get("args"), dict):
+            return {"ok": False, "why": "not a question"}
+        op, request = question.get("op"), args.get("request")
+        if not (op == "search" or (op == "read" and isinstance(request, dict) and request.get("command") == "read")):
             return {"ok": False, "why": "not a question this resident answers"}
         with self._answering, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                hits = self.memory.search(**question["args"])
-            except (FsmemError, TypeError) as error:  # the asker's own search says it in its words
+                if op == "search":
+                    answer: dict[str, Any] = {"hits": [hit_to_wire(hit) for hit in self.memory.search(**args)]}
+                else:
+                    answer = {"result": self.memory.run(thread_id="cli").call(request)}
+            except (FsmemError, TypeError) as error:  # the asker's own call says it in its words
                 return {"ok": False, "why": type(error).__name__}
-        return {"ok": True, "hits": [hit_to_wire(hit) for hit in hits], "warnings": [str(w.message) for w in caught]}
+        return {"ok": True, **answer, "warnings": [str(w.message) for w in caught]}

@@ -14,7 +14,7 @@ from fsmem._core.search import SearchHit
 from fsmem._errors import BadPattern
 from fsmem._memory import render as _render
 from fsmem.cli import EXIT_NO_MATCH
-from fsmem.cli.options import echo_json, json_option, open_root, root_option
+from fsmem.cli.options import asked_resident, echo_json, json_option, open_root, root_option
 
 
 @contextmanager
@@ -86,15 +86,10 @@ MORE_COUNTED = 1000
 
 
 def _asked_resident(root: str | None, args: dict) -> list[SearchHit] | None:
-    """The hits a resident index of the root (``fsmem watch``) answers with, or ``None``: a folder's
-    only (a project in PostgreSQL has no socket of its own)."""
-    from fsmem._core.layout import STATE_DIR
-    from fsmem._index.resident import ask, hit_from_wire
-    from fsmem.cli.options import chosen_store, find_root
+    """The hits a resident index of the root answers with (``None``: none did)."""
+    from fsmem._index.resident import hit_from_wire
 
-    if chosen_store(folder_given=bool(root))[0] is not None:
-        return None
-    answer = ask(find_root(root) / STATE_DIR, "search", args)
+    answer = asked_resident(root, "search", args)
     if answer is None:
         return None
     for message in answer.get("warnings", []):

@@ -32,6 +32,12 @@ QUERIES = [
     ["search", "--regex", "ok[a-z]+i"],
     ["search", "okapi", "--since", "30d"],
     ["search", "nothingmatcheshere"],
+    ["read", "MEMORY.md"],
+    ["read", "seo/plan.md", "--start", "2", "--end", "3"],
+    ["read", "seo"],
+    ["read"],
+    ["read", "missing.md"],
+    ["read", "../outside.md"],
 ]
 
 
@@ -64,9 +70,10 @@ def env() -> dict[str, str]:
     return values
 
 
-def test_the_shell_gets_the_same_answers_from_a_resident_as_without_one_and_loads_no_tantivy(root: Path) -> None:
+def test_the_shell_gets_the_same_searches_and_reads_from_a_resident_as_without_one_and_loads_no_tantivy(root: Path) -> None:
     alone = answers(root)
-    assert alone[0][0] == 0 and len(alone[0][1]) == 3 and alone[-1] == (0, [])
+    assert alone[0][0] == 0 and len(alone[0][1]) == 3 and alone[7] == (0, [])
+    assert alone[8][1]["content"].startswith("# Project") and alone[-2][0] != 0 and alone[-1][0] != 0
     watch = subprocess.Popen(
         [sys.executable, "-m", "fsmem", "watch", "--root", str(root)],
         env=env(),
@@ -79,14 +86,15 @@ def test_the_shell_gets_the_same_answers_from_a_resident_as_without_one_and_load
             assert time.monotonic() < deadline and watch.poll() is None, "fsmem watch never started serving"
             time.sleep(0.05)
         assert answers(root) == alone
-        code = (
-            "import sys\nfrom fsmem.cli import main\n"
-            "try:\n    main(['search', 'okapi', '--root', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('tantivy', 'jsonschema', 'watchdog', 'frontmatter', 'regex', "
-            "'fsmem._memory.memory') if m in sys.modules), file=sys.stderr)\n"
-        )
-        done = subprocess.run([sys.executable, "-c", code, str(root)], env=env(), capture_output=True, text=True)
-        assert "MEMORY.md" in done.stdout and done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+        for command in (["search", "okapi"], ["read", "MEMORY.md"]):
+            code = (
+                "import sys\nfrom fsmem.cli import main\n"
+                f"try:\n    main({command!r} + ['--root', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+                "print(sorted(m for m in ('tantivy', 'jsonschema', 'watchdog', 'frontmatter', 'regex', "
+                "'fsmem._memory.memory') if m in sys.modules), file=sys.stderr)\n"
+            )
+            done = subprocess.run([sys.executable, "-c", code, str(root)], env=env(), capture_output=True, text=True)
+            assert "okapi" in done.stdout and done.stderr.strip().splitlines()[-1] == "[]", done.stderr
     finally:
         watch.send_signal(signal.SIGINT)
         _, stderr = watch.communicate(timeout=20)
