@@ -6,7 +6,8 @@ server is ``fsmem._memory.resident`` (it calls ``Memory.search``, the one search
     <root>/.fsmem/resident.sock          0600, in the 0700 state folder; the server checks the peer's uid
 
 One connection, one question: a JSON line ``{"op": "search", "args": {...}}`` and a JSON line back,
-``{"ok": true, "hits": [...], "warnings": [...]}`` or ``{"ok": false, "why": "..."}``. ``ask`` answers
+``{"ok": true, "hits": [...], "warnings": [...]}`` or ``{"ok": false, "why": "..."}``. Each side reads
+the other's uid (``SO_PEERCRED``) and talks only to its own user. ``ask`` answers
 ``None`` whenever no resident gave an answer (no socket, a stale one left by a crash, a refusal, an
 error, a timeout): the caller then does the work itself, and a refusal or an error arises there again,
 in its own words.
@@ -18,6 +19,7 @@ import contextlib
 import json
 import os
 import socket
+import struct
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -60,6 +62,8 @@ def ask(state: Path, op: str, args: dict[str, Any], timeout: float = ANSWER_TIME
             conn.settimeout(timeout)
             with address(path) as where:
                 conn.connect(where)
+            if peer_uid(conn) not in (None, os.geteuid()):
+                return None  # not our resident: a socket another user put there is told nothing
             conn.sendall(json.dumps({"op": op, "args": args}).encode("utf-8") + b"\n")
             answer = json.loads(read_line(conn) or b"null")
     except (OSError, ValueError):  # refused (stale: its server died), gone, timed out, garbled
@@ -67,6 +71,15 @@ def ask(state: Path, op: str, args: dict[str, Any], timeout: float = ANSWER_TIME
     if not isinstance(answer, dict) or answer.get("ok") is not True:
         return None
     return answer
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end (``None`` where the system cannot say)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return int(uid)
 
 
 def read_line(conn: socket.socket, limit: int | None = None) -> bytes:

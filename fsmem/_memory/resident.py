@@ -18,27 +18,17 @@ import json
 import logging
 import os
 import socket
-import struct
 import threading
 import warnings
 from typing import Any
 
 from fsmem._errors import FsmemError
-from fsmem._index.resident import MAX_LINE, address, hit_to_wire, read_line, socket_path
+from fsmem._index.resident import MAX_LINE, address, hit_to_wire, peer_uid, read_line, socket_path
 from fsmem._memory.memory import Memory
 
 log = logging.getLogger("fsmem.resident")
 
-__all__ = ["Resident", "peer_uid"]
-
-
-def peer_uid(conn: socket.socket) -> int | None:
-    """The uid of the process at the other end (``None`` where the system cannot say)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(uid)
+__all__ = ["Resident"]
 
 
 class Resident:

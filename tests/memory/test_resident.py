@@ -17,6 +17,7 @@ import pytest
 
 import fsmem
 from fsmem._env.config import Settings
+from fsmem._index import resident as wire
 from fsmem._index.resident import ask, search_args, socket_path
 from fsmem._index.state import watcher_health
 from fsmem._memory import resident as resident_module
@@ -70,7 +71,9 @@ def env() -> dict[str, str]:
     return values
 
 
-def test_the_shell_gets_the_same_searches_and_reads_from_a_resident_as_without_one_and_loads_no_tantivy(root: Path) -> None:
+def test_the_shell_gets_the_same_searches_and_reads_from_a_resident_as_without_one_and_loads_no_tantivy(
+    root: Path,
+) -> None:
     alone = answers(root)
     assert alone[0][0] == 0 and len(alone[0][1]) == 3 and alone[7] == (0, [])
     assert alone[8][1]["content"].startswith("# Project") and alone[-2][0] != 0 and alone[-1][0] != 0
@@ -111,9 +114,15 @@ def test_the_socket_is_its_owners_alone_and_another_uid_is_refused(root: Path, m
         assert stat.S_IMODE(os.stat(root / ".fsmem").st_mode) == 0o700
         args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
         assert len(ask(root / ".fsmem", "search", args)["hits"]) == 3
-        monkeypatch.setattr(resident_module.os, "geteuid", lambda: os.getuid() + 4242)  # as seen by another uid
-        assert ask(root / ".fsmem", "search", args) is None
-        assert resident.refused == 1
+        other = os.geteuid() + 4242
+        with monkeypatch.context() as patch:
+            patch.setattr(resident_module, "peer_uid", lambda conn: other)  # the server sees another user
+            assert ask(root / ".fsmem", "search", args) is None
+            assert resident.refused == 1
+        with monkeypatch.context() as patch:
+            patch.setattr(wire, "peer_uid", lambda conn: other)  # the asker finds another user's server
+            assert ask(root / ".fsmem", "search", args) is None
+        assert len(ask(root / ".fsmem", "search", args)["hits"]) == 3
     memory.close()
 
 
@@ -135,7 +144,7 @@ def test_a_process_of_another_user_is_refused_even_through_loosened_permissions(
             code = (
                 "import os, socket, sys\nos.setgid(65534)\nos.setuid(65534)\n"
                 "s = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
-                "s.sendall(b'{\"op\": \"search\", \"args\": {\"query\": \"okapi\"}}\\n')\n"
+                's.sendall(b\'{"op": "search", "args": {"query": "okapi"}}\\n\')\n'
                 "print(s.recv(4096).decode())\n"
             )
             done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
