@@ -82,7 +82,7 @@ def test_closing_some_memories_while_others_search_breaks_none_and_the_last_stop
             memory.close()
             return
         run = memory.run(thread_id=f"t{number}")
-        for round_ in range(5):
+        for round_ in range(3):
             assert paths(memory.search("fridays")) == ["MEMORY.md"]
             path = f"w{number}-{round_}.md"
             assert run.call({"command": "write", "path": path, "content": f"# W\n\nnumbat{number}x{round_}\n"})["ok"]
