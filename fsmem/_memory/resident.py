@@ -14,6 +14,7 @@ nothing.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ class Resident:
         self.memory = memory
         self.path = socket_path(memory.drive.state)
         self.serving = False
+        self.why_not: str | None = None  # why it does not serve: another resident does, or the error
         self.refused = 0  # connections of another user, turned away
         self._listener: socket.socket | None = None
         self._inode: int | None = None
@@ -50,7 +52,8 @@ class Resident:
             self._bind(listener)
         except OSError as error:
             listener.close()
-            log.info("not serving %s: %s", self.path, error)
+            self.why_not = "another process serves them" if error.errno == errno.EADDRINUSE else str(error)
+            log.info("not serving %s: %s", self.path, self.why_not)
             return self
         self._listener, self.serving = listener, True
         self._thread = threading.Thread(target=self._accept_loop, name="fsmem-resident", daemon=True)

@@ -213,6 +213,6 @@ def watch(root: str | None, debounce: float) -> None:
     from fsmem._memory.resident import Resident
 
     with _warnings_to_stderr(), Resident(memory) as resident:
-        serves = "serving searches" if resident.serving else "another process serves its searches"
+        serves = "serving searches" if resident.serving else f"not serving searches ({resident.why_not})"
         click.echo(f"Watching {memory.drive.label}, {serves} (Ctrl-C to stop).", err=True)
         Watcher(memory.index, debounce=debounce).run_forever()

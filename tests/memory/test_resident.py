@@ -166,6 +166,7 @@ def test_a_stale_socket_is_passed_over_then_replaced_and_a_live_one_is_left_alon
         assert first.serving and len(ask(root / ".fsmem", "search", args)["hits"]) == 3
         with Resident(memory) as second:
             assert not second.serving  # one serves; the other does not take its socket
+            assert second.why_not == "another process serves them"
         assert path.exists() and ask(root / ".fsmem", "search", args) is not None
     assert not path.exists()
     memory.close()
