@@ -1,4 +1,4 @@
-"""``bin/bench [drive|search|facts|context|faces|store|all] [--quick] [part options]``: run benchmark parts."""
+"""``bin/bench [drive|search|facts|context|faces|store|processes|all] [--quick] [part options]``: run benchmark parts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import sys
 
-PARTS = ("drive", "search", "facts", "context", "faces", "store")
+PARTS = ("drive", "search", "facts", "context", "faces", "store", "processes")
 USAGE = f"usage: bin/bench [{'|'.join(PARTS)}|all] [--quick] [options of the part]"
 
 

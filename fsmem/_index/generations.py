@@ -113,6 +113,9 @@ class IndexStore:
         # Threads of one process share the open generation; this guards which one it is (a thread
         # never waits on it for longer than an open).
         self._mutex = threading.Lock()
+        # Threads of one process write their batches in turn, waiting here rather than polling for
+        # tantivy's writer lock; a batch that follows another often finds its work done.
+        self._batching = threading.RLock()
         self._current_file = str(index_dir(self.state) / CURRENT)
         self._current_key: tuple[int, int, int] | None = None
         self._meta_file = ""
@@ -215,29 +218,31 @@ class IndexStore:
     @contextmanager
     def batch(self, big: bool = False) -> Iterator[Batch]:
         """One batch, one commit, under tantivy's writer lock (waited for up to ``lock_timeout``)."""
-        self.open()
-        assert self.generation is not None
-        writer = self._writer(self.generation, big)
-        batch = Batch(self, writer)
         failed: CommitFailed | None = None
-        try:
-            yield batch
-            batch.commit()
-        except BaseException as error:
+        self.open()  # a build it needs takes the feed's lock: never while holding the batches' turn
+        with self._batching:
+            self.open()
+            assert self.generation is not None
+            writer = self._writer(self.generation, big)
+            batch = Batch(self, writer)
             try:
-                writer.rollback()
-            except Exception:  # noqa: BLE001, S110 - the writer is dropped below either way
-                pass
-            if not isinstance(error, CommitFailed) or self._pinned:
-                raise
-            failed = error
-        finally:
-            try:
-                writer.wait_merging_threads()  # consumes the writer: its lock is released
-            except Exception:  # noqa: BLE001, S110
-                pass
-            del writer
-            _release_heap()
+                yield batch
+                batch.commit()
+            except BaseException as error:
+                try:
+                    writer.rollback()
+                except Exception:  # noqa: BLE001, S110 - the writer is dropped below either way
+                    pass
+                if not isinstance(error, CommitFailed) or self._pinned:
+                    raise
+                failed = error
+            finally:
+                try:
+                    writer.wait_merging_threads()  # consumes the writer: its lock is released
+                except Exception:  # noqa: BLE001, S110
+                    pass
+                del writer
+                _release_heap()
         if failed is not None:
             self._rebuild_after(failed)
         elif batch.touched:

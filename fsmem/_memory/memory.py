@@ -26,7 +26,7 @@ from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, RequestError, RootNotFound, Storage
 from fsmem._index.grep import grep
-from fsmem._index.state import index_dir, note_pending
+from fsmem._index.state import index_dir, note_pending, read_current
 from fsmem._memory import levels
 from fsmem._memory.levels import Scope
 from fsmem._store.atomic import remove_dead_temps
@@ -38,6 +38,7 @@ from fsmem._store.types import LogEntry, VersionInfo
 if TYPE_CHECKING:
     from fsmem._index.feed import IndexWatcher
     from fsmem._index.index import Index
+    from fsmem._index.shared import Share
     from fsmem._memory.facts import Facts
     from fsmem._memory.tool import Run
 
@@ -109,10 +110,10 @@ class Memory:
     def __init__(self, drive: Store, settings: Settings) -> None:
         self.settings = settings
         self.drive = drive
-        self._index: Index | None = None
-        self._watcher: IndexWatcher | None = None
-        self._watch_refused = False
-        self._watch_mutex = threading.Lock()
+        self._share: Share | None = None  # this process's index of the memory, shared on first use
+        self._alone: Index | None = None  # after close: an index of its own, with no watcher
+        self._closed = False
+        self._share_mutex = threading.Lock()
         if isinstance(drive, Drive):
             self._open_folder(drive)
         else:
@@ -121,9 +122,11 @@ class Memory:
     def _open_folder(self, drive: Drive) -> None:
         """What a folder needs before use: notes for the index, folders a dead ``deleting_*`` block
         left parked, a killed change's repair, debris of derived state, ``.fsmem/`` kept private."""
-        # Every change notes its paths, under its lock, for the next search (any process) to index first:
-        # searchable when it returns, without a tantivy commit (or even a tantivy import) on the write path.
+        # Every change notes its paths, under its lock, then commits them to the index once the lock is
+        # let go, before the call returns: searchable from any process, and no search commits for it.
+        # A change whose commit did not happen (a kill, a full disk) is committed by the next search.
         drive.on_commit.append(self._note_for_index)
+        drive.after_change.append(self._commit_for_index)
         drive.restore_parked()
         if drive.crash_left():
             self._repair_after_crash(drive)
@@ -162,6 +165,19 @@ class Memory:
             warnings.warn(
                 f"could not note a change for the search index ({error}); the next search's comparison will find it",
                 stacklevel=3,
+            )
+
+    def _commit_for_index(self, paths: set[str]) -> None:
+        share = self._shared()
+        if share is None or read_current(self.drive.state) is None:
+            return  # closed, or no index built yet (the first search builds one, the change in it)
+        try:
+            with share.lease() as index:
+                index.apply_pending()
+        except (FsmemError, OSError) as error:
+            warnings.warn(
+                f"could not commit a change to the search index ({error}); the next search commits it",
+                stacklevel=4,
             )
 
     @property
@@ -249,11 +265,31 @@ class Memory:
 
     @property
     def index(self) -> Index:
-        if self._index is None:
-            from fsmem._index.index import Index  # tantivy: a process that only writes never loads it
+        """The search index of this memory: one per memory in a process, however many ``Memory``
+        objects open it (``fsmem._index.shared``)."""
+        share = self._shared()
+        if share is not None:
+            return share.index
+        if self._alone is None:
+            from fsmem._index.index import Index  # tantivy: loaded by the first search (or commit)
 
-            self._index = Index(self.drive)
-        return self._index
+            self._alone = Index(self.drive)
+        return self._alone
+
+    def _shared(self) -> Share | None:
+        if self._share is None and not self._closed:
+            with self._share_mutex:
+                if self._share is None and not self._closed:
+                    from fsmem._index.shared import join
+
+                    self._share = join(self.drive)
+        return self._share
+
+    @property
+    def _watcher(self) -> IndexWatcher | None:
+        """The watcher of this process that keeps this memory's index current (``None``: none runs)."""
+        share = self._share
+        return share.watcher if share is not None else None
 
     def search(
         self,
@@ -278,9 +314,18 @@ class Memory:
                 timeout=self.settings.regex_timeout,
             )
         try:
-            return self.index.search(
-                query, include=include, exclude=exclude, since=since, limit=limit, watched=self._watched()
-            )
+            share = self._shared()
+            if share is None:  # closed: the folder's searches compare again; PostgreSQL's answer STORAGE
+                return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
+            with share.lease() as index:
+                return index.search(
+                    query,
+                    include=include,
+                    exclude=exclude,
+                    since=since,
+                    limit=limit,
+                    watched=share.watched(start=self.settings.watch),
+                )
         except Storage as error:
             if not error.read_only:
                 raise
@@ -297,54 +342,25 @@ class Memory:
             timeout=self.settings.regex_timeout,
         )
 
-    def _watched(self) -> set[str] | None:
-        """What this process's own watcher has seen change and not applied yet (``None``: no watcher
-        vouches). The first search starts one (``settings.watch``): a process that searches again
-        then refreshes only those paths instead of comparing every file."""
-        if self._watcher is None and self.settings.watch and not self._watch_refused:
-            with self._watch_mutex:
-                if self._watcher is None and not self._watch_refused:
-                    self._start_watcher()
-        watcher = self._watcher
-        return watcher.unapplied() if watcher is not None else None
-
-    def _start_watcher(self, **options: float) -> None:
-        try:
-            watcher = self.index.watcher(**options).start()  # the store's: watchdog, or LISTEN
-        except (ImportError, OSError) as error:
-            self._refuse_watching(str(error))
-            return
-        if not watcher.watching:
-            watcher.stop()
-            self._refuse_watching("; ".join(watcher.errors) or "no watch could be placed")
-            return
-        self._watcher = watcher
-
-    def _refuse_watching(self, reason: str) -> None:
-        self._watch_refused = True
-        warnings.warn(
-            f"cannot watch {self.drive.label} for changes ({reason}); every search asks what changed instead",
-            stacklevel=4,
-        )
-
     def watch(self, **options: float) -> IndexWatcher:
         """Keep the index current from this process (the folder: watchdog, with ``options`` such as
-        ``debounce``; PostgreSQL: LISTEN/NOTIFY); replaces the watcher the first search started.
-        ``stop()`` it, or ``close()`` the memory."""
-        with self._watch_mutex:
-            if self._watcher is not None:
-                self._watcher.stop()
-            self._watcher = self.index.watcher(**options).start()
-            return self._watcher
+        ``debounce``; PostgreSQL: LISTEN/NOTIFY); replaces the watcher a first search started. The
+        watcher is the process's for this memory: it stops when the last ``Memory`` on it closes."""
+        share = self._shared()
+        if share is None:
+            raise Storage("this memory was closed (memory.close()); open it again to watch it")
+        return share.watch(**options)
 
     def close(self) -> None:
-        """Stop what this memory started: its watcher, and on PostgreSQL its connections (calls after
-        it answer STORAGE, saying the memory was closed). On a folder, searches after it compare again."""
-        with self._watch_mutex:
-            watcher, self._watcher = self._watcher, None
-            self._watch_refused = True
-        if watcher is not None:
-            watcher.stop()
+        """Let go of what this memory holds: its share of the process's index (the last ``Memory`` of a
+        root to close stops the watcher; the others keep searching), and on PostgreSQL its connections
+        (calls after it answer STORAGE, saying the memory was closed). On a folder, searches after it
+        compare again."""
+        with self._share_mutex:
+            share, self._share = self._share, None
+            self._closed = True
+        if share is not None:
+            share.leave()
         self.drive.close()
 
     def __enter__(self) -> Memory:

@@ -14,8 +14,11 @@ import click
 from fsmem._errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 from fsmem.cli import exit_code_for, for_the_shell
 from fsmem.cli.options import (
+    asked_resident,
+    chosen_store,
     echo_json,
     expect_option,
+    find_root,
     json_line,
     json_option,
     open_memory,
@@ -34,7 +37,11 @@ def _memory(root: str | None, near: str | None = None):
 
 def _call(memory: Any, request: dict, as_json: bool, run: Any = None) -> dict:
     """One stateless tool call; refusals become FsmemErrors so the group prints one Error line."""
-    result = (run or memory.run(thread_id="cli")).call(request)
+    return _shown((run or memory.run(thread_id="cli")).call(request), request, as_json)
+
+
+def _shown(result: dict, request: dict, as_json: bool) -> dict:
+    """A tool call's result for the shell: printed under --json; a refusal becomes an FsmemError."""
     if as_json:
         echo_json(result)
         if not result["ok"]:
@@ -121,15 +128,26 @@ def read(path: str | None, start_line: int | None, end_line: int | None, root: s
     PATH is taken from the current folder when you are inside the root; an absolute path inside a
     root works from anywhere; otherwise PATH is relative to the root.
     """
-    memory = _memory(root, path)
-    request: dict[str, Any] = {"command": "read", "path": shell_path(path, memory.root)}
+    request: dict[str, Any] = {"command": "read"}
     if start_line:
         request["start_line"] = start_line
     if end_line:
         request["end_line"] = end_line
-    result = _call(memory, request, as_json)
+    asked = None if chosen_store(folder_given=bool(root))[0] else _asked_read(root, path, request)
+    if asked is not None:  # a resident index of the root (fsmem watch) made the same tool call
+        result = _shown(*asked, as_json)
+    else:
+        memory = _memory(root, path)
+        result = _call(memory, {**request, "path": shell_path(path, memory.root)}, as_json)
     if not as_json:
         click.echo(result["text"])
+
+
+def _asked_read(root: str | None, path: str | None, request: dict[str, Any]) -> tuple[dict, dict] | None:
+    """The resident's result of the read and the request it answered (``None``: none answered)."""
+    request = {**request, "path": shell_path(path, find_root(root, path))}
+    answer = asked_resident(root, "read", {"request": request}, near=path)
+    return None if answer is None else (answer["result"], request)
 
 
 @click.command()

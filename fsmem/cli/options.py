@@ -74,6 +74,19 @@ def chosen_store(folder_given: bool = False) -> tuple[str | None, str | None]:
     return url, project
 
 
+def asked_resident(
+    explicit: str | None, op: str, args: dict[str, Any], near: str | None = None
+) -> dict[str, Any] | None:
+    """What a resident index of the root (``fsmem watch``) answers, or ``None``: none runs, or it could
+    not answer (the caller then does the work itself). A folder's only: a project in PostgreSQL has no
+    socket. Loads the wire alone, never the index."""
+    from fsmem._index.resident import ask
+
+    if chosen_store(folder_given=bool(explicit))[0] is not None:
+        return None
+    return ask(find_root(explicit, near) / STATE_DIR, op, args)
+
+
 def find_root(explicit: str | None, near: str | None = None) -> Path:
     """``--root``, else ``FSMEM_ROOT``, else the root holding ``near`` (an absolute path a person typed),
     else the nearest folder upward from here that holds ``.fsmem/``."""

@@ -14,7 +14,7 @@ from fsmem._core.search import SearchHit
 from fsmem._errors import BadPattern
 from fsmem._memory import render as _render
 from fsmem.cli import EXIT_NO_MATCH
-from fsmem.cli.options import echo_json, json_option, open_root, root_option
+from fsmem.cli.options import asked_resident, echo_json, json_option, open_root, root_option
 
 
 @contextmanager
@@ -54,18 +54,23 @@ def search(
     a prefix; put phrases in "double quotes". Facts that hold come before replaced ones. Exits 1 when
     nothing matched, as grep does (with --json, prints [] and exits 0).
     """
+    from fsmem._index.resident import search_args
+
     text = " ".join(query)
+    # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
+    # match everywhere).
+    args = search_args(
+        text,
+        regex=use_regex,
+        include=list(include),
+        exclude=list(exclude),
+        since=since,
+        limit=limit + MORE_COUNTED if use_regex else limit,
+    )
     with _warnings_to_stderr():
-        # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
-        # match everywhere).
-        hits = open_root(root).search(
-            text,
-            regex=use_regex,
-            include=include,
-            exclude=exclude,
-            since=since,
-            limit=limit + MORE_COUNTED if use_regex else limit,
-        )
+        hits = _asked_resident(root, args)
+        if hits is None:  # none runs (or it could not answer): the same search, here
+            hits = open_root(root).search(**args)
     hits, more = hits[:limit], len(hits) - limit
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
@@ -78,6 +83,18 @@ def search(
 
 
 MORE_COUNTED = 1000
+
+
+def _asked_resident(root: str | None, args: dict) -> list[SearchHit] | None:
+    """The hits a resident index of the root answers with (``None``: none did)."""
+    from fsmem._index.resident import hit_from_wire
+
+    answer = asked_resident(root, "search", args)
+    if answer is None:
+        return None
+    for message in answer.get("warnings", []):
+        warnings.warn(message, stacklevel=2)
+    return [hit_from_wire(hit) for hit in answer["hits"]]
 
 
 def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
@@ -181,7 +198,8 @@ def rebuild(root: str | None, as_json: bool) -> None:
     help="Seconds of quiet before a batch of changes is indexed.",
 )
 def watch(root: str | None, debounce: float) -> None:
-    """Keep the index current as files change, until Ctrl-C (searches then skip their own check)."""
+    """Keep the index current as files change and answer the shell's searches, until Ctrl-C (searches
+    then skip their own check, and a cold `fsmem search` asks this process instead of starting up)."""
     from fsmem._errors import BadRequest
     from fsmem._index.watch import Watcher
     from fsmem._store.folder.drive import Drive
@@ -192,6 +210,9 @@ def watch(root: str | None, debounce: float) -> None:
             "there is no folder to watch: on PostgreSQL each search catches up from the log first, "
             "and a long-lived process (memory.watch()) listens for changes"
         )
-    click.echo(f"Watching {memory.drive.label} (Ctrl-C to stop).", err=True)
-    with _warnings_to_stderr():
+    from fsmem._memory.resident import Resident
+
+    with _warnings_to_stderr(), Resident(memory) as resident:
+        serves = "serving searches" if resident.serving else f"not serving searches ({resident.why_not})"
+        click.echo(f"Watching {memory.drive.label}, {serves} (Ctrl-C to stop).", err=True)
         Watcher(memory.index, debounce=debounce).run_forever()

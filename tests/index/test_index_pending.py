@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import fsmem
-from fsmem._index.state import index_dir, pending_mark, read_applied, read_current
+from fsmem._index.freshness import Freshness
+from fsmem._index.state import file_key, index_dir, pending_mark, read_applied, read_current
 from tests.conftest import run_fsmem
 
 
-def test_a_write_is_noted_not_committed_and_found_by_a_search_in_another_process(tmp_path):
+def _generation(root):
+    return index_dir(root / ".fsmem") / read_current(root / ".fsmem")["generation"]
+
+
+def test_a_write_is_noted_and_committed_by_the_writer_so_a_search_in_another_process_commits_nothing(tmp_path):
     memory = fsmem.open(tmp_path, create=True)
     memory.search("anything")  # the index exists from here on
     run = memory.run(thread_id="t-1")
@@ -17,11 +24,37 @@ def test_a_write_is_noted_not_committed_and_found_by_a_search_in_another_process
     pending = tmp_path / ".fsmem" / "index.pending"
     token, noted = pending.read_text().splitlines()
     assert token.startswith("#") and json.loads(noted) == "seo/plan.md"
+    generation = _generation(tmp_path)
+    assert read_applied(generation) == pending_mark(tmp_path / ".fsmem")  # committed before the write returned
+    meta = file_key(str(generation / "meta.json"))
     found = run_fsmem("search", "zephyrine", "--root", str(tmp_path), "--json")
     assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)] == ["seo/plan.md"]
-    generation = index_dir(tmp_path / ".fsmem") / read_current(tmp_path / ".fsmem")["generation"]
-    assert read_applied(generation) == pending_mark(tmp_path / ".fsmem")  # applied to its end, by the other process
+    assert file_key(str(generation / "meta.json")) == meta  # the reader committed nothing
+
+
+def test_a_change_whose_commit_failed_is_committed_by_the_next_search_anywhere(tmp_path, monkeypatch):
+    memory = fsmem.open(tmp_path, create=True)
+    memory.search("anything")
+
+    def full_disk(self):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Freshness, "apply_pending", full_disk)
+    with pytest.warns(UserWarning, match="could not commit a change to the search index"):
+        assert memory.run().call({"command": "write", "path": "a.md", "content": "# A\nokapiword\n"})["ok"]
+    assert read_applied(_generation(tmp_path)) != pending_mark(tmp_path / ".fsmem")
+    found = run_fsmem("search", "okapiword", "--root", str(tmp_path), "--json")
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)] == ["a.md"]
+    assert read_applied(_generation(tmp_path)) == pending_mark(tmp_path / ".fsmem")
+
+
+def test_a_write_to_a_root_never_indexed_builds_no_index(tmp_path):
+    memory = fsmem.open(tmp_path, create=True)
+    assert memory.run().call({"command": "write", "path": "a.md", "content": "# A\nokapiword\n"})["ok"]
+    assert read_current(tmp_path / ".fsmem") is None  # the first search builds it, the write in it
+    assert [hit.path for hit in memory.search("okapiword")] == ["a.md"]
 
 
 def test_a_delete_is_noted_too(tmp_path):
@@ -41,11 +74,11 @@ def test_a_torn_line_from_a_crash_is_skipped_and_the_comparison_repairs(tmp_path
     assert [h.path for h in memory.search("wombatword")] == ["b.md"]
 
 
-def test_the_write_path_imports_no_tantivy(tmp_path):
+def test_a_write_to_a_root_never_searched_imports_no_tantivy(tmp_path):
     import subprocess
     import sys
 
-    fsmem.open(tmp_path, create=True).search("anything")
+    fsmem.open(tmp_path, create=True)
     code = (
         "import sys, fsmem\n"
         f"m = fsmem.open({str(tmp_path)!r})\n"

@@ -314,3 +314,44 @@ def test_a_change_committed_while_a_worker_builds_its_index_is_found_after(open_
     assert paths(b.search("marmot")) == ["brand.md", "late.md"]  # the first search: build, then the log since
     del b.drive.walk_files
     assert paths(b.search("marmot")) == ["brand.md", "late.md"]
+
+
+def test_memories_on_one_worker_share_its_index_and_closing_the_first_breaks_none(open_worker) -> None:
+    """A server opening a Memory per request on one worker: one cache index, one listener; closing the
+    Memory whose connections the index reads through hands it to one that stays."""
+    import threading
+
+    a = open_worker("a")
+    first, second, third = open_worker("b", watch=True), open_worker("b", watch=True), open_worker("b", watch=True)
+    write(a, "birds.md", "a grey heron at dawn\n")
+    assert paths(first.search("heron")) == ["birds.md"]
+    assert first.index is second.index is third.index
+    listening = first._watcher
+    assert isinstance(listening, PgWatcher) and listening.watching and second._watcher is listening
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search_on() -> None:
+        try:
+            while not stop.is_set():
+                assert paths(second.search("heron")) == ["birds.md"]
+        except BaseException as error:  # noqa: BLE001 - asserted on below
+            errors.append(error)
+
+    searcher = threading.Thread(target=search_on)
+    searcher.start()
+    first.close()  # while the other searches
+    stop.set()
+    searcher.join(timeout=60)
+    assert errors == []
+    assert not listening.watching  # its connection closed with the first
+    handed = second._watcher
+    assert isinstance(handed, PgWatcher) and handed.watching and third._watcher is handed
+    write(a, "birds.md", "a grey heron and an egret\n")
+    assert paths(third.search("egret")) == ["birds.md"]
+    second.close()  # if the index read through its connections, it is handed on again
+    last = third._watcher
+    assert isinstance(last, PgWatcher) and last.watching
+    assert paths(third.search("egret")) == ["birds.md"]
+    third.close()
+    assert not last.watching and not handed.watching

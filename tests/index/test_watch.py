@@ -159,8 +159,9 @@ def test_fsmem_watch_process(root: Path) -> None:
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 0, stderr
-    assert stderr.startswith(f"Watching {root.resolve()} (Ctrl-C to stop).")
+    assert stderr.startswith(f"Watching {root.resolve()}, serving searches (Ctrl-C to stop).")
     assert not heartbeat_file(root / ".fsmem").exists()
+    assert not (root / ".fsmem" / "resident.sock").exists()  # its socket went with it
 
 
 @pytest.mark.slow

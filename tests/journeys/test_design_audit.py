@@ -315,10 +315,10 @@ elif where == "before_index_note":
 memory = fsmem.open(root)
 run = memory.run(fsmem.Scope.chat(), thread_id="crasher")
 run.call({"command": "read", "path": "brand.md"})
-result = run.call({"command": "write", "path": "brand.md", "old_text": "okapi", "new_text": "quagga"})
-if where == "inside_index_apply":
+if where == "inside_index_apply":  # the writer commits its own change, once its lock is let go
+    memory.search("okapi")
     fsmem._index.generations.Batch.apply = lambda self, *args, **kwargs: os._exit(9)
-    memory.search("quagga")
+result = run.call({"command": "write", "path": "brand.md", "old_text": "okapi", "new_text": "quagga"})
 print(result)
 """
 

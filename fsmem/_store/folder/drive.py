@@ -7,7 +7,8 @@ write lock::
         before = tx.read("MEMORY.md")
         tx.write("MEMORY.md", b"# Project\n")
 
-When the block ends, the ``on_commit`` hooks (the index) get the changed paths, still under the lock.
+When the block ends, the ``on_commit`` hooks (the index's note) get the changed paths, still under the
+lock; then, the lock released, the ``after_change`` hooks (the index's commit of them).
 Reads need no lock: a file is always the old one or the new one (the change swaps it in whole).
 
 This module is the guard and the reads: paths here are already normalized by ``fsmem._core.paths``;
@@ -53,6 +54,7 @@ class Drive:
         self.state = self.root / STATE_DIR
         self._root_str, self._state_str = str(self.root), str(self.state)
         self.on_commit: list[Callable[[set[str]], None]] = []
+        self.after_change: list[Callable[[set[str]], None]] = []  # with the changed paths, the lock let go
         self._lock = RootLock(self.state / LOCK_FILE, settings.lock_timeout)
         # A test hook: called with the path between the version check and the swap of a write (the
         # window a person's save can land in); None in use.
@@ -265,6 +267,9 @@ class Drive:
                 if tx.changed:
                     for hook in self.on_commit:
                         hook(set(tx.changed))
+        if tx.changed:
+            for hook in self.after_change:
+                hook(set(tx.changed))
 
     # ---- levels (store interface, "levels" block) ----------------------------------------------
 
