@@ -16,6 +16,7 @@ from fsmem._errors import (
     BadFact,
     BadPath,
     BadPattern,
+    BadProposal,
     BadRequest,
     BadStore,
     Busy,
@@ -82,6 +83,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BadFact",
+    "BadProposal",
     "BadPath",
     "BadPattern",
     "BadRequest",

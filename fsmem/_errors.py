@@ -22,6 +22,7 @@
         ├── RootNotFound            NO_ROOT
         ├── ScopeError              BAD_SCOPE
         ├── BadFact                 BAD_FACT
+        ├── BadProposal             BAD_PROPOSAL
         ├── ModelError              MODEL_ERROR
         ├── IndexError_             INDEX_ERROR
         ├── Unsupported             UNSUPPORTED
@@ -58,6 +59,7 @@ __all__ = [
     "RootNotFound",
     "ScopeError",
     "BadFact",
+    "BadProposal",
     "ModelError",
     "IndexError_",
     "Unsupported",
@@ -170,6 +172,13 @@ class ScopeError(SetupError):
 
 class BadFact(SetupError):
     code = "BAD_FACT"
+
+
+class BadProposal(SetupError):
+    """A file in ``.fsmem/proposals/`` fsmem cannot read as a proposal (not JSON, cut short, a link, …):
+    ``details["proposal"]`` is its id, ``details["problem"]`` what is wrong. It is left as it is."""
+
+    code = "BAD_PROPOSAL"
 
 
 class ModelError(SetupError):
