@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from fsmem._core.versions import version_of
-from fsmem._errors import BadProposal, NotFound
+from fsmem._errors import BadProposal, NotFound, RequestError
 from fsmem._store.types import BrokenProposal, ChangeProposal, now_iso
 
 if TYPE_CHECKING:
@@ -67,7 +67,11 @@ def stale_paths(memory: Project, proposal: ChangeProposal) -> list[str]:
     """The files that no longer hold what they held when the proposal was made."""
     stale = []
     for path, version in proposal.base.items():
-        data = memory.drive.read(path)
+        try:
+            data = memory.drive.read(path)
+        except RequestError:  # a FIFO, or a link out of the root, there now: not what the proposal saw
+            stale.append(path)
+            continue
         if (None if data is None else version_of(data)) != version:
             stale.append(path)
     folder = proposal.extra.get("folder")

@@ -89,6 +89,17 @@ def test_the_shell_lists_it_as_broken_and_the_good_one_still_applies(root: Path)
     assert (root / "MEMORY.md").read_text() == "# Rules\n- two\n"
 
 
+def test_a_proposal_whose_file_became_a_fifo_is_stale_and_the_listing_goes_on(root: Path) -> None:
+    (root / ".fsmem" / "proposals" / f"{BROKEN}.json").unlink()
+    good = opened(root).proposals()[0].id
+    (root / "MEMORY.md").unlink()
+    os.mkfifo(root / "MEMORY.md")
+    listed = invoke(root, "proposals")
+    assert listed.exit_code == 0 and listed.output.endswith("[stale (MEMORY.md changed)]\n"), listed.output
+    approved = invoke(root, "proposals", "approve", good)
+    assert approved.exit_code == 3 and "[CONFLICT]" in approved.output, approved.output
+
+
 def test_a_person_may_discard_it_and_only_it_goes(root: Path) -> None:
     good = opened(root).proposals()[0].id
     result = invoke(root, "proposals", "discard", BROKEN)
