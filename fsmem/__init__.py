@@ -16,6 +16,7 @@ from fsmem._errors import (
     BadFact,
     BadPath,
     BadPattern,
+    BadProposal,
     BadRequest,
     BadSkill,
     BadStore,
@@ -86,6 +87,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BadFact",
+    "BadProposal",
     "BadPath",
     "BadPattern",
     "BadRequest",

@@ -23,6 +23,7 @@
         ├── RootNotFound            NO_ROOT
         ├── ScopeError              BAD_SCOPE
         ├── BadFact                 BAD_FACT
+        ├── BadProposal             BAD_PROPOSAL
         ├── ModelError              MODEL_ERROR
         ├── IndexError_             INDEX_ERROR
         ├── Unsupported             UNSUPPORTED
@@ -60,6 +61,7 @@ __all__ = [
     "RootNotFound",
     "ScopeError",
     "BadFact",
+    "BadProposal",
     "ModelError",
     "IndexError_",
     "Unsupported",
@@ -179,6 +181,13 @@ class ScopeError(SetupError):
 
 class BadFact(SetupError):
     code = "BAD_FACT"
+
+
+class BadProposal(SetupError):
+    """A file in ``.fsmem/proposals/`` fsmem cannot read as a proposal (not JSON, cut short, a link, …):
+    ``details["proposal"]`` is its id, ``details["problem"]`` what is wrong. It is left as it is."""
+
+    code = "BAD_PROPOSAL"
 
 
 class ModelError(SetupError):

@@ -9,8 +9,11 @@ order) and proposals travel as they are. Copying reads the source (one snapshot:
 lock, PostgreSQL in one REPEATABLE READ transaction) and writes the destination all or nothing: one
 transaction on PostgreSQL, a temp folder renamed into place for a folder. A destination that already
 holds memory is refused (``EXISTS``), and so is a source that does not exist (``NO_ROOT``); either way
-nothing is written. What is not memory (a picture, a link, an editor's swap file) is left out and
-listed in ``Copied.skipped``. Derived state (the search index) is not copied: it is rebuilt on open.
+nothing is written. What is not memory (a picture, a link, an editor's swap file, a file in
+``.fsmem/versions/`` that no change kept there) is left out and listed in ``Copied.skipped``. A file in
+``.fsmem/proposals/`` that is not a proposal (cut short, edited, a link) stops the copy
+(``BAD_PROPOSAL``, naming it) before the destination is touched. Derived state (the search index) is
+not copied: it is rebuilt on open.
 """
 
 from __future__ import annotations
@@ -78,14 +81,10 @@ def copy(source: str, destination: str, project: str | None = None) -> Copied:
     """Copy the project at ``source`` to ``destination`` (see the module's docstring)."""
     source_place, destination_place = place(source, project), place(destination, project)
     with contextlib.ExitStack() as opened:
-        source_store = _open(source_place, opened, create=False)
-        return copy_project(source_store, _open(destination_place, opened, create=True))
-
-
-def copy_project(source: _Copyable, destination: _Copyable) -> Copied:
-    """Read everything ``source`` holds and write it into ``destination`` (all or nothing)."""
-    held = source.export_project()
-    destination.import_project(held)
+        # The source is read whole before the destination is opened: a source that cannot be copied
+        # (a proposal file that is not one) stops the copy before anything is made there.
+        held = _open(source_place, opened, create=False).export_project()
+        _open(destination_place, opened, create=True).import_project(held)
     return Copied(len(held.files), len(held.versions), len(held.log), len(held.proposals), held.skipped)
 
 

@@ -33,7 +33,7 @@ from fsmem._store.atomic import remove_dead_temps
 from fsmem._store.folder.drive import Drive
 from fsmem._store.folder.rootlock import CRASH_MARK
 from fsmem._store.interface import Store
-from fsmem._store.types import LogEntry, VersionInfo
+from fsmem._store.types import BrokenProposal, ChangeProposal, LogEntry, VersionInfo
 
 if TYPE_CHECKING:
     from fsmem._index.feed import IndexWatcher
@@ -391,7 +391,9 @@ class Memory:
 
     # ---- proposals --------------------------------------------------------------------------
 
-    def proposals(self):
+    def proposals(self) -> list[ChangeProposal | BrokenProposal]:
+        """The proposals waiting for a person, oldest first; then any that cannot be read as one
+        (``BrokenProposal``: ``id`` and ``problem``), which ``approve`` refuses and ``discard`` drops."""
         from fsmem._memory import proposals
 
         return proposals.all_proposals(self)

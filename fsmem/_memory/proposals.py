@@ -2,7 +2,9 @@
 
 A proposal records the request, the scope and thread it came from, and the version of every file it
 would change as it was when the proposal was made (its base). ``approve`` applies it only if those
-files still hold what they held; ``discard`` drops it.
+files still hold what they held; ``discard`` drops it. One the store cannot read as a proposal (a
+file cut short or edited by hand) is listed as a ``BrokenProposal``; ``load`` refuses it
+(``BAD_PROPOSAL``), ``discard`` drops it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from fsmem._core.versions import version_of
-from fsmem._errors import NotFound
-from fsmem._store.types import ChangeProposal, now_iso
+from fsmem._errors import BadProposal, NotFound, RequestError
+from fsmem._store.types import BrokenProposal, ChangeProposal, now_iso
 
 if TYPE_CHECKING:
     from fsmem._memory.project import Project
@@ -47,15 +49,29 @@ def resolve_id(memory: Project, typed: str) -> str:
     return resolve_prefix(typed, memory.drive.proposal_ids(), "proposal", "fsmem proposals")
 
 
-def all_proposals(memory: Project) -> list[ChangeProposal]:
-    return sorted((load(memory, proposal_id) for proposal_id in memory.drive.proposal_ids()), key=lambda p: p.made_at)
+def all_proposals(memory: Project) -> list[ChangeProposal | BrokenProposal]:
+    """Every proposal kept, oldest first, then the broken ones by id (each with what is wrong)."""
+    readable: list[ChangeProposal] = []
+    broken: list[BrokenProposal] = []
+    for proposal_id in memory.drive.proposal_ids():
+        try:
+            readable.append(load(memory, proposal_id))
+        except BadProposal as error:
+            broken.append(BrokenProposal(proposal_id, str(error.details["problem"])))
+        except NotFound:
+            continue  # discarded or approved since it was listed
+    return [*sorted(readable, key=lambda p: p.made_at), *broken]
 
 
 def stale_paths(memory: Project, proposal: ChangeProposal) -> list[str]:
     """The files that no longer hold what they held when the proposal was made."""
     stale = []
     for path, version in proposal.base.items():
-        data = memory.drive.read(path)
+        try:
+            data = memory.drive.read(path)
+        except RequestError:  # a FIFO, or a link out of the root, there now: not what the proposal saw
+            stale.append(path)
+            continue
         if (None if data is None else version_of(data)) != version:
             stale.append(path)
     folder = proposal.extra.get("folder")

@@ -119,6 +119,15 @@ class ChangeProposal:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BrokenProposal:
+    """A kept proposal that cannot be read as one (cut short, edited by hand, a link, …): listed with
+    what is wrong, never applied, left as it is until a person mends or discards it."""
+
+    id: str
+    problem: str  # "it is not JSON (Expecting value at line 1, column 1)", said for a person
+
+
 # ---- copy -----------------------------------------------------------------------------------------
 
 

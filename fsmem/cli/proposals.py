@@ -21,22 +21,28 @@ def _memory(root: str | None):
 @json_option
 @click.pass_context
 def proposals(ctx: click.Context, root: str | None, as_json: bool) -> None:
-    """List the changes a reviewer proposed, each marked if it can still apply."""
+    """List the changes a reviewer proposed, each marked if it can still apply (or is broken)."""
     if ctx.invoked_subcommand is not None:
         return
     from fsmem._memory.proposals import stale_paths
+    from fsmem._store.types import BrokenProposal
 
     memory = _memory(root)
-    listed = [(p, stale_paths(memory, p)) for p in memory.proposals()]
+    listed = memory.proposals()
+    readable = [(p, stale_paths(memory, p)) for p in listed if not isinstance(p, BrokenProposal)]
+    broken = [p for p in listed if isinstance(p, BrokenProposal)]
     if as_json:
-        echo_json([{**dataclasses.asdict(p), "stale": stale} for p, stale in listed])
+        echo_json(
+            [{**dataclasses.asdict(p), "stale": stale} for p, stale in readable]
+            + [{"id": p.id, "broken": p.problem} for p in broken]
+        )
         return
     if not listed:
         click.echo("No proposals.")
     rows = [
         [p.id, when_iso(p.made_at), p.summary, "[can apply]" if not stale else f"[stale ({', '.join(stale)} changed)]"]
-        for p, stale in listed
-    ]
+        for p, stale in readable
+    ] + [[p.id, "-", "-", f"[broken: {p.problem}]"] for p in broken]
     for line in table(rows):
         click.echo(line)
 
@@ -89,14 +95,22 @@ def approve(proposal_id: str, root: str | None, as_json: bool) -> None:
 @root_option
 @json_option
 def discard(proposal_id: str, root: str | None, as_json: bool) -> None:
-    """Drop a proposal (ID or its first characters) without applying it."""
+    """Drop a proposal (ID or its first characters) without applying it; a broken one too."""
+    from fsmem._errors import BadProposal
     from fsmem._memory.proposals import load, resolve_id
 
     memory = _memory(root)
     full_id = resolve_id(memory, proposal_id)
-    proposal = load(memory, full_id)
+    summary: str | None = None
+    problem = ""
+    try:
+        summary = load(memory, full_id).summary
+    except BadProposal as error:  # a file that is not a proposal: the person chose to drop it
+        problem = str(error.details["problem"])
     memory.discard(full_id)
     if as_json:
-        echo_json({"id": full_id, "summary": proposal.summary, "discarded": True})
+        echo_json({"id": full_id, "summary": summary, "discarded": True})
+    elif summary is None:
+        click.echo(f"Discarded {full_id} (it could not be used: {problem}).")
     else:
-        click.echo(f"Discarded {full_id}: {proposal.summary}.")
+        click.echo(f"Discarded {full_id}: {summary}.")

@@ -14,6 +14,7 @@ LAST_CHANGES = 5
 def gather(memory: Any) -> dict[str, Any]:
     """Everything ``fsmem status`` shows, as data (the ``--json`` form)."""
     from fsmem._memory.proposals import stale_paths
+    from fsmem._store.types import BrokenProposal
     from fsmem.cli.levels import describe_levels
 
     files = list(memory.drive.walk_files(""))
@@ -21,7 +22,10 @@ def gather(memory: Any) -> dict[str, Any]:
     holding = sum(1 for fact in facts if fact.holds)
     index = memory.index.status()
     pending = [
-        {"id": p.id, "summary": p.summary, "made_at": p.made_at, "stale": bool(stale_paths(memory, p))}
+        {"id": p.id, "summary": None, "made_at": None, "stale": False, "broken": p.problem}
+        if isinstance(p, BrokenProposal)
+        else {"id": p.id, "summary": p.summary, "made_at": p.made_at, "stale": bool(stale_paths(memory, p))}
+        | {"broken": None}
         for p in memory.proposals()
     ]
     changes = list(memory.log())[-LAST_CHANGES:]
@@ -77,7 +81,10 @@ def status(root: str | None, as_json: bool) -> None:
     pending = info["proposals"]
     out.append(f"proposals: {len(pending) or 'none waiting'}" + (" (`fsmem proposals` lists them)" if pending else ""))
     for proposal in pending:
-        out.append(f"  {proposal['id']}  {proposal['summary']}" + ("  [stale]" if proposal["stale"] else ""))
+        if proposal["broken"]:
+            out.append(f"  {proposal['id']}  [broken: {proposal['broken']}]")
+        else:
+            out.append(f"  {proposal['id']}  {proposal['summary']}" + ("  [stale]" if proposal["stale"] else ""))
     changes = info["last_changes"]
     out.append("last changes:" if changes else "last changes: none yet")
     out += ["  " + line for line in log_lines([LogEntry(**entry) for entry in changes])]

@@ -437,17 +437,11 @@ def test_proposal_files_come_back_from_postgres_byte_for_byte(tmp_path, postgres
         "made_at": "2026-12-01T17:00:00Z",
         "thread": "t-9",
         "scope": "chat",
-        "request": {
-            "path": "seo/é.md",
-            "command": "write",
-            "content": "línea 1\r\nlinha 2\n",
-            "zeta": 1.5,
-            "alpha": {"b": [1, {"z": None, "a": True}], "a": "ü"},
-        },
+        "request": {"path": "seo/é.md", "command": "write", "content": "línea 1\r\nlinha 2\n"},
         "base": {"zz.md": None, "a.md": "v1"},
         "summary": "wrïte\tseo/é.md",
         "diff": "-a\r\n+b\n",
-        "extra": {"kind": "write", "after": "x", "before": "y"},
+        "extra": {"kind": "write", "after": "x", "zeta": 1.5, "alpha": {"b": [1, {"z": None, "a": True}], "a": "ü"}},
     }
     Drive(source, Settings()).save_proposal(record)
     folder = source / ".fsmem" / "proposals"

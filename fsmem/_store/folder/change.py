@@ -25,7 +25,7 @@ from fsmem._env.config import Settings
 from fsmem._errors import Exists, NotFound, Storage
 from fsmem._store.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
 from fsmem._store.disk_faults import storage_error
-from fsmem._store.folder.history import LOG_FILE, VERSION_NAME, VERSIONS_DIR, new_stamp
+from fsmem._store.folder.history import LOG_FILE, VERSIONS_DIR, kept_name, new_stamp
 from fsmem._store.folder.regular import read_regular
 from fsmem._store.types import Entry, FactStamp, HandEdit, LogEntry, log_line, now_iso
 
@@ -357,7 +357,7 @@ class Change:
             # Only kept versions count: the folder may also hold the version folders of files that
             # lived under a folder of this name once, or a crash's temp file.
             try:
-                names = sorted(name for name in os.listdir(folder) if VERSION_NAME.match(name))
+                names = sorted(name for name in os.listdir(folder) if kept_name(name))
                 for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
                     os.unlink(folder / extra)
             except OSError:

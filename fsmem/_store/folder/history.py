@@ -10,41 +10,72 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat as stat_module
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 from fsmem._errors import NotFound
+from fsmem._store.folder.ondisk import is_utf8
+from fsmem._store.folder.regular import read_regular
 from fsmem._store.types import LogEntry, VersionInfo
 
 VERSIONS_DIR = "versions"
-VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as new_stamp() writes it
+VERSION_NAME = re.compile(r"(\d{8}T\d{12}Z)-([0-9a-f]+)-([^/\0]+)\.md")  # "<time>-<version>-<command>.md" (_keep)
 LOG_FILE = "log.jsonl"
 LOG_TAIL_BLOCK = 1 << 16
 
 
+def kept_name(name: str) -> tuple[str, str, str] | None:
+    """``(kept_at, version, command)`` of a name ``Change._keep`` gives a kept version; None for any
+    other name (a crash's temp file, a file a person or a tool put there, a name that is not UTF-8)."""
+    match = VERSION_NAME.fullmatch(name)
+    if match is None or not is_utf8(name):
+        return None
+    stamp, version, command = match.groups()
+    kept_at = stamp_to_iso(stamp)
+    return None if kept_at == stamp else (kept_at, version, command)
+
+
+def versions_folder(state: Path, path: str) -> Path | None:
+    """The folder holding the kept versions of ``path``, or None if there is none: a link on the way
+    there (planted by hand) is no folder fsmem made, and is never followed out of ``state``."""
+    top = state / VERSIONS_DIR
+    folder = top / path
+    try:
+        if not folder.is_dir() or folder.resolve() != top.resolve() / path:
+            return None
+    except (OSError, RuntimeError):  # a link loop, a part that cannot be read
+        return None
+    return folder
+
+
 def versions(state: Path, path: str) -> list[VersionInfo]:
-    """Earlier contents of a file kept under ``state``, newest first."""
-    folder = state / VERSIONS_DIR / path
-    if not folder.is_dir():
+    """Earlier contents of a file kept under ``state``, newest first: only regular files named as fsmem
+    names them (a folder's files keep their own versions; anything else there is not a kept version)."""
+    folder = versions_folder(state, path)
+    if folder is None:
         return []
     kept = []
     for item in sorted(folder.iterdir(), reverse=True):
-        if not item.is_file() or item.name.startswith("."):
-            continue  # a folder's files keep their own versions; a dot-name is a crash's temp file
-        stamp, _, rest = item.name.partition("-")
-        version, _, command = rest.partition("-")
-        kept.append(
-            VersionInfo(path, version, stamp_to_iso(stamp), command.removesuffix(".md"), item.stat().st_size, item)
-        )
+        parsed = kept_name(item.name)
+        try:
+            info = item.lstat()
+        except OSError:
+            continue  # trimmed by another change since the listing
+        if parsed is None or not stat_module.S_ISREG(info.st_mode):
+            continue
+        kept_at, version, command = parsed
+        kept.append(VersionInfo(path, version, kept_at, command, info.st_size, item))
     return kept
 
 
 def read_version(kept: VersionInfo) -> bytes:
-    if kept.file is None:
+    data = None if kept.file is None else read_regular(kept.file, f"{VERSIONS_DIR}/{kept.path}/{kept.file.name}")
+    if data is None:
         raise NotFound(f"version {kept.version} of {kept.path} is not kept in this folder")
-    return kept.file.read_bytes()
+    return data
 
 
 def log(state: Path) -> Iterator[LogEntry]:

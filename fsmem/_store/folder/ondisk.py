@@ -106,3 +106,12 @@ def on_disk(root: Path, path: str) -> Path:
             step = f"{current}/{other}"
         current = step
     return Path(current)
+
+
+def is_utf8(name: str) -> bool:
+    """Whether a name read from the disk is UTF-8 (``os.fsdecode`` turns other bytes into surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

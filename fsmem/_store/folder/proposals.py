@@ -1,19 +1,28 @@
 """Change proposals kept as files: ``.fsmem/proposals/<id>.json``, one plain record each.
 
 The record is what ``fsmem._memory.proposals.ChangeProposal`` turns into; the folder only keeps it.
+A file there that is not such a record (cut short, edited, not UTF-8, a link, a FIFO, too large) is
+``BadProposal`` when read, and left as it is: listing shows it as broken, approving it is refused,
+a copy stops, ``delete_proposal`` (a person's discard) is the only thing that removes it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat as stat_module
 from pathlib import Path
 from typing import Any
 
-from fsmem._errors import BadPath, NotFound
+from fsmem._errors import BadPath, BadProposal, NotFound, TooLarge
 from fsmem._store.atomic import make_dirs, write_atomic
+from fsmem._store.disk_faults import storage_error
+from fsmem._store.folder.ondisk import is_utf8
+from fsmem._store.folder.regular import read_regular
+from fsmem._store.proposal_record import record_problem
 
 PROPOSALS_DIR = "proposals"
+PROPOSAL_LIMIT = 64 << 20  # bytes: far above any proposal fsmem writes, so a planted giant is never read whole
 
 
 def _proposal_file(state: Path, proposal_id: str) -> Path | None:
@@ -26,25 +35,78 @@ def save_proposal(state: Path, record: dict[str, Any], durable: bool) -> None:
     file = _proposal_file(state, str(record["id"]))
     if file is None:
         raise BadPath(f"{record['id']!r} is not a proposal id")
-    make_dirs(file.parent)
     data = json.dumps(record, ensure_ascii=False, indent=2).encode("utf-8")
+    if len(data) > PROPOSAL_LIMIT:
+        raise TooLarge(f"this change would make a proposal of {len(data):,} bytes; propose a smaller change")
+    make_dirs(file.parent)
     write_atomic(file, data, durable=durable)
 
 
 def load_proposal(state: Path, proposal_id: str) -> dict[str, Any] | None:
+    """The record kept as ``proposal_id`` (None if there is none); ``BadProposal`` if it is not one."""
     file = _proposal_file(state, proposal_id)
+    if file is None:
+        return None
     try:
-        return None if file is None else dict(json.loads(file.read_text(encoding="utf-8")))
+        kind = os.lstat(file).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        raise broken(proposal_id, f"it cannot be read ({error.strerror})") from error
+    if stat_module.S_ISLNK(kind):
+        raise broken(proposal_id, "it is a symbolic link, not a file fsmem wrote")
+    if stat_module.S_ISDIR(kind):
+        raise broken(proposal_id, "it is a folder, not a file")
+    try:
+        data = read_regular(file, f"{PROPOSALS_DIR}/{file.name}", PROPOSAL_LIMIT)
+    except TooLarge as error:
+        too_large = f"it is more than {PROPOSAL_LIMIT >> 20} MiB, far more than a proposal holds"
+        raise broken(proposal_id, too_large) from error
+    except BadPath as error:  # a FIFO, a device, a socket, or one that cannot be opened
+        raise broken(proposal_id, "it is not a regular file (a FIFO, a device or a socket)") from error
+    if data is None:
+        return None
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise broken(proposal_id, f"it is not UTF-8 text (byte {error.start})") from error
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}, column {error.colno}"
+        raise broken(proposal_id, f"it is not JSON ({error.msg}: {where})") from error
+    except RecursionError as error:
+        raise broken(proposal_id, "it nests JSON too deeply to be a proposal") from error
+    problem = record_problem(record, proposal_id)
+    if problem is not None:
+        raise broken(proposal_id, problem)
+    return dict(record)
+
+
+def broken(proposal_id: str, problem: str) -> BadProposal:
+    """The refusal of a proposal file that is not a proposal record: it says what is wrong and what to do."""
+    return BadProposal(
+        f"proposal {proposal_id} (.fsmem/{PROPOSALS_DIR}/{proposal_id}.json) cannot be used: {problem}. "
+        f"Mend the file, or drop it with `fsmem proposals discard {proposal_id}`",
+        proposal=proposal_id,
+        problem=problem,
+    )
 
 
 def proposal_ids(state: Path) -> list[str]:
+    """The ids of ``<id>.json`` entries of proposals/, whatever they hold (a dot-name is a crash's temp
+    file; a name that is not UTF-8 no id fsmem makes)."""
     folder = state / PROPOSALS_DIR
-    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as error:
+        raise storage_error(f"listing .fsmem/{PROPOSALS_DIR}/", error, changed=False) from error
+    kept = (name for name in names if name.endswith(".json") and not name.startswith(".") and is_utf8(name))
+    return sorted(name.removesuffix(".json") for name in kept)
 
 
 def delete_proposal(state: Path, proposal_id: str) -> None:
+    """Remove a proposal's file, whatever it holds (a link itself, never what it points at)."""
     file = _proposal_file(state, proposal_id)
     try:
         if file is not None:
@@ -52,4 +114,12 @@ def delete_proposal(state: Path, proposal_id: str) -> None:
             return
     except FileNotFoundError:
         pass
+    except OSError as error:  # a folder of that name (EISDIR), or a folder fsmem may not change
+        where = f".fsmem/{PROPOSALS_DIR}/{proposal_id}.json"
+        raise BadProposal(
+            f"proposal {proposal_id} cannot be discarded: {where} cannot be removed ({error.strerror}); "
+            "move it away by hand",
+            proposal=proposal_id,
+            problem=f"it cannot be removed ({error.strerror})",
+        ) from error
     raise NotFound(f"there is no proposal {proposal_id!r}; `fsmem proposals` lists them")

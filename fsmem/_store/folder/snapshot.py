@@ -23,15 +23,14 @@ from pathlib import Path
 from fsmem._core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name
 from fsmem._env.config import Settings
-from fsmem._errors import BadPath, BadRequest, Exists, RootNotFound
+from fsmem._errors import BadPath, BadProposal, BadRequest, Exists, RootNotFound
 from fsmem._store.atomic import fsync_dir, make_dirs, place_new, write_atomic
 from fsmem._store.disk_faults import storage_error
 from fsmem._store.folder import history, proposals
-from fsmem._store.folder.history import LOG_FILE, VERSION_NAME, VERSIONS_DIR, format_stamp, stamp_to_iso
-from fsmem._store.folder.ondisk import nfc
+from fsmem._store.folder.history import LOG_FILE, VERSIONS_DIR, format_stamp
+from fsmem._store.folder.ondisk import is_utf8, nfc
 from fsmem._store.folder.regular import read_regular
 from fsmem._store.folder.root import init_root
-from fsmem._store.folder.walk import is_utf8
 from fsmem._store.types import CopiedFile, CopiedVersion, ProjectCopy, log_line
 
 
@@ -42,19 +41,67 @@ def export_project(root: Path, state: Path, locked: Callable[[str], AbstractCont
         raise RootNotFound(f"there is no folder {root} to copy; check the path")
     with locked("copy") if state.is_dir() else contextlib.nullcontext():
         files, skipped = _export_files(root)
-        versions: list[CopiedVersion] = []
-        versions_root = state / VERSIONS_DIR
-        for folder, _, names in sorted(os.walk(versions_root)):
-            path = nfc(Path(folder).relative_to(versions_root).as_posix())
-            for name in sorted(name for name in names if VERSION_NAME.match(name)):
-                stamp, _, rest = name.partition("-")
-                version, _, command = rest.partition("-")
-                data = (Path(folder) / name).read_bytes()
-                versions.append(CopiedVersion(path, version, stamp_to_iso(stamp), command.removesuffix(".md"), data))
-        versions.sort(key=lambda kept: kept.kept_at)  # stable: each path's own order stays
-        records = [proposals.load_proposal(state, found) for found in proposals.proposal_ids(state)]
-        kept_proposals = [record for record in records if record is not None]
-        return ProjectCopy(files, versions, list(history.log(state)), kept_proposals, skipped)
+        versions = _export_versions(state, skipped)
+        return ProjectCopy(files, versions, list(history.log(state)), _export_proposals(state), sorted(skipped))
+
+
+def _export_versions(state: Path, skipped: list[str]) -> list[CopiedVersion]:
+    """Every kept version, oldest first. What ``Change._keep`` never makes (a link, a FIFO, a name that
+    is not a kept version's or not UTF-8) is not copied and is named in ``skipped``; a dot-name is a
+    crash's temp file, and left out unnamed."""
+    versions: list[CopiedVersion] = []
+    versions_root = state / VERSIONS_DIR
+    if versions_root.is_symlink():
+        skipped.append(f"{STATE_DIR}/{VERSIONS_DIR}")
+        return versions
+    for folder, folders, names in os.walk(versions_root):  # never into a link (followlinks is off)
+        here = Path(folder)
+        path = nfc(here.relative_to(versions_root).as_posix())
+        for name in folders:
+            if (here / name).is_symlink() or not is_utf8(name):
+                skipped.append(_readable(f"{STATE_DIR}/{VERSIONS_DIR}/{path}/{name}".replace("/./", "/")))
+        folders[:] = sorted(name for name in folders if not (here / name).is_symlink() and is_utf8(name))
+        for name in sorted(names):
+            parsed = history.kept_name(name)
+            if name.startswith(".") and parsed is None:
+                continue
+            where = f"{STATE_DIR}/{VERSIONS_DIR}/{path}/{name}".replace("/./", "/")
+            if parsed is None or not stat_module.S_ISREG(os.lstat(here / name).st_mode):
+                skipped.append(_readable(where))
+                continue
+            kept_at, version, command = parsed
+            try:
+                data = read_regular(here / name, where)
+            except BadPath as error:  # swapped for a FIFO since, or one fsmem may not read
+                raise BadPath(f"{where} cannot be read; nothing was copied. {error.message}") from error
+            if data is not None:
+                versions.append(CopiedVersion(path, version, kept_at, command, data))
+    versions.sort(key=lambda kept: kept.kept_at)  # stable: each path's own order stays
+    return versions
+
+
+def _export_proposals(state: Path) -> list[dict[str, object]]:
+    """Every proposal record; one that cannot be read as one stops the copy (``BAD_PROPOSAL``, naming
+    its file), so a copy never leaves out or changes what a person may still want."""
+    records = []
+    for found in proposals.proposal_ids(state):
+        try:
+            record = proposals.load_proposal(state, found)
+        except BadProposal as error:
+            raise BadProposal(
+                f"{state / proposals.PROPOSALS_DIR / found}.json is not a proposal fsmem can copy: "
+                f"{error.details['problem']}; nothing was copied. Mend it, or drop it with "
+                f"`fsmem proposals discard {found}`, then copy again",
+                **error.details,
+            ) from error
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def _readable(path: str) -> str:
+    """A path as a listing shows it, whatever bytes its name holds."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _export_files(root: Path) -> tuple[list[CopiedFile], list[str]]:

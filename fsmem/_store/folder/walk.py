@@ -26,7 +26,7 @@ from fsmem._core.search import (
     plan_reconcile,
 )
 from fsmem._core.versions import version_of
-from fsmem._store.folder.ondisk import nfc, on_disk
+from fsmem._store.folder.ondisk import is_utf8, nfc, on_disk
 
 # --- the files -----------------------------------------------------------------------------------
 
@@ -234,14 +234,6 @@ def unchanged_since(
     except (OSError, ValueError, TypeError, struct.error):
         return None
     return now
-
-
-def is_utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes in the name (os.fsdecode's surrogates)
-        return False
-    return True
 
 
 def _link_stays_inside(link: str, root_real: str) -> bool:
