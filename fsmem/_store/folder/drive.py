@@ -31,6 +31,7 @@ from fsmem._core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name
 from fsmem._core.search import Indexed, Plan, Stamp
 from fsmem._core.text import check_thread
+from fsmem._core.versions import version_of
 from fsmem._env.config import Settings
 from fsmem._errors import BadPath, Exists, NotFound
 from fsmem._store.folder import parking
@@ -313,7 +314,11 @@ class Drive:
         from fsmem._store.folder import history
 
         self.refuse_special(path)
-        return history.versions(self.state, path)
+        try:
+            data = self.read(path)
+        except BadPath:  # no file can be there (a folder on the way is a file now): none is live
+            data = None
+        return history.versions(self.state, path, None if data is None else version_of(data))
 
     def read_version(self, kept: VersionInfo) -> bytes:
         from fsmem._store.folder import history

@@ -1,8 +1,15 @@
 """What a folder remembers of its changes: kept versions and the log, as they lie under ``.fsmem/``.
 
 ``versions/<path>/<time>-<version>-<command>.md`` holds a file's earlier contents (``<time>`` is a
-``new_stamp()``: sortable, strictly increasing within a process); ``log.jsonl`` holds one line a change
-(``fsmem._store.types.LogEntry``). ``Change`` writes both; this module reads them.
+``new_stamp()``: sortable, strictly increasing within a process; ``<command>`` the change that replaced
+it); ``log.jsonl`` holds one line a change (``fsmem._store.types.LogEntry``). ``Change`` writes both;
+this module reads them.
+
+Beside them, ``<time>-<version>-live.md`` is the file's live copy: what fsmem last wrote there, kept
+as it wrote it, so a content fsmem acknowledged is never the file's alone. While the file still holds
+it, it is the file and is not listed; when the next change replaces it, it is renamed to the kept
+version that change makes; when a person saved over it unseen (or removed the file), it is listed as
+a version replaced by hand.
 """
 
 from __future__ import annotations
@@ -20,25 +27,54 @@ from fsmem._store.types import LogEntry, VersionInfo
 
 VERSIONS_DIR = "versions"
 VERSION_NAME = re.compile(r"\d{8}T\d{12}Z-")  # "<time>-<version>-<command>.md", as new_stamp() writes it
+LIVE = "live"  # the command part of a live copy's name
 LOG_FILE = "log.jsonl"
 LOG_TAIL_BLOCK = 1 << 16
 
 
-def versions(state: Path, path: str) -> list[VersionInfo]:
-    """Earlier contents of a file kept under ``state``, newest first."""
+def versions(state: Path, path: str, current: str | None) -> list[VersionInfo]:
+    """Earlier contents of a file kept under ``state``, newest first; ``current`` is the version the
+    file holds now (``None``: no file), whose live copy is the file itself, not an earlier content."""
     folder = state / VERSIONS_DIR / path
     if not folder.is_dir():
         return []
     kept = []
     for item in sorted(folder.iterdir(), reverse=True):
-        if not item.is_file() or item.name.startswith("."):
+        if not VERSION_NAME.match(item.name) or not item.is_file():
             continue  # a folder's files keep their own versions; a dot-name is a crash's temp file
-        stamp, _, rest = item.name.partition("-")
-        version, _, command = rest.partition("-")
-        kept.append(
-            VersionInfo(path, version, stamp_to_iso(stamp), command.removesuffix(".md"), item.stat().st_size, item)
-        )
+        stamp, version, command = parse_name(item.name)
+        if command == LIVE:
+            if version == current:
+                continue
+            command = "hand"  # fsmem wrote it; a person saved over it (or removed it) unseen since
+        kept.append(VersionInfo(path, version, stamp_to_iso(stamp), command, item.stat().st_size, item))
     return kept
+
+
+def parse_name(name: str) -> tuple[str, str, str]:
+    """A kept file's name as (time, version, command)."""
+    stamp, _, rest = name.partition("-")
+    version, _, command = rest.partition("-")
+    return stamp, version, command.removesuffix(".md")
+
+
+def live_name(version: str) -> str:
+    """The name of a new live copy of ``version``."""
+    return f"{new_stamp()}-{version}-{LIVE}.md"
+
+
+def live_copies(folder: Path) -> list[tuple[str, str]]:
+    """The live copies in a file's versions folder, as (name, version): one, or none (more only
+    after a crash between two steps of a change)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [(name, parse_name(name)[1]) for name in names if is_live_name(name)]
+
+
+def is_live_name(name: str) -> bool:
+    return bool(VERSION_NAME.match(name)) and name.endswith(f"-{LIVE}.md")
 
 
 def read_version(kept: VersionInfo) -> bytes:

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from fsmem._core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name
+from fsmem._core.versions import version_of
 from fsmem._env.config import Settings
 from fsmem._errors import BadPath, BadRequest, Exists, RootNotFound
 from fsmem._store.atomic import fsync_dir, make_dirs, place_new, write_atomic
 from fsmem._store.disk_faults import storage_error
 from fsmem._store.folder import history, proposals
-from fsmem._store.folder.history import LOG_FILE, VERSION_NAME, VERSIONS_DIR, format_stamp, stamp_to_iso
+from fsmem._store.folder.history import LOG_FILE, VERSIONS_DIR, format_stamp
 from fsmem._store.folder.ondisk import nfc
 from fsmem._store.folder.regular import read_regular
 from fsmem._store.folder.root import init_root
@@ -39,15 +40,15 @@ def export_project(root: Path, state: Path, locked: Callable[[str], AbstractCont
         raise RootNotFound(f"there is no folder {root} to copy; check the path")
     with locked("copy") if state.is_dir() else contextlib.nullcontext():
         files, skipped = _export_files(root)
+        live = {file.path: version_of(file.data) for file in files}
         versions: list[CopiedVersion] = []
         versions_root = state / VERSIONS_DIR
-        for folder, _, names in sorted(os.walk(versions_root)):
-            path = nfc(Path(folder).relative_to(versions_root).as_posix())
-            for name in sorted(name for name in names if VERSION_NAME.match(name)):
-                stamp, _, rest = name.partition("-")
-                version, _, command = rest.partition("-")
-                data = (Path(folder) / name).read_bytes()
-                versions.append(CopiedVersion(path, version, stamp_to_iso(stamp), command.removesuffix(".md"), data))
+        for folder, _, _ in sorted(os.walk(versions_root)):
+            path = Path(folder).relative_to(versions_root).as_posix()
+            # As `fsmem versions` lists them: a live copy the file still holds is the file, not a version.
+            for kept in reversed(history.versions(state, path, live.get(nfc(path)))):
+                data = history.read_version(kept)
+                versions.append(CopiedVersion(nfc(path), kept.version, kept.kept_at, kept.command, data))
         versions.sort(key=lambda kept: kept.kept_at)  # stable: each path's own order stays
         records = [proposals.load_proposal(state, found) for found in proposals.proposal_ids(state)]
         kept_proposals = [record for record in records if record is not None]
