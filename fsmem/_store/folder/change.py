@@ -331,9 +331,12 @@ class Change:
 
     def keep_replaced(self, path: str, replaced: bytes, now: str) -> None:
         """Keep ``replaced`` as a version of ``path``: what a person's edit outside fsmem (``now`` is
-        its version) overwrote, found by the index, which had read it. Named by its real hash."""
+        its version) overwrote, found by the index, which had read it. Named by its real hash.
+
+        The file is not changed, so it is not noted for the index as a change through fsmem: a note
+        would have the next search re-read it as one, and keep nothing of a second hand edit."""
         self._keep(path, replaced, self.command)
-        self._log(path, version_of(replaced), now)
+        self._log(path, version_of(replaced), now, noted=False)
 
     # ---- levels and facts (store interface) -----------------------------------------------------
 
@@ -450,12 +453,21 @@ class Change:
         self._to_trim.clear()
 
     def _log(
-        self, path: str, before: str | None, after: str | None, new_path: str | None = None, command: str | None = None
+        self,
+        path: str,
+        before: str | None,
+        after: str | None,
+        new_path: str | None = None,
+        command: str | None = None,
+        *,
+        noted: bool = True,
     ) -> None:
+        """Append the line; ``noted``: the change changed the file, so the index is told (``changed``)."""
         thread = None if command == "hand" else self.thread
         entry = LogEntry(now_iso(), command or self.command, path, before, after, thread, new_path)
         _append_line(self.drive.state / LOG_FILE, log_line(entry))
-        self.changed.append(path)
+        if noted:
+            self.changed.append(path)
 
 
 def _append_line(log_file: Path, line: str) -> None:
