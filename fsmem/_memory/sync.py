@@ -58,6 +58,8 @@ from fsmem._memory.sync_folder import (
     SETTLE_MAX,
     SYNC_DIR,
     files_here,
+    is_dir_here,
+    jail_of,
     mirrored,
     note_path,
     place,
@@ -115,6 +117,7 @@ class Sync:
 
     def __init__(self, folder: Path, store: PgStore, lock_fd: int) -> None:
         self.folder, self.store = folder, store
+        self.jail = jail_of(folder)  # the root's jail: no read or write through a link out of the folder
         self.meta = folder / SYNC_DIR
         self._lock_fd = lock_fd
         self._label = store.project
@@ -253,7 +256,7 @@ class Sync:
         """Sync one path; False when the folder's file changed too recently to trust (``settle``
         seconds: an in-place save may be half done) and was left for a second look."""
         base = self.base.get(path)
-        here_bytes, changed_at = read_here_when(self.folder, path)
+        here_bytes, changed_at = read_here_when(self.jail, path)
         here = None if here_bytes is None else version_of(here_bytes)
         if known and here == base == there_version:
             return True  # the full pass's fast way: nothing to read from the database
@@ -265,7 +268,7 @@ class Sync:
         if action == "agree":
             self._set_base(path, here)
         elif action == "pull":
-            late = place(self.folder, path, there_bytes, here_bytes, self.settle)
+            late = place(self.jail, path, there_bytes, here_bytes, self.settle)
             if late is not None:  # a save landed as we wrote: the database's version stays, theirs is kept
                 self._conflict(path, late, there_bytes, base, report, placed=True)
             else:
@@ -331,7 +334,7 @@ class Sync:
             self.held.remove(held)
         else:
             self._keep_and_note(path, mine, theirs_version, base, report)
-        late = None if placed else place(self.folder, path, theirs, mine, self.settle)
+        late = None if placed else place(self.jail, path, theirs, mine, self.settle)
         self.kept.pop(path, None)  # done: the note is written and the folder holds the database's
         if late is not None:  # yet another save in the same instant: kept the same way
             self._conflict(path, late, theirs, base, report, placed=True)
@@ -340,9 +343,9 @@ class Sync:
         self, path: str, mine: bytes | None, theirs: str | None, base: str | None, report: Report
     ) -> None:
         kept = None if mine is None else self._keep(path, mine)
-        note = note_path(self.folder, path)
+        note = note_path(self.jail, path)
         write_atomic(note, conflict_note(path, mine, kept, theirs, base))
-        report.conflicts.append(note.relative_to(self.folder).as_posix())
+        report.conflicts.append(note.relative_to(self.jail.root).as_posix())
 
     def _finish_held(self, report: Report) -> None:
         """Keep, and note, the saves an earlier pass swapped out but could not keep (``_conflict``)."""
@@ -379,7 +382,7 @@ class Sync:
                 continue
             role = role_of(path)
             levels.update(level for level in (role.agent_folder, role.routine_folder) if level is not None)
-        return {level for level in levels if not os.path.isdir(self.folder / level)}
+        return {level for level in levels if not is_dir_here(self.jail, level)}
 
     def _refused(self, path: str, mine: bytes | None) -> str | None:
         """Why the tool would refuse this hand change (``mine`` None: a deletion), else None. A level
@@ -414,17 +417,17 @@ class Sync:
         if why.startswith(LEVEL_GONE):
             level = why[len(LEVEL_GONE) :]
             if level not in self._levels_noted:
-                note = note_path(self.folder, level)
+                note = note_path(self.jail, level)
                 make_dirs(note.parent)  # agents/ itself may be gone
                 write_atomic(note, level_note(level))
-                report.conflicts.append(note.relative_to(self.folder).as_posix())
+                report.conflicts.append(note.relative_to(self.jail.root).as_posix())
                 self._levels_noted.add(level)
         else:
             kept = None if mine is None else self._keep(path, mine)
-            note = note_path(self.folder, path)
+            note = note_path(self.jail, path)
             write_atomic(note, refused_note(path, mine, kept, why))
-            report.conflicts.append(note.relative_to(self.folder).as_posix())
-        late = place(self.folder, path, theirs, mine, self.settle)
+            report.conflicts.append(note.relative_to(self.jail.root).as_posix())
+        late = place(self.jail, path, theirs, mine, self.settle)
         self.kept.pop(path, None)
         if late is not None:  # a save in the same instant: kept as a conflict
             self._conflict(path, late, theirs, None if theirs is None else version_of(theirs), report, placed=True)
@@ -441,7 +444,7 @@ class Sync:
                 self._one(path, None, False, report, again=False)  # the database moved: look again
                 return
             report.pushed.append(path)
-        late = place(self.folder, path, b"", None, self.settle)
+        late = place(self.jail, path, b"", None, self.settle)
         self._set_base(path, empty)
         if late is not None:  # a save in the same instant: the emptied file stays, theirs is kept
             self._conflict(path, late, b"", empty, report, placed=True)

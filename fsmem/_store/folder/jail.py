@@ -5,8 +5,11 @@
                                       # folder, or into its private part (fsmem's own state)
 
 A symlink anywhere on the way may point inside the folder, never out of it, and never into the
-private folder. The memory root is jailed so (``Drive.resolve``), and so is a folder ``fsmem sync``
-mirrors a project into (its private part: ``.fsmem-sync/``).
+private folder. The memory root is jailed so (``Drive.resolve``): there a link inside is the path it
+leads to. A folder ``fsmem sync`` mirrors a project into (its private part: ``.fsmem-sync/``) is
+jailed with ``links=False``: each of its paths is a file of the project's own, so a link on the way,
+even one inside, would make two of the project's paths one file (a pull into one would be pushed as
+the other's hand edit), and is refused.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ import stat as stat_module
 from pathlib import Path
 
 from fsmem._errors import BadPath
-from fsmem._store.folder.ondisk import is_case_blind, other_spelling, spelled, spelled_path
+from fsmem._store.folder.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
 
 
 class Jail:
-    def __init__(self, root: Path, private: str, *, name: str = "the memory folder") -> None:
+    def __init__(self, root: Path, private: str, *, name: str = "the memory folder", links: bool = True) -> None:
         self.root = Path(os.path.realpath(root))
         self.private = self.root / private  # the folder's own state: no link may lead there
         self.name = name  # how messages call the folder
+        self.links = links  # whether a link that stays inside the folder is followed
         self._root_str, self._private_str = str(self.root), str(self.private)
         self._case_blind: bool | None = None  # found out on first use (once the folder can tell)
 
@@ -36,7 +40,17 @@ class Jail:
             raise BadPath(f"{path!r} leads outside {self.name} (through a link); use a path inside it")
         if where == self._private_str or where.startswith(self._private_str + "/"):
             raise BadPath(f"{path!r} leads into fsmem's own state, which is not memory; use another path")
+        if not self.links and not self._as_named(real, path):
+            raise BadPath(
+                f"{path!r} goes through a link in {self.name}; each path there is a file of its own, so no "
+                "link is followed (replace the link by the folder or file itself)"
+            )
         return real
+
+    def _as_named(self, real: Path, path: str) -> bool:
+        """Whether ``real`` is ``root/path`` itself (no link on the way), as the disk may spell it."""
+        named, found = nfc(f"{self._root_str}/{path}" if path else self._root_str), nfc(str(real))
+        return found == named or bool(self._case_blind) and found.casefold() == named.casefold()
 
     def real(self, path: str) -> Path:
         """``os.path.realpath`` of ``root/path``, cheaply: the root is real already, so only the parts
