@@ -20,7 +20,7 @@ import fcntl
 import os
 import stat as stat_module
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fsmem._core.layout import STATE_DIR
@@ -121,28 +121,45 @@ def read_here_when(jail: Jail, path: str) -> tuple[bytes | None, float]:
         return data, max(seen.st_mtime, seen.st_ctime)
 
 
-def place(jail: Jail, path: str, data: bytes | None, expected: bytes | None, settle: float) -> bytes | None:
+def place(
+    jail: Jail,
+    path: str,
+    data: bytes | None,
+    expected: bytes | None,
+    settle: float,
+    before_swap: Callable[[Path], None] | None = None,
+) -> bytes | None:
     """Make the folder's ``path`` hold ``data`` (None: no file), swapping it in; returns what a
     person saved there meanwhile if it is not ``expected`` (the caller keeps it), else None.
-    ``settle``: how long a file swapped out must stay put before it is taken as whole."""
+    ``settle``: how long a file swapped out must stay put before it is taken as whole.
+    ``before_swap`` is told the temp name the swap will use (what it holds after a kill tells what
+    happened: ``fsmem._memory.sync`` journals it); a person's save swapped out stays there, for
+    the caller to remove once it has kept it."""
     target = jail.resolve(path)
     if data is None:
         if expected is None:
             return None
         aside = temp_name(target)
+        if before_swap is not None:
+            before_swap(aside)
         try:
             os.rename(target, aside)  # take it out first: whatever it holds now is read, not lost
         except FileNotFoundError:
             return None
         gone = aside.read_bytes()
+        if gone != expected:
+            return gone  # a person's save: it stays at ``aside`` until the caller has kept it
         aside.unlink()
         _remove_empty_folders(target.parent, jail.root)
-        return gone if gone != expected else None
+        return None
     make_dirs(target.parent)
     temp = write_temp(target, data, durable=True)
+    out: bytes | None = expected
     try:
         if jail.resolve(path) != target:  # a link made on the way since: the write would land elsewhere
             raise BadPath(f"{path!r} changed into a link while it was being written; nothing was written")
+        if before_swap is not None:
+            before_swap(temp)
         if expected is None and place_new(temp, target):
             return None
         try:
@@ -155,7 +172,8 @@ def place(jail: Jail, path: str, data: bytes | None, expected: bytes | None, set
             return before if before is not None and before != expected else None
         out = _whole(temp, expected, settle)
     finally:
-        temp.unlink(missing_ok=True)
+        if out == expected:  # nothing of a person's in it (or never swapped): gone
+            temp.unlink(missing_ok=True)
     return out if out != expected else None
 
 
