@@ -5,33 +5,22 @@ link, and a link made between a pass's look and its write. Against a real Postgr
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
 
 from fsmem._core.paths import TEXT_FILE_SUFFIXES
 from fsmem._memory import sync_folder
-from fsmem._memory.sync import Sync
+from tests.memory.test_sync import once, put, store  # noqa: F401 - store is the fixture
 from tests.procs.common import diff, snapshot
 
 
-@pytest.fixture
-def store(postgres):
-    from fsmem._store.postgres.store import PgStore
-
-    with PgStore.open(postgres, f"jail-{uuid.uuid4().hex[:8]}") as opened:
-        yield opened
-
-
-def put(store, path: str, text: str) -> str:
-    with store.change("write", thread="t-1") as tx:
-        return tx.write(path, text.encode())
-
-
-def once(folder: Path, store):
-    with Sync.open(folder, store) as mirror:
-        return mirror.run_once(None)
+def swap_for_link(folder: Path, name: str, to: Path) -> Path:
+    """A person (or a tool) moves a synced folder away and leaves a link to ``to`` in its place."""
+    moved = folder.parent / f"{name}-moved"
+    os.rename(folder / name, moved)
+    os.symlink(to, folder / name)
+    return moved
 
 
 @pytest.fixture
@@ -69,9 +58,8 @@ def test_a_synced_folder_replaced_by_a_link_gets_no_pull_and_no_note(tmp_path, s
     put(store, "agents/a-1/MEMORY.md", "# Agent\n")
     folder = tmp_path / "mirror"
     assert once(folder, store).pulled == ["agents/a-1/MEMORY.md", "seo/titles.md"]
-    for name in ("seo", "agents"):  # a person (or a tool) swaps each folder for a link out
-        os.rename(folder / name, tmp_path / f"{name}-moved")
-        os.symlink(outside, folder / name)
+    for name in ("seo", "agents"):
+        swap_for_link(folder, name, outside)
     put(store, "seo/titles.md", "# Titles, changed in the memory\n")
     before = snapshot(outside)
     report = once(folder, store)
@@ -108,47 +96,49 @@ def test_a_folder_link_inside_the_folder_is_not_followed_either(tmp_path, store)
     assert store.read("seo/titles.md") == b"# Titles\n" and store.read("brand/titles.md") == b"# Brand titles\n"
 
 
-def test_a_link_made_between_the_look_and_the_write_is_refused(tmp_path, store, outside, monkeypatch) -> None:
+@pytest.fixture
+def synced(tmp_path, store) -> Path:
+    """A folder synced with ``seo/titles.md``, which the memory has changed since."""
     put(store, "seo/titles.md", "# Titles\n")
     folder = tmp_path / "mirror"
     assert once(folder, store).pulled == ["seo/titles.md"]
     put(store, "seo/titles.md", "# Titles, changed in the memory\n")
-    real_read = store.read
-
-    def link_then_read(path: str):  # the pass has looked at the folder's file; the pull comes next
-        if path == "seo/titles.md" and not os.path.islink(folder / "seo"):
-            os.rename(folder / "seo", tmp_path / "seo-moved")
-            os.symlink(outside, folder / "seo")
-        return real_read(path)
-
-    monkeypatch.setattr(store, "read", link_then_read)
-    before = snapshot(outside)
-    report = once(folder, store)
-    assert diff(before, snapshot(outside)) == []
-    assert [error.split(":")[0] for error in report.errors] == ["seo/titles.md"], report
-    assert (tmp_path / "seo-moved/titles.md").read_text() == "# Titles\n"
+    return folder
 
 
-def test_a_link_made_while_the_new_file_is_written_is_refused(tmp_path, store, outside, monkeypatch) -> None:
-    put(store, "seo/titles.md", "# Titles\n")
-    folder = tmp_path / "mirror"
-    assert once(folder, store).pulled == ["seo/titles.md"]
-    put(store, "seo/titles.md", "# Titles, changed in the memory\n")
-    real_write_temp = sync_folder.write_temp
-
-    def write_then_link(target: Path, data: bytes, **options):
-        temp = real_write_temp(target, data, **options)
-        os.rename(folder / "seo", tmp_path / "seo-moved")  # just before the swap
-        os.symlink(outside, folder / "seo")
-        return temp
-
-    monkeypatch.setattr(sync_folder, "write_temp", write_then_link)
+def assert_refused_through_the_link(folder: Path, store, outside: Path) -> None:
     before = snapshot(outside)
     report = once(folder, store)
     assert diff(before, snapshot(outside)) == []
     assert [error.split(":")[0] for error in report.errors] == ["seo/titles.md"], report
     assert "link" in report.errors[0]
-    assert (tmp_path / "seo-moved/titles.md").read_text() == "# Titles\n"
+    assert (folder.parent / "seo-moved/titles.md").read_text() == "# Titles\n"
+
+
+def test_a_link_made_between_the_look_and_the_write_is_refused(synced, store, outside, monkeypatch) -> None:
+    folder = synced
+    real_read = store.read
+
+    def link_then_read(path: str):  # the pass has looked at the folder's file; the pull comes next
+        if path == "seo/titles.md" and not os.path.islink(folder / "seo"):
+            swap_for_link(folder, "seo", outside)
+        return real_read(path)
+
+    monkeypatch.setattr(store, "read", link_then_read)
+    assert_refused_through_the_link(folder, store, outside)
+
+
+def test_a_link_made_while_the_new_file_is_written_is_refused(synced, store, outside, monkeypatch) -> None:
+    folder = synced
+    real_write_temp = sync_folder.write_temp
+
+    def write_then_link(target: Path, data: bytes, **options):
+        temp = real_write_temp(target, data, **options)
+        swap_for_link(folder, "seo", outside)  # just before the swap
+        return temp
+
+    monkeypatch.setattr(sync_folder, "write_temp", write_then_link)
+    assert_refused_through_the_link(folder, store, outside)
 
 
 def test_a_link_for_the_sync_state_folder_is_refused_at_start(tmp_path, store, outside) -> None:

@@ -7,34 +7,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from fsmem._core.versions import version_of
-from fsmem._memory.sync import Sync
+from tests.memory.test_sync import once, put, store  # noqa: F401 - store is the fixture
 from tests.procs.common import REPO
 
 PERSON = "- a person's line, saved as the sync wrote\n"
-
-
-@pytest.fixture
-def store(postgres):
-    from fsmem._store.postgres.store import PgStore
-
-    with PgStore.open(postgres, f"killed-{uuid.uuid4().hex[:8]}") as opened:
-        yield opened
-
-
-def put(store, path: str, text: str) -> str:
-    with store.change("write", thread="t-1") as tx:
-        return tx.write(path, text.encode())
-
-
-def once(folder: Path, store):
-    with Sync.open(folder, store) as mirror:
-        return mirror.run_once(None)
 
 
 def killed_pass(folder: Path, postgres: str, store, mode: str) -> None:

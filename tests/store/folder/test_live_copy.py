@@ -18,21 +18,9 @@ import fsmem
 from fsmem._core.versions import version_of
 from fsmem._env.config import Settings
 from tests.procs.common import REPO, read_json_line
+from tests.store.folder.test_hand_race import _save_by_rename, _save_in_place
 
 ROUNDS = 9  # each round keeps two versions: all stay within the 20 kept
-
-
-def _save_by_rename(file: Path, data: bytes) -> None:
-    """A person's editor saving: a new file beside it, renamed over it."""
-    temp = file.with_name(f"{file.name}.swp")
-    temp.write_bytes(data)
-    os.rename(temp, file)
-
-
-def _save_in_place(file: Path, data: bytes) -> None:
-    with open(file, "r+b") as handle:
-        handle.truncate(0)
-        handle.write(data)
 
 
 @pytest.mark.slow
