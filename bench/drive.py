@@ -38,8 +38,10 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-", dir=options.dir) as scratch:
         results, where = _measure(Path(scratch), options.files, rounds, options.profile)
         big = _measure_32k(Path(scratch), max(3, rounds // 5))
+        live = _measure_live_copy(Path(scratch), rounds)
     _report(results, options.files, rounds, where)
     _report_32k(big)
+    _report_live_copy(live)
 
 
 def _options(argv: list[str]) -> argparse.Namespace:
@@ -216,6 +218,44 @@ def _measure_32k(scratch: Path, rounds: int) -> dict[str, list[float]]:
     return times
 
 
+def _measure_live_copy(scratch: Path, rounds: int) -> dict[str, list[float]]:
+    """What keeping a write's live copy costs: the same tool writes with it and, for the baseline
+    only, without it (``Change._keep_live`` made a no-op in this process), interleaved round by round.
+
+    An edit renames the previous live copy to the kept version it would have copied anyway and copies
+    the new content: about what it cost before. A new file had nothing to keep: there it is one copy more.
+    Measured without fsync (``durable=False``), so the copy's own cost shows above a busy disk's noise;
+    the durable rows above are what a user waits for.
+    """
+    from fsmem._env.config import Settings
+    from fsmem._store.folder.change import Change
+
+    root = scratch / "root-live"
+    run = fsmem.open(root, create=True, settings=Settings(durable=False)).run(Scope.chat(), thread_id="bench-live")
+    page = _page(random.Random(7), 1)
+    real = Change._keep_live
+    times: dict[str, list[float]] = {
+        name: [] for name in ("edit, with", "edit, without", "new file, with", "new file, without")
+    }
+    for side in ("with", "without"):
+        _ok(run.call({"command": "write", "path": f"{side}.md", "content": page}))
+    for number in range(rounds):
+        for side in random.sample(("with", "without"), 2):
+            if side == "without":
+                Change._keep_live = lambda self, path, data, version: self.drive.state / "none"  # type: ignore[method-assign]
+            try:
+                for name, path, content in (
+                    ("edit", f"{side}.md", page + f"- line {number}\n"),
+                    ("new file", f"{side}-{number}.md", page),
+                ):
+                    start = time.perf_counter()
+                    _ok(run.call({"command": "write", "path": path, "content": content}))
+                    times[f"{name}, {side}"].append(time.perf_counter() - start)
+            finally:
+                Change._keep_live = real  # type: ignore[method-assign]
+    return times
+
+
 def _profile(run, root: Path, paths: list[str], rng: random.Random, rounds: int) -> None:
     calls = []
     for number in range(rounds):
@@ -270,6 +310,16 @@ def _report(times: dict[str, list[float]], files: int, rounds: int, where: str) 
     verdict = "met" if ratio <= TARGET_RATIO else "MISSED"
     print(f"target: a tool write within {TARGET_RATIO:g}x the bare durable write: {verdict} "
           f"({ratio:.2f}x of medians; {paired:.2f}x median of the per-round ratios)")
+    sys.stdout.flush()
+
+
+def _report_live_copy(times: dict[str, list[float]]) -> None:
+    rounds = len(times["edit, with"])
+    print(f"-- a write's live copy (what it wrote, kept in versions/; {rounds} rounds, no fsync) --")
+    for kind in ("edit", "new file"):
+        with_copy, without = (statistics.median(times[f"{kind}, {side}"]) for side in ("with", "without"))
+        print(f"tool write, {kind:9} with the live copy {with_copy * 1000:7.3f}ms, without {without * 1000:7.3f}ms"
+              f"   {with_copy / without:5.2f}x  (+{(with_copy - without) * 1000:.3f}ms)")
     sys.stdout.flush()
 
 

@@ -29,7 +29,10 @@ A pass looks at the paths the log changed since the last sequence number it saw
 ``FULL_EVERY`` seconds, compares everything. The folder's own writes swap the new bytes in with
 ``renameat2(RENAME_EXCHANGE)``, so a save that lands between the comparison and the write comes out
 under the temp name and is kept like any conflict (held in the state file first, ``held``: a store
-lost before it is kept finishes on the next pass): nothing a person saves is lost. A file the folder
+lost before it is kept finishes on the next pass): nothing a person saves is lost. Each folder write
+is journaled first (``.fsmem-sync/swaps.jsonl``, with the temp name its swap uses), so a sync killed
+after the swap, before the state recording it is saved, finds out at its next pass what the swap did
+(``_recover_swaps``): the base follows it, and a save it took out is kept. A file the folder
 changed less than ``SETTLE`` seconds ago is looked at again before it is pushed: an editor saving in
 place truncates, then writes, and the empty file between must never reach the database. Only memory files
 (``core.paths.is_memory_file_name``) outside dot-folders are mirrored; one ``fsmem sync`` runs per
@@ -58,9 +61,12 @@ from fsmem._memory.sync_folder import (
     SETTLE_MAX,
     SYNC_DIR,
     files_here,
+    is_dir_here,
+    jail_of,
     mirrored,
     note_path,
     place,
+    read_here,
     read_here_when,
     take_folder,
 )
@@ -73,6 +79,7 @@ from fsmem._store.postgres.store import PgStore
 log = logging.getLogger("fsmem._sync")  # the name logging configs know (from before the layers)
 
 STATE_FILE = "state.json"  # under DIR/.fsmem-sync/: the base versions, the sequence number seen, the project
+SWAPS_FILE = "swaps.jsonl"  # under DIR/.fsmem-sync/: the folder writes made since the state was last saved
 PUSH_COMMAND = "hand_edit"  # as the folder store logs a person's edit
 KEEP_COMMAND = "conflict"
 LEVEL_GONE = "level folder gone: "  # _refused's answer for a level folder deleted whole by hand
@@ -115,12 +122,14 @@ class Sync:
 
     def __init__(self, folder: Path, store: PgStore, lock_fd: int) -> None:
         self.folder, self.store = folder, store
+        self.jail = jail_of(folder)  # the root's jail: no read or write through a link out of the folder
         self.meta = folder / SYNC_DIR
         self._lock_fd = lock_fd
         self._label = store.project
         self.base: dict[str, str] = {}
         self.kept: dict[str, str] = {}  # path: the version of a person's text kept by a conflict not yet done
         self.held: list[dict[str, str | None]] = []  # persons' saves a swap took out, not yet kept (_conflict)
+        self._swaps: list[dict[str, str | None]] = []  # folder writes since the last save (_put, SWAPS_FILE)
         self._levels_noted: set[str] = set()  # level folders a pass put back (one note each)
         self._levels_gone: set[str] = set()  # level folders synced before, gone from the folder at a pass's start
         self.seq = 0
@@ -186,6 +195,87 @@ class Sync:
             "held": self.held,
         }
         write_atomic(self.meta / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=1).encode("utf-8"))
+        self._swaps.clear()  # each one's base is in the state now
+        (self.meta / SWAPS_FILE).unlink(missing_ok=True)
+
+    # ---- a folder write and a kill after it ------------------------------------------------------
+    #
+    # A write swaps the database's bytes in before the state saying so is saved: a sync killed in
+    # between would find the folder's file at a version its base does not name, and take the
+    # person's next save over it for a conflict (or, with a save the swap took out still in its temp
+    # file, lose that save). So each write is journaled first, with the temp name the swap uses
+    # (``SWAPS_FILE``), and the next pass reads what that name holds to tell what happened.
+
+    def _put(self, path: str, data: bytes | None, expected: bytes | None, report: Report, base: str | None) -> bool:
+        """Make the folder's file hold ``data`` and its base follow; a save swapped out meanwhile is
+        kept as a conflict (``base``: the base its note names). True when there was one."""
+        entry: dict[str, str | None] = {
+            "path": path,
+            "to": None if data is None else version_of(data),
+            "expected": None if expected is None else version_of(expected),
+            "base": self.base.get(path),
+            "temp": None,
+        }
+
+        def journal(temp: Path) -> None:
+            entry["temp"] = temp.relative_to(self.jail.root).as_posix()
+            self._swaps.append(entry)
+            self._write_swaps()
+
+        try:
+            late = place(self.jail, path, data, expected, self.settle, journal)
+        except BaseException:
+            if entry in self._swaps:  # refused or failed: nothing to tell the next pass
+                self._swaps.remove(entry)
+                self._write_swaps()
+            raise
+        self._set_base(path, entry["to"])
+        if late is None:
+            return False
+        self._conflict(path, late, data, base, report, placed=True)
+        if entry["temp"] is not None:
+            (self.jail.root / entry["temp"]).unlink(missing_ok=True)  # kept now: the swapped-out file can go
+        return True
+
+    def _write_swaps(self) -> None:
+        lines = "".join(json.dumps(swap, ensure_ascii=False) + "\n" for swap in self._swaps)
+        if lines:
+            write_atomic(self.meta / SWAPS_FILE, lines.encode("utf-8"), durable=False)
+        else:
+            (self.meta / SWAPS_FILE).unlink(missing_ok=True)
+
+    def _recover_swaps(self) -> None:
+        """Finish the folder writes a killed sync journaled but did not save the state of: a temp file
+        still holding the new bytes means the swap never came (the base stays); otherwise it came, and
+        the base follows, and what the temp file holds, if it is neither what the pass had seen nor
+        the new bytes, is a person's save the swap took out: held, kept like any (``_finish_held``)."""
+        try:
+            text = (self.meta / SWAPS_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        leftovers = []
+        for swap in (json.loads(line) for line in text.splitlines() if line.strip()):
+            path, to = str(swap["path"]), swap["to"]
+            try:
+                temp, out = self.jail.resolve(str(swap["temp"])), read_here(self.jail, str(swap["temp"]))
+            except BadPath:  # its folder is a link now: nothing there is read; the base stays
+                continue
+            if out is not None:
+                leftovers.append(temp)
+            if to is not None:
+                done = out is None or version_of(out) != to
+            else:
+                done = out is not None or read_here(self.jail, path) is None
+            if not done:
+                continue
+            self._set_base(path, to)
+            if out is not None and version_of(out) not in (swap["expected"], to):
+                text64 = base64.b64encode(out).decode("ascii")
+                if not any(held["path"] == path and held["text"] == text64 for held in self.held):
+                    self.held.append({"path": path, "text": text64, "theirs": to, "base": swap["base"]})
+        self._save_state()  # and the journal goes
+        for temp in leftovers:
+            temp.unlink(missing_ok=True)
 
     # ---- one pass ---------------------------------------------------------------------------------
 
@@ -194,6 +284,7 @@ class Sync:
         last pass, or everything when ``paths`` is None. Saves the bookkeeping at the end."""
         report = Report()
         self._levels_noted.clear()
+        self._recover_swaps()
         self._finish_held(report)
         if paths is None:
             newest = self.store.newest_seq()
@@ -253,7 +344,7 @@ class Sync:
         """Sync one path; False when the folder's file changed too recently to trust (``settle``
         seconds: an in-place save may be half done) and was left for a second look."""
         base = self.base.get(path)
-        here_bytes, changed_at = read_here_when(self.folder, path)
+        here_bytes, changed_at = read_here_when(self.jail, path)
         here = None if here_bytes is None else version_of(here_bytes)
         if known and here == base == there_version:
             return True  # the full pass's fast way: nothing to read from the database
@@ -265,12 +356,9 @@ class Sync:
         if action == "agree":
             self._set_base(path, here)
         elif action == "pull":
-            late = place(self.folder, path, there_bytes, here_bytes, self.settle)
-            if late is not None:  # a save landed as we wrote: the database's version stays, theirs is kept
-                self._conflict(path, late, there_bytes, base, report, placed=True)
-            else:
+            # a save landing as we write is a conflict: the database's version stays, theirs is kept
+            if not self._put(path, there_bytes, here_bytes, report, base):
                 report.pulled.append(path)
-            self._set_base(path, there)
         elif action == "push":
             why = self._refused(path, here_bytes)
             if why is not None:  # a change the tool would refuse too: the database's stays
@@ -331,18 +419,17 @@ class Sync:
             self.held.remove(held)
         else:
             self._keep_and_note(path, mine, theirs_version, base, report)
-        late = None if placed else place(self.folder, path, theirs, mine, self.settle)
+        if not placed:  # yet another save in the same instant is kept the same way
+            self._put(path, theirs, mine, report, base)
         self.kept.pop(path, None)  # done: the note is written and the folder holds the database's
-        if late is not None:  # yet another save in the same instant: kept the same way
-            self._conflict(path, late, theirs, base, report, placed=True)
 
     def _keep_and_note(
         self, path: str, mine: bytes | None, theirs: str | None, base: str | None, report: Report
     ) -> None:
         kept = None if mine is None else self._keep(path, mine)
-        note = note_path(self.folder, path)
+        note = note_path(self.jail, path)
         write_atomic(note, conflict_note(path, mine, kept, theirs, base))
-        report.conflicts.append(note.relative_to(self.folder).as_posix())
+        report.conflicts.append(note.relative_to(self.jail.root).as_posix())
 
     def _finish_held(self, report: Report) -> None:
         """Keep, and note, the saves an earlier pass swapped out but could not keep (``_conflict``)."""
@@ -379,7 +466,7 @@ class Sync:
                 continue
             role = role_of(path)
             levels.update(level for level in (role.agent_folder, role.routine_folder) if level is not None)
-        return {level for level in levels if not os.path.isdir(self.folder / level)}
+        return {level for level in levels if not is_dir_here(self.jail, level)}
 
     def _refused(self, path: str, mine: bytes | None) -> str | None:
         """Why the tool would refuse this hand change (``mine`` None: a deletion), else None. A level
@@ -414,20 +501,19 @@ class Sync:
         if why.startswith(LEVEL_GONE):
             level = why[len(LEVEL_GONE) :]
             if level not in self._levels_noted:
-                note = note_path(self.folder, level)
+                note = note_path(self.jail, level)
                 make_dirs(note.parent)  # agents/ itself may be gone
                 write_atomic(note, level_note(level))
-                report.conflicts.append(note.relative_to(self.folder).as_posix())
+                report.conflicts.append(note.relative_to(self.jail.root).as_posix())
                 self._levels_noted.add(level)
         else:
             kept = None if mine is None else self._keep(path, mine)
-            note = note_path(self.folder, path)
+            note = note_path(self.jail, path)
             write_atomic(note, refused_note(path, mine, kept, why))
-            report.conflicts.append(note.relative_to(self.folder).as_posix())
-        late = place(self.folder, path, theirs, mine, self.settle)
+            report.conflicts.append(note.relative_to(self.jail.root).as_posix())
+        # a save in the same instant: kept as a conflict
+        self._put(path, theirs, mine, report, None if theirs is None else version_of(theirs))
         self.kept.pop(path, None)
-        if late is not None:  # a save in the same instant: kept as a conflict
-            self._conflict(path, late, theirs, None if theirs is None else version_of(theirs), report, placed=True)
 
     def _empty_top_file(self, path: str, base: str | None, report: Report) -> None:
         """A level's top file deleted by hand is emptied, as the tool's delete does; the folder gets
@@ -441,10 +527,7 @@ class Sync:
                 self._one(path, None, False, report, again=False)  # the database moved: look again
                 return
             report.pushed.append(path)
-        late = place(self.folder, path, b"", None, self.settle)
-        self._set_base(path, empty)
-        if late is not None:  # a save in the same instant: the emptied file stays, theirs is kept
-            self._conflict(path, late, b"", empty, report, placed=True)
+        self._put(path, b"", None, report, empty)  # a save in the same instant: the emptied file stays, theirs kept
 
     # ---- running ----------------------------------------------------------------------------------
 

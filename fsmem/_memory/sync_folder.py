@@ -4,21 +4,30 @@ read as a person may be saving them, and the database's bytes swapped in without
 A write swaps the new bytes in with ``renameat2(RENAME_EXCHANGE)``, so a save that lands between the
 pass's comparison and the write comes out under the temp name and is handed back to the caller, who
 keeps it like any conflict: nothing a person saves is lost. Only memory files
-(``core.paths.is_memory_file_name``) outside dot-folders are mirrored, and no link is followed.
+(``core.paths.is_memory_file_name``) outside dot-folders are mirrored, and the scan follows no link.
+
+Every read and write of a path goes through the folder's jail, the root's own
+(``fsmem._store.folder.jail``) following no link: a path with a link on the way, one leading out of the
+folder or into ``.fsmem-sync/`` or one inside it (which would make two of the project's paths one
+file), is refused (``BAD_PATH``) and nothing is read or written there, whichever file the database
+sends, conflict notes included. The jail is asked again just before a swap, so a link made between a
+pass's look and its write is refused too.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat as stat_module
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fsmem._core.layout import STATE_DIR
 from fsmem._core.paths import is_memory_file_name, normalize_path
 from fsmem._errors import BadPath, Busy, SetupError
 from fsmem._store.atomic import exchange, make_dirs, place_new, temp_name, write_temp
+from fsmem._store.folder.jail import Jail
 from fsmem._store.folder.ondisk import nfc
 
 __all__ = [
@@ -27,12 +36,14 @@ __all__ = [
     "NOTE_SUFFIX",
     "SETTLE_MAX",
     "take_folder",
+    "jail_of",
     "mirrored",
     "files_here",
     "read_here",
     "read_here_when",
     "place",
     "note_path",
+    "is_dir_here",
 ]
 
 SYNC_DIR = ".fsmem-sync"
@@ -46,9 +57,12 @@ def take_folder(folder: Path) -> int:
     a folder at a time. A memory root of its own is refused."""
     if (folder / STATE_DIR).exists():
         raise SetupError(f"{folder} is a memory root of its own (it has {STATE_DIR}/); sync into a plain folder")
+    if os.path.islink(folder / SYNC_DIR):
+        raise SetupError(f"{folder / SYNC_DIR} is a link; sync keeps its state in the folder itself: remove the link")
     try:
         make_dirs(folder / SYNC_DIR)
-        fd = os.open(folder / SYNC_DIR / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(folder / SYNC_DIR / LOCK_FILE, flags, 0o600)
     except OSError as error:
         raise SetupError(f"cannot make {folder / SYNC_DIR} ({error.strerror}); check the folder") from error
     try:
@@ -57,6 +71,12 @@ def take_folder(folder: Path) -> int:
         os.close(fd)
         raise Busy(f"another `fsmem sync` is running on {folder}; stop it first, or sync another folder") from error
     return fd
+
+
+def jail_of(folder: Path) -> Jail:
+    """The folder's jail: the root's, with ``.fsmem-sync/`` as its private part, following no link
+    (each path is a file of the project's own: ``fsmem._store.folder.jail``)."""
+    return Jail(folder, SYNC_DIR, name="the sync folder", links=False)
 
 
 def mirrored(path: str) -> bool:
@@ -79,14 +99,14 @@ def files_here(folder: Path) -> Iterator[str]:
                 yield relative
 
 
-def read_here(folder: Path, path: str) -> bytes | None:
-    return read_here_when(folder, path)[0]
+def read_here(jail: Jail, path: str) -> bytes | None:
+    return read_here_when(jail, path)[0]
 
 
-def read_here_when(folder: Path, path: str) -> tuple[bytes | None, float]:
+def read_here_when(jail: Jail, path: str) -> tuple[bytes | None, float]:
     """The folder's bytes of ``path`` (None: no file) and when they last changed, looked at after
     the read: a save in place (truncate, then write) under way while it read shows as just now."""
-    target = folder / path
+    target = jail.resolve(path)
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -94,33 +114,52 @@ def read_here_when(folder: Path, path: str) -> tuple[bytes | None, float]:
     except OSError as error:
         raise BadPath(f"{path} cannot be read here ({error.strerror})") from error
     with os.fdopen(fd, "rb") as handle:
-        if not os.path.isfile(target):
+        if not stat_module.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise BadPath(f"{path} is not a regular file here; only regular files are mirrored")
         data = handle.read()
         seen = os.fstat(handle.fileno())
         return data, max(seen.st_mtime, seen.st_ctime)
 
 
-def place(folder: Path, path: str, data: bytes | None, expected: bytes | None, settle: float) -> bytes | None:
+def place(
+    jail: Jail,
+    path: str,
+    data: bytes | None,
+    expected: bytes | None,
+    settle: float,
+    before_swap: Callable[[Path], None] | None = None,
+) -> bytes | None:
     """Make the folder's ``path`` hold ``data`` (None: no file), swapping it in; returns what a
     person saved there meanwhile if it is not ``expected`` (the caller keeps it), else None.
-    ``settle``: how long a file swapped out must stay put before it is taken as whole."""
-    target = folder / path
+    ``settle``: how long a file swapped out must stay put before it is taken as whole.
+    ``before_swap`` is told the temp name the swap will use (what it holds after a kill tells what
+    happened: ``fsmem._memory.sync`` journals it); a person's save swapped out stays there, for
+    the caller to remove once it has kept it."""
+    target = jail.resolve(path)
     if data is None:
         if expected is None:
             return None
         aside = temp_name(target)
+        if before_swap is not None:
+            before_swap(aside)
         try:
             os.rename(target, aside)  # take it out first: whatever it holds now is read, not lost
         except FileNotFoundError:
             return None
         gone = aside.read_bytes()
+        if gone != expected:
+            return gone  # a person's save: it stays at ``aside`` until the caller has kept it
         aside.unlink()
-        _remove_empty_folders(target.parent, folder)
-        return gone if gone != expected else None
+        _remove_empty_folders(target.parent, jail.root)
+        return None
     make_dirs(target.parent)
     temp = write_temp(target, data, durable=True)
+    out: bytes | None = expected
     try:
+        if jail.resolve(path) != target:  # a link made on the way since: the write would land elsewhere
+            raise BadPath(f"{path!r} changed into a link while it was being written; nothing was written")
+        if before_swap is not None:
+            before_swap(temp)
         if expected is None and place_new(temp, target):
             return None
         try:
@@ -128,12 +167,13 @@ def place(folder: Path, path: str, data: bytes | None, expected: bytes | None, s
         except FileNotFoundError:  # the person removed it meanwhile: nothing of theirs to keep
             swapped = False
         if not swapped:  # no atomic swap here: the window shrinks to this read
-            before = read_here(folder, path)
+            before = read_here(jail, path)
             os.replace(temp, target)
             return before if before is not None and before != expected else None
         out = _whole(temp, expected, settle)
     finally:
-        temp.unlink(missing_ok=True)
+        if out == expected:  # nothing of a person's in it (or never swapped): gone
+            temp.unlink(missing_ok=True)
     return out if out != expected else None
 
 
@@ -161,9 +201,17 @@ def _remove_empty_folders(folder: Path, top: Path) -> None:
         folder = folder.parent
 
 
-def note_path(folder: Path, path: str) -> Path:
+def is_dir_here(jail: Jail, path: str) -> bool:
+    """Whether ``path`` is a folder here (one a link out of the folder leads to is not)."""
+    try:
+        return jail.resolve(path).is_dir()
+    except BadPath:
+        return False
+
+
+def note_path(jail: Jail, path: str) -> Path:
     """Where the note about ``path`` goes: ``<file>.conflict``, or ``-2``, ``-3`` … when one is there."""
-    first = folder / f"{path}{NOTE_SUFFIX}"
+    first = jail.resolve(f"{path}{NOTE_SUFFIX}")
     candidate, number = first, 1
     while os.path.lexists(candidate):
         number += 1

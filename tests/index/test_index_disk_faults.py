@@ -70,8 +70,8 @@ def test_an_injected_enospc_under_a_search_answers_from_the_last_commit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "root"
     memory = fsmem.open(root, create=True)
-    run = memory.run(fsmem.Scope.chat(), thread_id="t-1")
-    assert run.call({"command": "write", "path": "notes.md", "content": "# Notes\n\nneedle one " + "x" * 200})["ok"]
+    # Made by hand, so fsmem holds no copy of it: keeping what the edit below replaced takes room.
+    (root / "notes.md").write_text("# Notes\n\nneedle one " + "x" * 200)
     assert [hit.path for hit in memory.search("needle")] == ["notes.md"]
     (root / "notes.md").write_text("# Notes\n\nneedle two " + "y" * 200 + "\n")
     real_write = os.write

@@ -243,3 +243,26 @@ def test_fsmem_watch_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             watcher.communicate()
     assert watcher.returncode == 0
     assert not heartbeat_file(tmp_path / ".fsmem").exists()
+
+
+@pytest.mark.parametrize("watching", [True, False], ids=["by the watcher", "by the pre-search check"])
+def test_a_second_hand_edit_keeps_the_text_the_first_one_wrote(tmp_path: Path, watching: bool) -> None:
+    """The first hand edit's keeping noted the file for the index as a change through fsmem, so the next
+    search re-read it blindly and the second hand edit's replaced text (the first one's) was lost."""
+    memory = fsmem.open(tmp_path, create=True, settings=Settings(durable=False, watch=watching))
+    try:
+        assert memory.run().call({"command": "write", "path": "p.md", "content": "# P\n\nalpha okapi\n"})["ok"]
+        assert paths(memory.search("okapi")) == ["p.md"]
+        texts = ["# P\n\nbeta bilby\n", "# P\n\ngamma quokka\n", "# P\n\ndelta numbat\n"]
+        for text in texts:
+            write(tmp_path, "p.md", text)
+            word = text.split()[-1]
+            wait_until(lambda word=word: paths(memory.search(word)) == ["p.md"])
+        kept = versions_of(memory, "p.md")
+        for text in ["# P\n\nalpha okapi\n", *texts[:-1]]:
+            assert kept.get(version_of(text.encode())) == text.encode(), text
+        edits = [(entry.before, entry.after) for entry in memory.log() if entry.command == "hand_edit"]
+        chain = [version_of(text.encode()) for text in ["# P\n\nalpha okapi\n", *texts]]
+        assert edits == list(zip(chain, chain[1:]))
+    finally:
+        memory.close()

@@ -16,5 +16,6 @@ from tests.procs.soak import soak
 def test_a_short_soak_loses_nothing_anyone_wrote(tmp_path: Path) -> None:
     report = soak(8.0, tmp_path / "root")  # `bin/soak 60` is the long one
     assert report["problems"] == []
+    assert report["acknowledged_not_recoverable"] == 0  # however soon the editor saved over it
     assert report["acknowledged"] > 0 and report["hand_saves_rename"] > 0 and report["hand_saves_in_place"] > 0
     print(report)

@@ -82,10 +82,11 @@ def history(drive: Drive) -> dict[str, object]:
         if not path.startswith(".fsmem") and value[0] == "file"
     }
     versions = {}
-    for folder, _, names in os.walk(drive.state / "versions"):
+    for folder, _, _ in os.walk(drive.state / "versions"):
         path = Path(folder).relative_to(drive.state / "versions").as_posix()
-        if any(not name.startswith(".") for name in names):
-            versions[path] = [(k.version, k.kept_at, k.command, k.file.read_bytes()) for k in drive.versions(path)]
+        listed = drive.versions(path)  # a live copy the file still holds is no version: not listed, not copied
+        if listed:
+            versions[path] = [(k.version, k.kept_at, k.command, k.file.read_bytes()) for k in listed]
     return {
         "files": files,
         "mtimes": {path: int(os.stat(drive.root / path).st_mtime) for path in files},

@@ -13,11 +13,10 @@ Roles, each a real process, for SECONDS:
   is still what it read, as editors warn "changed since reading".
 
 Every acknowledged change and every hand save is journaled by its process. The audit then checks:
-each journaled line is in its file or in one of the file's kept versions (``versions/`` keeps them
-all for the soak); each kept version hashes to its name; the log parses, line by line; ``fsmem check``
-is clean; a search finds each file by the word only it holds. An agent line missing from both is
-accounted for only when the editor's save began before that write and ended after it (a person's
-editor that never saw the change overwrote it: recorded as such), never silently.
+each acknowledged content (by its version) is the file or one of its kept versions — however soon the
+editor saved over it, one it never saw included (``versions/`` keeps them all for the soak); each
+journaled line is in its file or in a kept version; each kept version hashes to its name; the log
+parses, line by line; ``fsmem check`` is clean; a search finds each file by the word only it holds.
 """
 
 from __future__ import annotations
@@ -193,10 +192,14 @@ def audit(root: Path, journals: list[Path]) -> dict[str, object]:
     problems: list[str] = [f"a process failed: {e['error']}" for e in entries if e["kind"] == "fatal"]
     memory = fsmem.open(root)
     held: dict[str, list[str]] = {}  # path -> every content it held that fsmem can give back
+    recoverable: dict[str, dict[str, str]] = {}  # path -> version -> how: "file" or the kept version's command
     for path in {e["path"] for e in entries if "path" in e}:
         texts = []
+        recoverable[path] = {}
         try:
-            texts.append((root / path).read_text(encoding="utf-8"))
+            live = (root / path).read_bytes()
+            texts.append(live.decode("utf-8"))
+            recoverable[path][version_of(live)] = "file"
         except FileNotFoundError:
             pass
         for info in memory.versions(path):
@@ -204,6 +207,7 @@ def audit(root: Path, journals: list[Path]) -> dict[str, object]:
             if version_of(data) != info.version:
                 problems.append(f"kept version {info.file} does not hash to its name")
             texts.append(data.decode("utf-8", "replace"))
+            recoverable[path].setdefault(info.version, info.command)
         held[path] = texts
     log_lines = (root / ".fsmem" / "log.jsonl").read_text(encoding="utf-8").splitlines()
     log = []
@@ -218,16 +222,20 @@ def audit(root: Path, journals: list[Path]) -> dict[str, object]:
             written_at.setdefault((line["path"], line["after"]), line["time"])
     hand_saves = [e for e in entries if e["kind"] == "hand"]
     acks = [e for e in entries if e["kind"] == "ack"]
-    overwritten = 0
+    # Every content fsmem acknowledged, by its version: the file, or a kept version (the ones a
+    # person's editor saved over unseen are listed as replaced by hand).
+    not_recoverable = [e for e in acks if e["version"] not in recoverable.get(e["path"], {})]
+    for entry in not_recoverable:
+        overlapped = _editor_overlapped(entry, hand_saves, written_at) * " (an editor's save overlapped the write)"
+        problems.append(f"acknowledged content {entry['version']} of {entry['path']} is neither the file nor a "
+                        f"kept version{overlapped}")
+    saved_over = sum(1 for e in acks if recoverable.get(e["path"], {}).get(e["version"]) in ("hand", "hand_edit"))
     unnamed = 0
     for entry in acks + hand_saves:
         if any(entry["line"] + "\n" in text for text in held.get(entry["path"], [])):
             continue
         if entry.get("style") == "in-place, into a replaced file":
             unnamed += 1  # the editor itself saw its save land in a file without a name
-            continue
-        if entry["kind"] == "ack" and _editor_overlapped(entry, hand_saves, written_at):
-            overwritten += 1
             continue
         problems.append(f"{entry['kind']} line {entry['line']!r} of {entry['path']} is in neither the file "
                         "nor its kept versions")
@@ -248,7 +256,8 @@ def audit(root: Path, journals: list[Path]) -> dict[str, object]:
             "hand_saves_rename": sum(1 for e in hand_saves if e["style"] == "rename"),
             "hand_saves_in_place": sum(1 for e in hand_saves if e["style"].startswith("in-place")),
             "hand_edits_kept_by_writes": hand_kept,
-            "agent_lines_overwritten_by_a_racing_editor": overwritten,
+            "acknowledged_not_recoverable": len(not_recoverable),
+            "acknowledged_saved_over_by_hand_and_kept": saved_over,
             "hand_saves_into_a_replaced_file": unnamed,
             "log_lines": len(log), "files": len(files), "problems": problems}
 

@@ -1,7 +1,10 @@
 """One change to a folder's memory files, made under the root's write lock: the only code that writes them.
 
 Each operation keeps the previous content in ``.fsmem/versions/`` (a copy: never an inode a live file
-or an editor's open handle shares, so a kept version always hashes to the version in its name), writes
+or an editor's open handle shares, so a kept version always hashes to the version in its name) and a
+write keeps what it wrote there too, as the file's live copy (``history``: renamed to the next change's
+kept version, or listed as replaced by hand when a person saved over it unseen), so no content fsmem
+acknowledged is ever the live file's alone; writes
 atomically (unique ``O_EXCL`` temp file in the same folder, fsync, then swapped in with
 ``renameat2(RENAME_EXCHANGE)`` so whatever a person saved there in the meantime comes out under the
 temp name and is kept as a hand edit; ``os.replace`` where the system cannot swap), fsync of the
@@ -25,7 +28,15 @@ from fsmem._env.config import Settings
 from fsmem._errors import Exists, NotFound, Storage
 from fsmem._store.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
 from fsmem._store.disk_faults import storage_error
-from fsmem._store.folder.history import LOG_FILE, VERSIONS_DIR, kept_name, new_stamp
+from fsmem._store.folder.history import (
+    LOG_FILE,
+    VERSIONS_DIR,
+    is_live_name,
+    kept_name,
+    live_copies,
+    live_name,
+    new_stamp,
+)
 from fsmem._store.folder.regular import read_regular
 from fsmem._store.types import Entry, FactStamp, HandEdit, LogEntry, log_line, now_iso
 
@@ -61,6 +72,7 @@ class Change:
         self.hand_edits: list[HandEdit] = []
         self._seen: dict[str, bytes | None] = {}  # what the caller read under the lock, by path
         self._to_trim: set[Path] = set()  # versions/ folders that got a copy: trimmed when the change ends
+        self._taken: dict[Path, Path] = {}  # kept version -> the live copy it was renamed from (for undo)
 
     def read(self, path: str) -> bytes | None:
         data = self.drive.read(path)
@@ -79,6 +91,7 @@ class Change:
         seen = self._seen.get(path, before)
         kept: list[Path] = []
         try:
+            self._retire_stale_live(path, seen)
             if seen is not None and seen != before:  # a person saved after the caller's check
                 kept.append(self._keep(path, seen, "hand"))
             if before is not None:
@@ -100,9 +113,15 @@ class Change:
         if self.drive.after_swap is not None:
             self.drive.after_swap(path)
         replaced = out  # what the write really replaced: None if nothing was there at that instant
-        if out is not None and out != before:  # a person's save landed in the window: keep it
-            kept.append(self._keep(path, out, self.command))
         after = version_of(data)
+        try:
+            if out is not None and out != before:  # a person's save landed in the window: keep it
+                kept.append(self._keep(path, out, self.command, live=False))
+            kept.append(self._keep_live(path, data, after))
+        except OSError as error:
+            self._undo_swap(temp, target, out)
+            self._unkeep(kept)
+            raise self._fault(f"keeping what was written to {path}", error) from error
         try:
             if seen != replaced:
                 self._log(path, _version(seen), _version(replaced), command="hand")
@@ -129,7 +148,7 @@ class Change:
         if late == out or not late:
             return
         try:
-            self._keep(path, late, "hand")
+            self._keep(path, late, "hand", live=False)
             self._log(path, _version(out), version_of(late), command="hand")
         except OSError:
             return  # the write itself is done and logged; a full disk cannot be helped here
@@ -167,7 +186,11 @@ class Change:
     def _unkeep(self, kept: list[Path]) -> None:
         for file in kept:
             try:
-                file.unlink()
+                live = self._taken.pop(file, None)
+                if live is None:
+                    file.unlink()
+                else:
+                    os.rename(file, live)  # it was the live copy: the file still holds it
             except OSError:
                 self._to_trim.discard(file.parent)  # it still counts: trimming would drop an older one
 
@@ -197,6 +220,7 @@ class Change:
             keeping: list[tuple[str, bytes, Path]] = []
             try:
                 for entry_path, data in held:
+                    self._retire_stale_live(entry_path, data)
                     if data is not None:
                         keeping.append((entry_path, data, self._keep(entry_path, data, self.command)))
             except OSError as error:
@@ -222,6 +246,7 @@ class Change:
             if data is None:
                 raise NotFound(f"there is no file {path!r}")
             try:
+                self._retire_stale_live(path, data)
                 kept = self._keep(path, data, self.command)
             except OSError as error:
                 raise self._fault(f"keeping {path} before deleting it", error) from error
@@ -249,23 +274,29 @@ class Change:
         except OSError as error:
             raise self._fault(f"making the folder for {destination}", error) from error
         if source_real.is_dir():
-            moved = [(e.path, self.drive.read(e.path)) for e in self.drive.walk_files(source)]
-            self._place(source, source_real, destination, destination_real)
-            try:
-                for old_path, data in moved:
-                    new_path = destination + old_path[len(source) :]
-                    self._log(old_path, _version(data), _version(data), new_path=new_path)
-            except OSError as error:
-                raise self._fault(f"logging the rename of {source}", error) from error
+            moved = [
+                (e.path, destination + e.path[len(source) :], self.drive.read(e.path))
+                for e in self.drive.walk_files(source)
+            ]
         else:
-            data = self.drive.read(source)
-            self._place(source, source_real, destination, destination_real)
-            try:
-                self._log(source, _version(data), _version(data), new_path=destination)
-            except OSError as error:
+            moved = [(source, destination, self.drive.read(source))]
+        try:
+            for old_path, new_path, data in moved:
+                self._retire_stale_live(old_path, data)
+                self._retire_stale_live(new_path, None)  # nothing is there: a live copy there was replaced
+        except OSError as error:
+            raise self._fault(f"keeping what was replaced by hand before renaming {source}", error) from error
+        self._place(source, source_real, destination, destination_real)
+        try:
+            for old_path, new_path, data in moved:
+                self._log(old_path, _version(data), _version(data), new_path=new_path)
+        except OSError as error:
+            if not source_real.is_dir():
                 with contextlib.suppress(OSError):  # put it back: the log says only what happened
                     place_new(destination_real, source_real)
-                raise self._fault(f"logging the rename of {source}", error) from error
+            raise self._fault(f"logging the rename of {source}", error) from error
+        for old_path, new_path, data in moved:
+            self._carry_live(old_path, new_path, data)
         self._fsync(source_real.parent)
         self._fsync(destination_real.parent)
         self.changed.append(destination)
@@ -300,9 +331,12 @@ class Change:
 
     def keep_replaced(self, path: str, replaced: bytes, now: str) -> None:
         """Keep ``replaced`` as a version of ``path``: what a person's edit outside fsmem (``now`` is
-        its version) overwrote, found by the index, which had read it. Named by its real hash."""
+        its version) overwrote, found by the index, which had read it. Named by its real hash.
+
+        The file is not changed, so it is not noted for the index as a change through fsmem: a note
+        would have the next search re-read it as one, and keep nothing of a second hand edit."""
         self._keep(path, replaced, self.command)
-        self._log(path, version_of(replaced), now)
+        self._log(path, version_of(replaced), now, noted=False)
 
     # ---- levels and facts (store interface) -----------------------------------------------------
 
@@ -338,16 +372,68 @@ class Change:
         if self.drive.settings.durable:
             fsync_dir(folder)
 
-    def _keep(self, path: str, data: bytes, command: str) -> Path:
-        """A copy of ``data`` under versions/, named by its hash. A copy, not a hard link: an editor
-        saving in place (or through a handle it holds) must not rewrite a kept version."""
+    def _keep(self, path: str, data: bytes, command: str, *, live: bool = True) -> Path:
+        """``data`` kept under versions/, named by its hash: the file's live copy of it renamed (fsmem
+        wrote it last, so it is there already; not with ``live=False``), else a copy. A copy, not a hard
+        link: an editor saving in place (or through a handle it holds) must not rewrite a kept version."""
         folder = self.drive.state / VERSIONS_DIR / path
-        kept = folder / f"{new_stamp()}-{version_of(data)}-{command}.md"
-        if not folder.is_dir():  # the file's first kept version: make its folder (only then)
-            make_dirs(folder)
-        write_atomic(kept, data, durable=False)
+        version = version_of(data)
+        kept = folder / f"{new_stamp()}-{version}-{command}.md"
         self._to_trim.add(folder)
+        taken = live and self._take_live(folder, version, kept)
+        if not taken:
+            if not folder.is_dir():  # the file's first kept version: make its folder (only then)
+                make_dirs(folder)
+            write_atomic(kept, data, durable=False)
         return kept
+
+    def _take_live(self, folder: Path, version: str, kept: Path) -> bool:
+        """Rename the live copy of ``version`` to ``kept``; False when there is none."""
+        found = [name for name, live_version in live_copies(folder) if live_version == version]
+        if not found:
+            return False
+        os.rename(folder / found[0], kept)
+        self._taken[kept] = folder / found[0]
+        for extra in found[1:]:  # a crash between two steps left a twin: the same bytes, by their name
+            with contextlib.suppress(OSError):
+                os.unlink(folder / extra)
+        return True
+
+    def _keep_live(self, path: str, data: bytes, version: str) -> Path:
+        """Keep ``data``, just written to ``path``, as its live copy: until a change replaces it, it is
+        what a person's unseen save over the file would otherwise take with it."""
+        folder = self.drive.state / VERSIONS_DIR / path
+        if not folder.is_dir():
+            make_dirs(folder)
+        live = folder / live_name(version)
+        write_atomic(live, data, durable=False)
+        return live
+
+    def _retire_stale_live(self, path: str, current: bytes | None) -> None:
+        """A live copy of ``path`` that is not what the file holds (``current``; ``None``: no file) was
+        replaced outside fsmem, unseen: keep it as a version replaced by hand, and log that hand edit."""
+        folder = self.drive.state / VERSIONS_DIR / path
+        now = _version(current)
+        for name, version in live_copies(folder):
+            if version == now:
+                continue
+            os.rename(folder / name, folder / f"{new_stamp()}-{version}-hand.md")
+            self._to_trim.add(folder)
+            self._log(path, version, now, command="hand")
+
+    def _carry_live(self, source: str, destination: str, data: bytes | None) -> None:
+        """A renamed file's live copy goes with it (a rename writes no bytes, so makes none)."""
+        folder = self.drive.state / VERSIONS_DIR / source
+        for name, version in live_copies(folder):
+            if version != _version(data):
+                continue
+            target = self.drive.state / VERSIONS_DIR / destination
+            try:
+                if not target.is_dir():
+                    make_dirs(target)
+                os.rename(folder / name, target / name)
+            except OSError:
+                return  # the rename is done and logged; the copy stays under the old path, listed there
 
     def trim_versions(self) -> None:
         """Cut each versions/ folder this change added to down to ``versions_kept``: at the end of the
@@ -357,7 +443,7 @@ class Change:
             # Only kept versions count: the folder may also hold the version folders of files that
             # lived under a folder of this name once, or a crash's temp file.
             try:
-                names = sorted(name for name in os.listdir(folder) if kept_name(name))
+                names = sorted(name for name in os.listdir(folder) if kept_name(name) and not is_live_name(name))
                 for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
                     os.unlink(folder / extra)
             except OSError:
@@ -365,12 +451,21 @@ class Change:
         self._to_trim.clear()
 
     def _log(
-        self, path: str, before: str | None, after: str | None, new_path: str | None = None, command: str | None = None
+        self,
+        path: str,
+        before: str | None,
+        after: str | None,
+        new_path: str | None = None,
+        command: str | None = None,
+        *,
+        noted: bool = True,
     ) -> None:
+        """Append the line; ``noted``: the change changed the file, so the index is told (``changed``)."""
         thread = None if command == "hand" else self.thread
         entry = LogEntry(now_iso(), command or self.command, path, before, after, thread, new_path)
         _append_line(self.drive.state / LOG_FILE, log_line(entry))
-        self.changed.append(path)
+        if noted:
+            self.changed.append(path)
 
 
 def _append_line(log_file: Path, line: str) -> None:

@@ -32,11 +32,13 @@ from fsmem._core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name
 from fsmem._core.search import Indexed, Plan, Stamp
 from fsmem._core.text import check_thread
+from fsmem._core.versions import version_of
 from fsmem._env.config import Settings
 from fsmem._errors import BadPath, Exists, NotFound
 from fsmem._store.folder import parking
 from fsmem._store.folder import walk as _walk
-from fsmem._store.folder.ondisk import is_case_blind, nfc, other_spelling, spelled, spelled_path
+from fsmem._store.folder.jail import Jail
+from fsmem._store.folder.ondisk import nfc
 from fsmem._store.folder.regular import not_regular, read_regular
 from fsmem._store.folder.rootlock import CRASH_MARK, RootLock
 from fsmem._store.types import Entry, FactStamp, LogEntry, Parked, ProjectCopy, VersionInfo
@@ -52,7 +54,7 @@ class Drive:
         self.root = Path(os.path.realpath(root))
         self.settings = settings
         self.state = self.root / STATE_DIR
-        self._root_str, self._state_str = str(self.root), str(self.state)
+        self._jail = Jail(self.root, STATE_DIR)
         self.on_commit: list[Callable[[set[str]], None]] = []
         self.after_change: list[Callable[[set[str]], None]] = []  # with the changed paths, the lock let go
         self._lock = RootLock(self.state / LOCK_FILE, settings.lock_timeout)
@@ -60,7 +62,6 @@ class Drive:
         # window a person's save can land in); None in use.
         self.in_write_window: Callable[[str], None] | None = None
         self.after_swap: Callable[[str], None] | None = None  # test hook: just after the swap
-        self._case_blind: bool | None = None  # found out on first use (once .fsmem/ can tell)
         self.name = self.root.name
         self.label = str(self.root)
 
@@ -73,55 +74,9 @@ class Drive:
         """The real location of a normalized path, refusing any that leads outside the root.
 
         A symlink anywhere on the way may point inside the root, never out of it, and never into
-        ``.fsmem/``.
+        ``.fsmem/`` (``fsmem._store.folder.jail``).
         """
-        real = self._real(path)
-        where = str(real)  # real paths are normalized: a prefix test is the parents test, faster
-        if where != self._root_str and not where.startswith(self._root_str + "/"):
-            raise BadPath(f"{path!r} leads outside the memory folder (through a link); use a path inside it")
-        if where == self._state_str or where.startswith(self._state_str + "/"):
-            raise BadPath(f"{path!r} leads into fsmem's own state, which is not memory; use another path")
-        return real
-
-    def _real(self, path: str) -> Path:
-        """``os.path.realpath`` of ``root/path``, cheaply: the root is real already, so only the parts
-        under it can be links; with none among them (the usual case) the path is its own real path."""
-        if self._case_blind is None:
-            self._case_blind = is_case_blind(self.root)
-        candidate = self.root / path if path else self.root
-        parts = path.split("/") if path else []
-        if any(part in ("", ".", "..") for part in parts):  # not normalized: let realpath settle it
-            return self._realpath(candidate)
-        current = str(self.root)
-        for index, part in enumerate(parts):
-            if self._case_blind:  # "memory.md" is MEMORY.md there: use the name as it is on disk
-                part = parts[index] = spelled(current, part)
-            step = f"{current}/{part}"
-            try:
-                mode = os.lstat(step).st_mode
-            except FileNotFoundError:
-                other = other_spelling(current, part)  # a name made by hand in another Unicode form
-                if other is None:
-                    return Path(step, *parts[index + 1 :])  # nothing exists below here, so no link either
-                step = f"{current}/{other}"
-                try:
-                    mode = os.lstat(step).st_mode
-                except OSError:
-                    return self._realpath(candidate)
-            except NotADirectoryError:
-                return Path(step, *parts[index + 1 :])
-            except OSError:
-                return self._realpath(candidate)
-            if stat_module.S_ISLNK(mode):
-                return self._realpath(Path(step, *parts[index + 1 :]))
-            current = step
-        return Path(current)
-
-    def _realpath(self, path: Path) -> Path:
-        """Where a path with a link or a dot on the way leads; on a case-blind file system, with the
-        names under the root as spelled on disk (what a link names may be spelled in any case)."""
-        real = Path(os.path.realpath(path))
-        return spelled_path(self.root, real) if self._case_blind else real
+        return self._jail.resolve(path)
 
     def canonical(self, path: str) -> str:
         """The root-relative path of where ``path`` really is (links inside the root resolved)."""
@@ -318,7 +273,11 @@ class Drive:
         from fsmem._store.folder import history
 
         self.refuse_special(path)
-        return history.versions(self.state, path)
+        try:
+            data = self.read(path)
+        except BadPath:  # no file can be there (a folder on the way is a file now): none is live
+            data = None
+        return history.versions(self.state, path, None if data is None else version_of(data))
 
     def read_version(self, kept: VersionInfo) -> bytes:
         from fsmem._store.folder import history

@@ -1,8 +1,15 @@
 """What a folder remembers of its changes: kept versions and the log, as they lie under ``.fsmem/``.
 
 ``versions/<path>/<time>-<version>-<command>.md`` holds a file's earlier contents (``<time>`` is a
-``new_stamp()``: sortable, strictly increasing within a process); ``log.jsonl`` holds one line a change
-(``fsmem._store.types.LogEntry``). ``Change`` writes both; this module reads them.
+``new_stamp()``: sortable, strictly increasing within a process; ``<command>`` the change that replaced
+it); ``log.jsonl`` holds one line a change (``fsmem._store.types.LogEntry``). ``Change`` writes both;
+this module reads them.
+
+Beside them, ``<time>-<version>-live.md`` is the file's live copy: what fsmem last wrote there, kept
+as it wrote it, so a content fsmem acknowledged is never the file's alone. While the file still holds
+it, it is the file and is not listed; when the next change replaces it, it is renamed to the kept
+version that change makes; when a person saved over it unseen (or removed the file), it is listed as
+a version replaced by hand.
 """
 
 from __future__ import annotations
@@ -23,13 +30,14 @@ from fsmem._store.types import LogEntry, VersionInfo
 
 VERSIONS_DIR = "versions"
 VERSION_NAME = re.compile(r"(\d{8}T\d{12}Z)-([0-9a-f]+)-([^/\0]+)\.md")  # "<time>-<version>-<command>.md" (_keep)
+LIVE = "live"  # the command part of a live copy's name
 LOG_FILE = "log.jsonl"
 LOG_TAIL_BLOCK = 1 << 16
 
 
 def kept_name(name: str) -> tuple[str, str, str] | None:
-    """``(kept_at, version, command)`` of a name ``Change._keep`` gives a kept version; None for any
-    other name (a crash's temp file, a file a person or a tool put there, a name that is not UTF-8)."""
+    """``(kept_at, version, command)`` of a name ``Change`` gives a kept version or a live copy; None for
+    any other name (a crash's temp file, a file a person or a tool put there, a name that is not UTF-8)."""
     match = VERSION_NAME.fullmatch(name)
     if match is None or not is_utf8(name):
         return None
@@ -51,9 +59,11 @@ def versions_folder(state: Path, path: str) -> Path | None:
     return folder
 
 
-def versions(state: Path, path: str) -> list[VersionInfo]:
+def versions(state: Path, path: str, current: str | None) -> list[VersionInfo]:
     """Earlier contents of a file kept under ``state``, newest first: only regular files named as fsmem
-    names them (a folder's files keep their own versions; anything else there is not a kept version)."""
+    names them (a folder's files keep their own versions; anything else there is not a kept version).
+    ``current`` is the version the file holds now (``None``: no file), whose live copy is the file
+    itself, not an earlier content."""
     folder = versions_folder(state, path)
     if folder is None:
         return []
@@ -67,8 +77,32 @@ def versions(state: Path, path: str) -> list[VersionInfo]:
         if parsed is None or not stat_module.S_ISREG(info.st_mode):
             continue
         kept_at, version, command = parsed
+        if command == LIVE:
+            if version == current:
+                continue
+            command = "hand"  # fsmem wrote it; a person saved over it (or removed it) unseen since
         kept.append(VersionInfo(path, version, kept_at, command, info.st_size, item))
     return kept
+
+
+def live_name(version: str) -> str:
+    """The name of a new live copy of ``version``."""
+    return f"{new_stamp()}-{version}-{LIVE}.md"
+
+
+def live_copies(folder: Path) -> list[tuple[str, str]]:
+    """The live copies in a file's versions folder, as (name, version): one, or none (more only
+    after a crash between two steps of a change)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [(name, parsed[1]) for name in names if (parsed := kept_name(name)) and parsed[2] == LIVE]
+
+
+def is_live_name(name: str) -> bool:
+    parsed = kept_name(name)
+    return parsed is not None and parsed[2] == LIVE
 
 
 def read_version(kept: VersionInfo) -> bytes:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fsmem._core.layout import LEVEL_IDENTITY_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name
+from fsmem._core.versions import version_of
 from fsmem._env.config import Settings
 from fsmem._errors import BadPath, BadProposal, BadRequest, Exists, RootNotFound
 from fsmem._store.atomic import fsync_dir, make_dirs, place_new, write_atomic
@@ -41,14 +42,17 @@ def export_project(root: Path, state: Path, locked: Callable[[str], AbstractCont
         raise RootNotFound(f"there is no folder {root} to copy; check the path")
     with locked("copy") if state.is_dir() else contextlib.nullcontext():
         files, skipped = _export_files(root)
-        versions = _export_versions(state, skipped)
+        live = {file.path: version_of(file.data) for file in files}
+        versions = _export_versions(state, live, skipped)
         return ProjectCopy(files, versions, list(history.log(state)), _export_proposals(state), sorted(skipped))
 
 
-def _export_versions(state: Path, skipped: list[str]) -> list[CopiedVersion]:
-    """Every kept version, oldest first. What ``Change._keep`` never makes (a link, a FIFO, a name that
-    is not a kept version's or not UTF-8) is not copied and is named in ``skipped``; a dot-name is a
-    crash's temp file, and left out unnamed."""
+def _export_versions(state: Path, live: dict[str, str], skipped: list[str]) -> list[CopiedVersion]:
+    """Every kept version, oldest first, as `fsmem versions` lists them: a live copy the file still holds
+    (``live``: each file's version now) is the file, not a version; one a person saved over is a
+    version replaced by hand. What ``Change`` never makes (a link, a FIFO, a name that is not a kept
+    version's or not UTF-8) is not copied and is named in ``skipped``; a dot-name is a crash's temp
+    file, and left out unnamed."""
     versions: list[CopiedVersion] = []
     versions_root = state / VERSIONS_DIR
     if versions_root.is_symlink():
@@ -70,6 +74,10 @@ def _export_versions(state: Path, skipped: list[str]) -> list[CopiedVersion]:
                 skipped.append(_readable(where))
                 continue
             kept_at, version, command = parsed
+            if command == history.LIVE:
+                if version == live.get(path):
+                    continue
+                command = "hand"
             try:
                 data = read_regular(here / name, where)
             except BadPath as error:  # swapped for a FIFO since, or one fsmem may not read

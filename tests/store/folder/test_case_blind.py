@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._store.folder import drive as drive_module
+from fsmem._store.folder import jail as jail_module
 from fsmem._store.folder.ondisk import is_case_blind, spelled
 from tests.procs.common import diff, snapshot
 from tests.memory import test_protection
@@ -25,7 +25,7 @@ root = test_protection.root  # the fixture: a root with an agent, a routine, top
 
 @pytest.fixture
 def case_blind(monkeypatch) -> None:
-    monkeypatch.setattr(drive_module, "is_case_blind", lambda folder: True)
+    monkeypatch.setattr(jail_module, "is_case_blind", lambda folder: True)
 
 
 def other_case(path: str) -> str:
@@ -67,7 +67,7 @@ def test_a_new_file_is_made_beside_its_folder_as_spelled_on_disk(root: Path, cas
 
 
 def test_where_case_counts_other_cases_are_other_files(root: Path) -> None:
-    assert fsmem.open(root).drive._real("memory.md") == root.resolve() / "memory.md"
+    assert fsmem.open(root).drive._jail.real("memory.md") == root.resolve() / "memory.md"
     assert is_case_blind(root) is False  # this machine's file system counts case
     run = seen_run(root)
     assert run.call({"command": "write", "path": "memory.md", "content": "# a topic\n"})["ok"]

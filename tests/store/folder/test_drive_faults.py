@@ -77,8 +77,11 @@ def _changes(root: Path, command: str) -> list[dict[str, Any]]:
 
 
 def _kept(root: Path, path: str) -> list[str]:
+    """The kept versions of ``path`` on disk, less its live copy (what fsmem last wrote there)."""
     folder = root / ".fsmem" / "versions" / path
-    return sorted(item.name for item in folder.iterdir() if item.is_file()) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(item.name for item in folder.iterdir() if item.is_file() and not item.name.endswith("-live.md"))
 
 
 def test_a_folder_delete_with_a_subfolder_it_may_not_change_is_refused_and_changes_nothing(open_tmp: Path) -> None:

@@ -42,7 +42,7 @@ PATHS = ["", "seo", "seo/titles.md", "seo/deep/k.md", "seo/none.md", "none/at/al
 @pytest.mark.parametrize("path", PATHS)
 def test_fast_real_path_agrees_with_realpath(tree, path: str) -> None:
     root = tree.root
-    assert tree.drive._real(path) == Path(os.path.realpath(root / path if path else root))
+    assert tree.drive._jail.real(path) == Path(os.path.realpath(root / path if path else root))
 
 
 @pytest.mark.parametrize("path", ["out", "out/secret.md", "seo/leak.md", "dangling.md", "state", "state/log.jsonl",
@@ -79,7 +79,7 @@ def test_fast_real_path_agrees_with_realpath_on_random_paths(tree) -> None:
     root = tree.root
     for _ in range(400):
         path = "/".join(rng.choice(names) for _ in range(rng.randint(1, 4)))
-        assert tree.drive._real(path) == Path(os.path.realpath(root / path)), path
+        assert tree.drive._jail.real(path) == Path(os.path.realpath(root / path)), path
 
 
 def test_versions_of_a_file_named_like_an_old_folder_are_trimmed_safely(tmp_path) -> None:

@@ -35,6 +35,8 @@ def _save_in_place(file: Path, data: bytes) -> None:
 
 
 def _every_kept_version_hashes_to_its_name(root: Path) -> int:
+    """Checks every kept file, live copies (what fsmem last wrote, ``-live.md``) included; counts the
+    kept versions, not the live copies."""
     count = 0
     for folder, _, names in os.walk(root / ".fsmem" / "versions"):
         for name in names:
@@ -42,7 +44,7 @@ def _every_kept_version_hashes_to_its_name(root: Path) -> int:
                 continue
             version = name.split("-")[1]
             assert version_of(Path(folder, name).read_bytes()) == version, (folder, name)
-            count += 1
+            count += not name.endswith("-live.md")
     return count
 
 

@@ -30,12 +30,16 @@ def log_lines(root: Path) -> list[dict]:
 
 
 def kept_on_disk(root: Path, path: str) -> dict[str, bytes]:
-    """version -> bytes of each kept file of ``path`` (versions/<path>/<time>-<version>-<command>.md)."""
+    """version -> bytes of each kept file of ``path`` (versions/<path>/<time>-<version>-<command>.md),
+    less its live copy (``-live.md``: what fsmem last wrote, which the file itself still holds)."""
     folder = root / ".fsmem" / "versions" / path
     kept = {}
     for full in folder.iterdir():
         named = KEPT_NAME.match(full.name)
         assert named, f"unexpected file {full.name} among the kept versions"
+        if full.name.endswith("-live.md"):
+            assert full.read_bytes() == (root / path).read_bytes(), f"{full.name} is not what {path} holds"
+            continue
         kept[named.group(1)] = full.read_bytes()
     return kept
 
