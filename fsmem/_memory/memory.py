@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem._core import layout
 from fsmem._core.layout import STATE_DIR
+from fsmem._core.links import wiki_key
 from fsmem._core.paths import normalize_path
 from fsmem._core.search import SearchHit
 from fsmem._core.text import check_text
@@ -341,6 +342,17 @@ class Memory:
             limit=limit,
             timeout=self.settings.regex_timeout,
         )
+
+    def linking_to(self, paths: Iterable[str]) -> list[str]:
+        """Files that may link to any of ``paths`` (by the index's link keys; read them to be sure)."""
+        keys = [key for path in paths for key in (path, wiki_key(path))]
+        if not keys:
+            return []
+        share = self._shared()
+        if share is None:  # closed, as in search
+            return self.index.linking_to(keys)
+        with share.lease() as index:
+            return index.linking_to(keys, watched=share.watched(start=self.settings.watch))
 
     def watch(self, **options: float) -> IndexWatcher:
         """Keep the index current from this process (the folder: watchdog, with ``options`` such as

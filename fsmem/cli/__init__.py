@@ -42,6 +42,7 @@ COMMANDS["copy"] = "fsmem.cli.copy:copy"  # issue 12: a project between stores
 COMMANDS["sync"] = "fsmem.cli.sync:sync"  # issue 12: a folder people edit, mirrored from PostgreSQL
 COMMANDS["usage"] = "fsmem.cli.usage:usage"  # issue 22: model calls and tokens by purpose and day
 COMMANDS["skills"] = "fsmem.cli.skills:skills"  # issue 22: skills kept like memory, and the curator
+COMMANDS["links"] = "fsmem.cli.links:links"  # issue 21: links and backlinks
 
 # Exit codes by error family; one place, so scripts can rely on them (the README's table).
 EXIT_REQUEST_REFUSED = 1
