@@ -12,7 +12,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from fsmem._core import layout
 from fsmem._core.layout import STATE_DIR
 from fsmem._core.paths import normalize_path
-from fsmem._core.search import SearchHit
 from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, RequestError, RootNotFound, Storage
@@ -36,9 +35,11 @@ from fsmem._store.interface import Store
 from fsmem._store.types import LogEntry, VersionInfo
 
 if TYPE_CHECKING:
+    from fsmem._core.fusion import SearchResults
     from fsmem._index.feed import IndexWatcher
     from fsmem._index.index import Index
     from fsmem._memory.facts import Facts
+    from fsmem._memory.hybrid import Hybrid
     from fsmem._memory.tool import Run
 
 
@@ -110,6 +111,8 @@ class Memory:
         self.settings = settings
         self.drive = drive
         self._index: Index | None = None
+        self._hybrid: Hybrid | None = None
+        drive.on_commit.append(self._wake_embedding)
         self._watcher: IndexWatcher | None = None
         self._watch_refused = False
         self._watch_mutex = threading.Lock()
@@ -255,6 +258,14 @@ class Memory:
             self._index = Index(self.drive)
         return self._index
 
+    @property
+    def hybrid(self) -> Hybrid:
+        if self._hybrid is None:
+            from fsmem._memory.hybrid import Hybrid
+
+            self._hybrid = Hybrid(self.index, self.settings)
+        return self._hybrid
+
     def search(
         self,
         query: str,
@@ -264,22 +275,38 @@ class Memory:
         exclude: str | Iterable[str] | None = None,
         since: str | datetime | None = None,
         limit: int = 10,
-    ) -> list[SearchHit]:
-        """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
+        mode: str | None = None,
+    ) -> SearchResults:
+        """Ranked files with snippets (text mode), or matching lines (``regex=True``). ``mode``: rank
+        by ``"words"``, ``"meaning"`` or ``"both"`` (default ``settings.search_mode``); the result's
+        ``meaning`` says how much meaning took part (``off``, ``partial``, ``full``)."""
+        from fsmem._core.fusion import SearchResults
+        from fsmem._memory.hybrid import check_mode
+
         check_text("query", query)  # before anything is opened or started
+        mode = check_mode(self.settings.search_mode if mode is None else mode)
         if regex:
-            return grep(
-                self.drive,
-                query,
-                include=include,
-                exclude=exclude,
-                since=since,
-                limit=limit,
-                timeout=self.settings.regex_timeout,
+            return SearchResults(
+                grep(
+                    self.drive,
+                    query,
+                    include=include,
+                    exclude=exclude,
+                    since=since,
+                    limit=limit,
+                    timeout=self.settings.regex_timeout,
+                )
             )
         try:
-            return self.index.search(
-                query, include=include, exclude=exclude, since=since, limit=limit, watched=self._watched()
+            watched = self._watched()
+            return self.hybrid.search(
+                query,
+                mode,
+                limit,
+                words=lambda depth: self.index.search(
+                    query, include=include, exclude=exclude, since=since, limit=depth, watched=watched
+                ),
+                filters=lambda: self.index.query.filters(include, exclude, since),
             )
         except Storage as error:
             if not error.read_only:
@@ -287,15 +314,41 @@ class Memory:
         # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan the
         # files for lines holding any of the words, as a regex search would.
         words = [re.escape(word) for word in query.split() if word]
-        return grep(
-            self.drive,
-            "(?i)" + "|".join(words or [re.escape(query)]),
-            include=include,
-            exclude=exclude,
-            since=since,
-            limit=limit,
-            timeout=self.settings.regex_timeout,
+        return SearchResults(
+            grep(
+                self.drive,
+                "(?i)" + "|".join(words or [re.escape(query)]),
+                include=include,
+                exclude=exclude,
+                since=since,
+                limit=limit,
+                timeout=self.settings.regex_timeout,
+            )
         )
+
+    # ---- meaning ----------------------------------------------------------------------------
+
+    def start_embedding(self) -> bool:
+        """Embed the files' passages in the background of this process (a long-lived one: the first
+        search of a watching process does it unasked); ``False`` when meaning is off or not set up."""
+        return self.hybrid.start()
+
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every file waiting for its passages, here and now; the number embedded."""
+        meaning = self.hybrid.meaning()
+        if meaning is None:
+            return 0
+        self.index.ensure_fresh()
+        return meaning.embed_pending(progress=progress)
+
+    def meaning_status(self) -> dict[str, Any]:
+        """``meaning`` (``off``, ``partial``, ``full``) and, when on, the model and the backlog."""
+        self.index.apply_pending()
+        return self.hybrid.status()
+
+    def _wake_embedding(self, _paths: set[str]) -> None:
+        if self._hybrid is not None:
+            self._hybrid.wake()
 
     def _watched(self) -> set[str] | None:
         """What this process's own watcher has seen change and not applied yet (``None``: no watcher
@@ -345,6 +398,8 @@ class Memory:
             self._watch_refused = True
         if watcher is not None:
             watcher.stop()
+        if self._hybrid is not None:
+            self._hybrid.stop()
         self.drive.close()
 
     def __enter__(self) -> Memory:

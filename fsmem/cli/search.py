@@ -36,6 +36,11 @@ def _warnings_to_stderr() -> Iterator[None]:
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out paths matching GLOB (repeatable).")
 @click.option("--since", metavar="WHEN", help="Only files changed since WHEN: 8w, 30d, 12h or 2026-08-01.")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="At most this many results.")
+@click.option(
+    "--mode",
+    type=click.Choice(["words", "meaning", "both"]),
+    help="Rank by words, by meaning (an embedding model), or both fused (default: the search_mode setting).",
+)
 @root_option
 @json_option
 def search(
@@ -45,6 +50,7 @@ def search(
     exclude: tuple[str, ...],
     since: str | None,
     limit: int,
+    mode: str | None,
     root: str | None,
     as_json: bool,
 ) -> None:
@@ -58,15 +64,18 @@ def search(
     with _warnings_to_stderr():
         # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
         # match everywhere).
-        hits = open_root(root).search(
+        found = open_root(root).search(
             text,
             regex=use_regex,
             include=include,
             exclude=exclude,
             since=since,
             limit=limit + MORE_COUNTED if use_regex else limit,
+            mode=mode,
         )
-    hits, more = hits[:limit], len(hits) - limit
+    hits, more = found[:limit], len(found) - limit
+    if found.meaning == "partial" and not as_json:
+        click.echo("Note: some files are not embedded yet; they were found by words alone.", err=True)
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
     elif hits and hits[0].text is not None:  # lines: regex mode, or the scan of a read-only root
@@ -130,9 +139,12 @@ def index() -> None:
 @root_option
 @json_option
 def status(root: str | None, as_json: bool) -> None:
-    """Documents, files, how many are stale, and whether a watcher keeps the index current."""
+    """Documents, files, how many are stale, whether a watcher keeps the index current, and how many
+    files wait for their passages to be embedded (recall by meaning)."""
     with _warnings_to_stderr():
-        info = open_root(root).index.status()
+        memory = open_root(root)
+        info = memory.index.status()
+        info["meaning"] = memory.meaning_status()
     if as_json:
         echo_json(info)
         return
@@ -144,8 +156,17 @@ def status(root: str | None, as_json: bool) -> None:
         f"files:     {info['files']}\n"
         f"stale:     {info['stale']}\n"
         f"watcher:   {watcher}\n"
-        f"size:      {size(info['index_bytes'])}"
+        f"size:      {size(info['index_bytes'])}\n"
+        f"meaning:   {_meaning_line(info['meaning'])}"
     )
+
+
+def _meaning_line(meaning: dict) -> str:
+    if meaning["meaning"] == "off":
+        return "off"
+    line = f"{meaning['meaning']} ({meaning['embedded']} of {meaning['files']} files embedded"
+    line += f", backlog {meaning['backlog']})"
+    return line + (f"; paused: {meaning['failure']}" if meaning.get("failure") else "")
 
 
 @index.command()
@@ -194,4 +215,5 @@ def watch(root: str | None, debounce: float) -> None:
         )
     click.echo(f"Watching {memory.drive.label} (Ctrl-C to stop).", err=True)
     with _warnings_to_stderr():
+        memory.start_embedding()  # recall by meaning, when set up: passages embedded as files change
         Watcher(memory.index, debounce=debounce).run_forever()
