@@ -1,4 +1,4 @@
-"""``bin/bench [drive|search|facts|context|faces|store|all] [--quick] [part options]``: run benchmark parts."""
+"""``bin/bench [drive|search|facts|context|faces|store|recall|all] [--quick] [part options]``: run benchmark parts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import sys
 
-PARTS = ("drive", "search", "facts", "context", "faces", "store")
+PARTS = ("drive", "search", "facts", "context", "faces", "store", "recall")
 USAGE = f"usage: bin/bench [{'|'.join(PARTS)}|all] [--quick] [options of the part]"
 
 
@@ -20,14 +20,15 @@ def main(argv: list[str]) -> int:
     if choice != "all" and choice not in PARTS:
         print(f"Error: no benchmark part {choice!r}. {USAGE}", file=sys.stderr)
         return 2
+    status = 0
     for part in PARTS if choice == "all" else (choice,):
         if importlib.util.find_spec(f"bench.{part}") is None:
             print(f"== {part}: skipped (bench/{part}.py does not exist yet)\n")
             continue
         print(f"== {part}")
-        importlib.import_module(f"bench.{part}").main(list(rest))
+        status = importlib.import_module(f"bench.{part}").main(list(rest)) or status
         print()
-    return 0
+    return status
 
 
 if __name__ == "__main__":

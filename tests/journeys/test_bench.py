@@ -5,6 +5,7 @@ No timing is asserted (machines are noisy); the numbers themselves are for peopl
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -30,7 +31,39 @@ def test_drive_bench_runs_and_reports(tmp_path) -> None:
 
 def test_missing_parts_are_skipped_and_unknown_parts_refused() -> None:
     help_text = _bench("--help")
-    assert help_text.returncode == 0 and help_text.stdout.startswith("usage: bin/bench [drive|search|facts|context|faces|store|all]")
+    usage = "usage: bin/bench [drive|search|facts|context|faces|store|recall|all]"
+    assert help_text.returncode == 0 and help_text.stdout.startswith(usage)
     unknown = _bench("nonsense")
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("Error: no benchmark part 'nonsense'.")
+
+
+def test_recall_bench_runs_every_ranker_on_a_split(tmp_path) -> None:
+    """A split shaped like LoCoMo's: every ranker's row, recall by category, the length-cost columns."""
+    turns = [{"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit."},
+             {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a photo of a dog"}]
+    later = [{"speaker": "Ana", "dia_id": "D2:1", "text": "We moved to Lisbon in spring."}]
+    split = {"speaker_a": "Ana", "speaker_b": "Ben", "session_1": turns, "session_1_date_time": "8 May, 2023",
+             "session_2": later, "session_2_date_time": "9 June, 2023", "session_3_date_time": "never held",
+             "qa": [{"question": "What is the name of Ana's puppy?", "evidence": ["D1:1"], "category": 4},
+                    {"question": "Where did Ana move to?", "evidence": ["D2:1"], "category": 1},
+                    {"question": "Is this adversarial?", "evidence": ["D1:2"], "category": 5},
+                    {"question": "No evidence here?", "evidence": ["D"], "category": 2}]}
+    (tmp_path / "7.json").write_text(json.dumps(split))
+    done = _bench("recall", "--data", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "== recall"
+    categories = "multi-hop (1) | temporal (0) | open-domain (0) | single-hop (1)"
+    assert lines[1].startswith(f"| ranker | recall@5 | {categories} |")
+    rows = {line.split(" | ")[0]: line.split(" | ")[1:] for line in lines[3:5]}
+    assert set(rows) == {"| fsmem words", "| FTS5 OR (porter)"}
+    assert all(row[0] == "1.000" for row in rows.values())  # two files: each answer is in the top 5
+    assert "- 2 session files, 2 questions of categories 1-4 (1 more name no session as evidence" in done.stdout
+
+
+def test_recall_bench_says_where_the_split_goes(tmp_path) -> None:
+    done = _bench("recall", "--data", str(tmp_path / "nowhere"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("Error: the LoCoMo dev split is not there (looked in ")
+    assert "pass --data DIR" in done.stderr
