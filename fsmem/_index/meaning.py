@@ -133,8 +133,7 @@ class Meaning:
     def start(self) -> None:
         """Embed the backlog in a thread of this process until :meth:`stop`."""
         if self._thread is not None and self._thread.is_alive():
-            self.wake()
-            return
+            return  # a search does not wake it: changes do (``wake``), and it looks every POLL seconds
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="fsmem-embed", daemon=True)
         self._thread.start()

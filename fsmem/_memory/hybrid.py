@@ -112,6 +112,11 @@ class Hybrid:
             self._meaning.stop()
             self._meaning.keep.close()
 
+    def vectors_bytes(self) -> int:
+        """What the folder's keep takes on disk (0 on PostgreSQL, where the rows are the database's)."""
+        meaning = self.meaning()
+        return meaning.keep.size() if meaning is not None and isinstance(meaning.keep, FolderVectors) else 0
+
     def status(self) -> dict[str, Any]:
         meaning = self.meaning()
         if meaning is None:

@@ -192,6 +192,33 @@ def rebuild(root: str | None, as_json: bool) -> None:
         click.echo(f"Rebuilt the index from {count} files.")
 
 
+@index.command()
+@root_option
+@json_option
+def embed(root: str | None, as_json: bool) -> None:
+    """Embed now every file waiting for its passages (recall by meaning), with a progress bar."""
+    memory = open_root(root)
+    with _warnings_to_stderr():
+        if memory.meaning_status()["meaning"] == "off":
+            from fsmem._errors import ModelError
+
+            raise ModelError("recall by meaning is off: install the meaning extra and `fsmem model install`")
+        if as_json:
+            count = memory.embed_pending()
+        else:
+            with click.progressbar(length=1, label="Embedding", file=sys.stderr) as bar:
+
+                def progress(done: int, total: int) -> None:
+                    bar.length = max(total, 1)
+                    bar.update(done - bar.pos)
+
+                count = memory.embed_pending(progress)
+    if as_json:
+        echo_json({"embedded": count})
+    else:
+        click.echo(f"Embedded {count} files.")
+
+
 @click.command()
 @root_option
 @click.option(

@@ -154,7 +154,9 @@ def test_the_shell_searches_by_mode_and_shows_the_backlog(tmp_path, embedding_mo
     memory.run().call({"command": "write", "path": "pets.md", "content": PETS})
     status = invoke(root, "index", "status")
     assert status.output.splitlines()[-1] == "meaning:   partial (0 of 2 files embedded, backlog 2)"
-    memory.embed_pending()
+    embedded = invoke(root, "index", "embed")
+    assert embedded.exit_code == 0 and embedded.output.endswith("Embedded 2 files.\n")
+    assert invoke(root, "index", "embed", "--json").output == '{\n  "embedded": 0\n}\n'
     assert invoke(root, "search", "dog", "--mode", "words").exit_code == 1
     found = invoke(root, "search", "dog", "--mode", "meaning")
     assert found.exit_code == 0 and found.output.startswith("pets.md:1")
