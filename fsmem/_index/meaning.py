@@ -208,7 +208,9 @@ class View:
         """The ``k`` files whose best passage is nearest ``vector``: path → (cosine, line, passage)."""
         if not self.paths:
             return {}
-        scores = self.matrix @ vector.astype(np.float32)
+        # einsum's own loop, not BLAS: OpenBLAS's threads spin against a loaded machine (10k passages:
+        # 14 ms by matmul, 3 ms by einsum at a load of 9 on two cores)
+        scores = np.einsum("ij,j->i", self.matrix, vector.astype(np.float32))
         best = np.maximum.reduceat(scores, self.starts)
         chosen = np.argsort(-best)[:k] if len(best) <= k else np.argpartition(-best, k)[:k]
         found = {}

@@ -33,12 +33,7 @@ class PgVectors:
 
         def work(conn: Any) -> None:
             with conn.transaction():
-                # Older versions of the file go; a worker whose index is behind embeds its own again.
-                for table in ("passages", "embedded"):
-                    conn.execute(
-                        f"DELETE FROM fsmem.{table} WHERE project = %s AND model = %s AND path = %s",  # noqa: S608
-                        (project, model, path),
-                    )
+                _drop(conn, project, model, [path])  # older versions go; a worker behind embeds its own again
                 with conn.cursor() as cursor:
                     cursor.executemany(
                         "INSERT INTO fsmem.passages (project, model, path, version, n, line, text, vector) "
@@ -72,11 +67,7 @@ class PgVectors:
 
         def work(conn: Any) -> None:
             with conn.transaction():
-                for table in ("passages", "embedded"):
-                    conn.execute(
-                        f"DELETE FROM fsmem.{table} WHERE project = %s AND model = %s AND path = ANY(%s)",  # noqa: S608
-                        (project, model, gone),
-                    )
+                _drop(conn, project, model, gone)
 
         self.pg.run(work, write=True, alone=True)
         return len(gone)
@@ -87,3 +78,11 @@ class PgVectors:
 
     def close(self) -> None:
         """The store's pool is the memory's: closed with it."""
+
+
+def _drop(conn: Any, project: int, model: str, paths: list[str]) -> None:
+    for table in ("passages", "embedded"):
+        conn.execute(
+            f"DELETE FROM fsmem.{table} WHERE project = %s AND model = %s AND path = ANY(%s)",  # noqa: S608
+            (project, model, paths),
+        )

@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS passages (
     model TEXT NOT NULL, path TEXT NOT NULL, n INTEGER NOT NULL, line INTEGER NOT NULL,
     text TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, path, n)
-) WITHOUT ROWID;
+);  -- a rowid table: rows of 1.5 KB are half the size there that they take in a WITHOUT ROWID one
 """
 
 

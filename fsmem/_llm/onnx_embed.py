@@ -59,6 +59,7 @@ class OnnxEmbedder:
         options.enable_mem_pattern = False
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads sleep, not spin
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
         options.log_severity_level = 3

@@ -74,7 +74,8 @@ class Hybrid:
         self._built = False
         self._down_until = 0.0
         self._warned = False
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsmem-query-vector")
+        self._pool: ThreadPoolExecutor | None = None  # the query's vector, made while words search
+        self._stopped = False  # the memory was closed: searches go on, nothing starts in the background
 
     def meaning(self) -> Meaning | None:
         """The memory's meaning (built once), or ``None`` when it is off or cannot be set up."""
@@ -107,7 +108,10 @@ class Hybrid:
         return meaning is not None
 
     def stop(self) -> None:
-        self._pool.shutdown(wait=False)
+        self._stopped = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
         if self._meaning is not None:
             self._meaning.stop()
             self._meaning.keep.close()
@@ -137,11 +141,13 @@ class Hybrid:
         if meaning is None or time.monotonic() < self._down_until:
             return SearchResults(words(limit), "off")
         depth = max(limit, FUSE_DEPTH)
-        if self.settings.watch:
+        if self.settings.watch and not self._stopped:
             meaning.start()
         if meaning.failure:
             self._warn(meaning.failure)
-        asked = self._pool.submit(meaning.embedder.embed_query, query)  # the model runs while words search
+        with self._mutex:
+            pool = self._pool = self._pool or ThreadPoolExecutor(1, thread_name_prefix="fsmem-query-vector")
+        asked = pool.submit(meaning.embedder.embed_query, query)  # the model runs while words search
         word_hits = words(max(limit, WORDS_DEPTH))
         try:
             vector = asked.result()

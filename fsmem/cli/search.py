@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
@@ -176,20 +176,24 @@ def rebuild(root: str | None, as_json: bool) -> None:
     """Rebuild the index from the files, beside the live one; searches keep working meanwhile."""
     target = open_root(root).index
     with _warnings_to_stderr():
-        if as_json:
-            count = target.rebuild()
-        else:
-            with click.progressbar(length=1, label="Indexing", file=sys.stderr) as bar:
-
-                def progress(done: int, total: int) -> None:
-                    bar.length = max(total, 1)
-                    bar.update(done - bar.pos)
-
-                count = target.rebuild(progress)
+        count = _with_progress("Indexing", target.rebuild, shown=not as_json)
     if as_json:
         echo_json({"files": count})
     else:
         click.echo(f"Rebuilt the index from {count} files.")
+
+
+def _with_progress(label: str, work: Callable[[Callable[[int, int], None] | None], int], shown: bool) -> int:
+    """``work(progress)`` with a progress bar on stderr (``shown``), else ``work(None)``."""
+    if not shown:
+        return work(None)
+    with click.progressbar(length=1, label=label, file=sys.stderr) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
+
+        return work(progress)
 
 
 @index.command()
@@ -203,16 +207,7 @@ def embed(root: str | None, as_json: bool) -> None:
             from fsmem._errors import ModelError
 
             raise ModelError("recall by meaning is off: install the meaning extra and `fsmem model install`")
-        if as_json:
-            count = memory.embed_pending()
-        else:
-            with click.progressbar(length=1, label="Embedding", file=sys.stderr) as bar:
-
-                def progress(done: int, total: int) -> None:
-                    bar.length = max(total, 1)
-                    bar.update(done - bar.pos)
-
-                count = memory.embed_pending(progress)
+        count = _with_progress("Embedding", memory.embed_pending, shown=not as_json)
     if as_json:
         echo_json({"embedded": count})
     else:

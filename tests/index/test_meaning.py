@@ -125,6 +125,9 @@ def test_embedding_runs_in_the_background_and_blocks_neither_writes_nor_searches
     status = memory.meaning_status()
     assert (status["meaning"], status["backlog"], status["embedded"], status["worker"]) == ("full", 0, 5, True)
     assert memory.search("dog").meaning == "full"
+    memory.close()  # stops the worker; a search after it still answers, and starts nothing
+    found = memory.search("dog")
+    assert paths(found)[:1] == ["pets.md"] and not memory.meaning_status()["worker"]
 
 
 def _closed_port() -> int:
