@@ -151,11 +151,11 @@ class Hybrid:
         word_hits = words(max(limit, WORDS_DEPTH))
         try:
             vector = asked.result()
-        except FsmemError as error:
+            view = meaning.view()  # the keep may fail too (a read-only or full disk, the database away)
+        except Exception as error:  # noqa: BLE001 - meaning is an aid: whatever fails, words answer
             self._down_until = time.monotonic() + DOWN_FOR
-            self._warn(error.message)
+            self._warn(error.message if isinstance(error, FsmemError) else f"{type(error).__name__}: {error}")
             return SearchResults(word_hits[:limit], "off")
-        view = meaning.view()
         known = {hit.path: hit for hit in word_hits}
         near = {
             path: found

@@ -167,3 +167,20 @@ def test_the_shell_searches_by_mode_and_shows_the_backlog(tmp_path, embedding_mo
     bad = invoke(root, "search", "dog", "--mode", "vibes")
     assert bad.exit_code == 2 and "'vibes' is not one of" in bad.output
     memory.close()
+
+
+def test_a_keep_that_cannot_be_read_means_words_alone(memory, monkeypatch):
+    memory.embed_pending()
+    meaning = memory.hybrid.meaning()
+
+    def broken(*args, **kwargs):
+        raise __import__("sqlite3").OperationalError("disk I/O error")
+
+    monkeypatch.setattr(meaning.keep, "mark", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = memory.search("staging")
+    assert paths(found) == ["deploy.md"] and found.meaning == "off"
+    assert [str(w.message) for w in caught if issubclass(w.category, MeaningWarning)] == [
+        "searching by words alone: recall by meaning is unavailable (OperationalError: disk I/O error)"
+    ]
