@@ -142,7 +142,7 @@ def timed(fn, *args, **kwargs) -> float:
 
 def fts5_build(root: Path, db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path)
-    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(path UNINDEXED, title, body)")
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(path UNINDEXED, title, body, tokenize = 'porter unicode61')")
     rows = []
     for path in sorted(p for p in root.rglob("*.md") if ".fsmem" not in p.parts):
         text = path.read_text("utf-8")
@@ -158,16 +158,8 @@ FTS5_TOP10 = ("SELECT path, snippet(docs, 2, '', '', '…', 24) FROM docs WHERE 
 
 
 def fts5_search(conn: sqlite3.Connection, query: str) -> list:
-    """What fsmem's text mode does, in FTS5: all words (the last as a prefix), any word if none."""
-    rows = fts5_all_words(conn, query)
-    if rows or len(query.split()) == 1:
-        return rows
+    """What fsmem's text mode does, in FTS5: any of the words (the last as a prefix), ranked by bm25."""
     return conn.execute(FTS5_TOP10, (" OR ".join(fts5_terms(query)),)).fetchall()
-
-
-def fts5_all_words(conn: sqlite3.Connection, query: str) -> list:
-    """All words only: nothing at all when no file holds every word (a narrower question)."""
-    return conn.execute(FTS5_TOP10, (" ".join(fts5_terms(query)),)).fetchall()
 
 
 def fts5_terms(query: str) -> list[str]:

@@ -67,6 +67,7 @@ class Session:
         project: str | None = None,
         recall: bool = False,
         recall_tokens: int | None = None,
+        rewrite: bool = True,
         max_steps: int = 12,
         messages: Sequence[dict[str, Any]] = (),
         routines: Mapping[str, str] | None = None,
@@ -81,6 +82,7 @@ class Session:
         self.tools = [memory_tool_spec()]
         self.recall = recall
         self.recall_tokens = recall_tokens
+        self.rewrite = rewrite  # recall: a short or referential message rewritten by the model first
         self.max_steps = max_steps
         self.routines = dict(routines or {})  # routine id -> name, from the harness's records
         self.temperature = temperature  # None: the model's own setting (--temperature)
@@ -100,6 +102,8 @@ class Session:
         options: dict[str, Any] = {"routines": self.routines}
         if self.recall_tokens is not None:
             options["recall_tokens"] = self.recall_tokens
+        if self.recall and self.rewrite:
+            options["rewriter"] = self.model
         extra = self.run.context([*self.messages, user], recall=text if self.recall else None, **options)
         self.messages.extend([user, *extra])
         turn = Turn(given=[dict(m) for m in self.messages[start:]])

@@ -114,6 +114,7 @@ class RecallCandidate:
     snippet: str = ""
     title: str = ""
     kind: str = ""
+    linked_from: str = ""  # a linked note: the match whose link led here
 
 
 @dataclass(frozen=True)
@@ -260,6 +261,8 @@ def _match_text(candidate: RecallCandidate, body: str, whole: bool) -> str:
         attributes.append(("excerpt", "true"))
     if candidate.kind:
         attributes.append(("kind", candidate.kind))
+    if candidate.linked_from:
+        attributes.append(("linked_from", candidate.linked_from))
     body = body.rstrip("\n")
     return f"{_header('match', attributes)}\n{body}\n</match>\n"
 

@@ -5,6 +5,8 @@ their answers.
 
     >>> split_query('deploy "release notes" stag')
     QueryParts(words=('deploy', 'stag'), phrases=('release notes',), last_is_prefix=True)
+    >>> content_words(split_query("what did we decide about Ana's budget?"))
+    QueryParts(words=('decide', 'Ana', 'budget'), phrases=(), last_is_prefix=False)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
 from fsmem._core.layout import role_of, title_of
+from fsmem._core.links import link_keys
 from fsmem._core.paths import is_memory_file_name
 from fsmem._core.when import glob_regex, parse_since, spoken_date
 
@@ -25,6 +28,7 @@ __all__ = [
     "Indexed",
     "Plan",
     "QueryParts",
+    "STOP_WORDS",
     "SearchHit",
     "Stamp",
     "file_doc",
@@ -33,12 +37,13 @@ __all__ = [
     "is_indexable_name",
     "parse_since",
     "plan_reconcile",
+    "content_words",
     "split_query",
 ]
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 7  # 7: the manifest starts with a marshalled base; 6: front matter split by fsmem._index.front_matter
+SCHEMA_VERSION = 8  # 8: words stemmed (English), links kept; 7: the manifest starts with a marshalled base
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
@@ -62,6 +67,7 @@ class FileDoc:
     meta: str  # searchable text that is not the body: a fact's subject, source, dates
     said: datetime | None = None
     until: datetime | None = None
+    links: tuple[str, ...] = ()  # what core.links.link_keys finds in the body: backlinks are looked up by it
 
 
 def parse_when(value: object) -> datetime | None:
@@ -118,6 +124,7 @@ def file_doc(path: str, head: str, body: str, fields: Mapping[str, object]) -> F
         meta=meta,
         said=said,
         until=until,
+        links=link_keys(path, body) if "[" in body else (),
     )
 
 
@@ -187,9 +194,40 @@ def split_query(query: str) -> QueryParts:
         position = match.end()
     tail = query[position:]
     words.extend(tail.split())
-    if tail.strip() and not tail[-1].isspace():
+    if tail.strip() and tail[-1].isalnum():  # "stag" is being typed; "group?" and "stag " are finished
         last_is_prefix = True
     return QueryParts(tuple(words), tuple(phrases), last_is_prefix)
+
+
+# Words that carry no subject in a question or a sentence: asked for, they match nearly every file
+# and rank nothing. They stay in the index (a phrase still finds "to be or not to be").
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be been before being below between
+    both but by can could did do does doing done down during each few for from further get got had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me more
+    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up us very was we were what when where which while who whom whose why
+    will with would you your yours yourself yourselves ever also much many because please yes yet let
+    must""".split()
+)
+_POSSESSIVE = re.compile(r"['\u2019]s?$", re.IGNORECASE)
+_EDGES = re.compile(r"^\W+|\W+$")
+
+
+def content_words(parts: QueryParts) -> QueryParts:
+    """The loose words of a query that say what it is about, edge punctuation and a possessive's ``'s``
+    cut (``Ana's?`` asks about Ana), stop words left out — all kept when every word is one, so ``the
+    who`` still searches. The last word stays a prefix only if it was kept. Phrases are kept whole."""
+    kept = []
+    for word in parts.words:
+        bare = _POSSESSIVE.sub("", _EDGES.sub("", word))
+        if bare and bare.lower() not in STOP_WORDS:
+            kept.append(bare)
+    if not kept:
+        return parts
+    last_kept = _POSSESSIVE.sub("", _EDGES.sub("", parts.words[-1])) == kept[-1]
+    return QueryParts(tuple(kept), parts.phrases, parts.last_is_prefix and last_kept)
 
 
 def glob_to_regex(pattern: str, name: str = "include") -> str:

@@ -78,6 +78,7 @@ def schema() -> tantivy.Schema:
     builder.add_text_field("title", stored=True, tokenizer_name="fsmem")
     builder.add_text_field("body", stored=True, tokenizer_name="fsmem")
     builder.add_text_field("meta", tokenizer_name="fsmem")
+    builder.add_text_field("links", tokenizer_name="raw", index_option="basic")  # core.links.link_keys
     builder.add_text_field("head", stored=True, index_option="basic", tokenizer_name="raw")
     builder.add_date_field("modified", stored=True, indexed=True, fast=True)
     builder.add_date_field("said", stored=True, indexed=True, fast=True)
@@ -93,6 +94,7 @@ def analyzer() -> tantivy.TextAnalyzer:
         .filter(tantivy.Filter.remove_long(LONGEST_WORD))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
         .build()
     )
 
@@ -429,6 +431,8 @@ class IndexStore:
         for name in ("path", "folder", "level", "kind", "title", "body", "meta"):
             out.add_text(name, getattr(doc, name))
         out.add_text("head", head)
+        for key in doc.links:
+            out.add_text("links", key)
         out.add_date("modified", datetime.fromtimestamp(modified_ns / 1e9, UTC))
         if doc.said:
             out.add_date("said", doc.said)

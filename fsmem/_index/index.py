@@ -115,6 +115,12 @@ class Index:
             )
         return hits
 
+    def linking_to(self, keys: Iterable[str], *, watched: set[str] | None = None) -> list[str]:
+        """Paths of the files holding a link with any of ``keys`` (``core.links.link_keys``), fresh as
+        :meth:`search` is."""
+        self.freshness.ensure_fresh(watched)
+        return self.query.linking_to(self.store.searcher(), keys, MAX_LIMIT)
+
     def _answer(self, query: str, filters: list[Any], limit: int) -> list[SearchHit]:
         try:
             return self.query.search(self.store.searcher(), query, filters, limit)

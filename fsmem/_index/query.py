@@ -11,6 +11,7 @@ from tantivy import Occur, Query
 
 from fsmem._core.search import (
     SearchHit,
+    content_words,
     fact_note,
     glob_to_regex,
     parse_since,
@@ -40,20 +41,24 @@ class TextQuery:
     def search(
         self, searcher: tantivy.Searcher, query: str, filters: list[tuple[Occur, Query]], limit: int = 10
     ) -> list[SearchHit]:
-        """All words first, any word if that finds nothing; replaced facts only after the rest.
+        """Any of the words, ranked by BM25 (a file with more of them, and rarer ones, first), and every
+        quoted phrase; replaced facts only after the rest.
         ``filters`` come from :meth:`filters` (made first, so a bad glob or date changes nothing)."""
-        clauses = self.clauses(query, searcher)
-        modes = [Occur.Must] if len(clauses) == 1 else [Occur.Must, Occur.Should]
-        for occur in modes:
-            text_query = Query.boolean_query([(occur, clause) for clause in clauses])
-            found = self._ranked(searcher, [(Occur.Must, text_query), *filters], limit)
-            if found:
-                break
-        else:
+        text_query = Query.boolean_query(self.clauses(query, searcher))
+        found = self._ranked(searcher, [(Occur.Must, text_query), *filters], limit)
+        if not found:
             return []
         snippets = tantivy.SnippetGenerator.create(searcher, text_query, self.schema, "body")
         snippets.set_max_num_chars(SNIPPET_CHARS)
         return [_hit(doc, score, snippets) for score, doc in found]
+
+    def linking_to(self, searcher: tantivy.Searcher, keys: Iterable[str], limit: int) -> list[str]:
+        """Paths of the files whose links carry any of ``keys`` (``core.links.link_keys``), at most ``limit``."""
+        terms = [Query.term_query(self.schema, "links", key) for key in dict.fromkeys(keys)]
+        if not terms:
+            return []
+        found = searcher.search(Query.boolean_query([(Occur.Should, term) for term in terms]), limit, count=False)
+        return sorted(str(searcher.doc(address).get_first("path")) for _, address in found.hits)
 
     def _ranked(
         self, searcher: tantivy.Searcher, base: list[tuple[Occur, Query]], limit: int
@@ -95,29 +100,27 @@ class TextQuery:
         found = searcher.search(Query.boolean_query(base), len(wanted), count=False).hits
         return {hit.path: hit for hit in (_hit(searcher.doc(address), 0.0, None) for _, address in found)}
 
-    def clauses(self, query: str, searcher: tantivy.Searcher) -> list[Query]:
-        """The query's clauses: one per word (the last also as a prefix) and one per phrase."""
+    def clauses(self, query: str, searcher: tantivy.Searcher) -> list[tuple[Occur, Query]]:
+        """The query's clauses: one per word (the last also as a prefix), any of them; and one per
+        quoted phrase, each required (quotes ask for those words, in that order)."""
         if not isinstance(query, str):
             raise BadRequest("query must be text")
-        parts = split_query(query)
-        clauses: list[Query] = []
+        parts = content_words(split_query(query))
+        clauses: list[tuple[Occur, Query]] = []
         last = len(parts.words) - 1
-        for text, is_prefix in [
-            *((word, parts.last_is_prefix and position == last) for position, word in enumerate(parts.words)),
-            *((phrase, False) for phrase in parts.phrases),
+        for text, is_prefix, occur in [
+            *((word, parts.last_is_prefix and i == last, Occur.Should) for i, word in enumerate(parts.words)),
+            *((phrase, False, Occur.Must) for phrase in parts.phrases),
         ]:
             tokens: list[str | tuple[int, str]] = list(self.analyzer.analyze(text))
             if len(tokens) == 1:
-                clauses.append(self._term_clause(str(tokens[0]), searcher if is_prefix else None))
+                clauses.append((occur, self._term_clause(str(tokens[0]), searcher if is_prefix else None)))
             elif tokens:
-                clauses.append(
-                    Query.boolean_query(
-                        [
-                            (Occur.Should, Query.boost_query(Query.phrase_query(self.schema, field, tokens), boost))
-                            for field, boost in _TEXT_FIELDS
-                        ]
-                    )
-                )
+                phrases = [
+                    (Occur.Should, Query.boost_query(Query.phrase_query(self.schema, field, tokens), boost))
+                    for field, boost in _TEXT_FIELDS
+                ]
+                clauses.append((occur, Query.boolean_query(phrases)))
         if not clauses:
             raise BadRequest(f'the query {query!r} has no words to search for: give at least one word or "a phrase"')
         return clauses

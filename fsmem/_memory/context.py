@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fsmem._core import layout
 from fsmem._core.context import (
@@ -22,13 +22,18 @@ from fsmem._core.context import (
     plan_context,
     plan_recall,
 )
-from fsmem._core.search import fact_note
+from fsmem._core.search import STOP_WORDS, fact_note
 from fsmem._core.versions import version_of
 from fsmem._index.front_matter import file_document
 from fsmem._memory import prompts as _prompts
 from fsmem._memory.levels import Scope, list_routines
+from fsmem._memory.links import linked_notes
 from fsmem._memory.project import Project
+from fsmem._memory.rewrite import REWRITE_TIMEOUT, rewrite_for_recall
 from fsmem._store.interface import Store
+
+if TYPE_CHECKING:
+    from fsmem._llm.model import ChatModel
 
 __all__ = ["documents", "build_context", "recall_candidates", "recall_query"]
 
@@ -48,18 +53,11 @@ class Run(Protocol):
 
 
 _RECALL_HITS = 8
+_WEAKEST = 0.25  # matches scoring under this share of the best one are left out
+_LINKING_MATCHES = 3  # the best matches whose links recall follows
+_LINKED_NOTES = 4  # at most this many linked notes join them
 _QUERY_WORDS = 32
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
-# Words that match everything and mean little: left out so an any-word search ranks what matters.
-_STOPWORDS = frozenset(
-    """
-about after again all also and any are because been before being but can could did does doing done
-for from had has have having her here hers him his how into its just let like more most much must not
-now off once only other our ours out over own please same she should some such than that the their
-them then there these they this those through too under until very was were what when where which
-while who whom why will with would yes yet you your yours
-""".split()
-)
 
 
 def _file_document(run: Run, path: str) -> Document:
@@ -137,7 +135,7 @@ def recall_query(text: str) -> str:
     """The words of a message, as a plain search query (no operators, quotes or field names)."""
     words: list[str] = []
     for word in _WORD.findall(text):
-        if word.lower() not in _STOPWORDS and word.lower() not in {w.lower() for w in words}:
+        if word.lower() not in STOP_WORDS and word.lower() not in {w.lower() for w in words}:
             words.append(word)
     return " ".join(words[:_QUERY_WORDS])
 
@@ -152,28 +150,51 @@ def _recall_text(path: str, data: bytes) -> str:
 
 
 def recall_candidates(run: Run, query: str, skip: Sequence[str] = ()) -> list[RecallCandidate]:
-    """The top search matches for ``query``, with each file's whole text and version, best first."""
+    """The top search matches for ``query`` (those scoring at least ``_WEAKEST`` of the best), with each
+    file's whole text and version, best first; then
+    the notes the first of them link to (depth 1, at most ``_LINKED_NOTES``), each marked with the
+    match whose link led there."""
     search = getattr(run.memory, "search", None)
     if search is None or not query:
         return []
     candidates = []
-    for hit in search(query, limit=_RECALL_HITS + len(skip)):
-        if hit.path in skip:
-            continue
-        data = run.drive.read(hit.path)
-        if data is None:
-            continue
-        candidates.append(
-            RecallCandidate(
-                path=hit.path,
-                version=version_of(data),
-                text=_recall_text(hit.path, data),
-                snippet=getattr(hit, "snippet", "") or "",
-                title=getattr(hit, "title", "") or "",
-                kind=getattr(hit, "kind", "") or "",
-            )
-        )
-    return candidates
+    hits = [hit for hit in search(query, limit=_RECALL_HITS + len(skip)) if hit.path not in skip]
+    best = max((score for hit in hits if (score := getattr(hit, "score", None)) is not None), default=None)
+    for hit in hits:
+        score = getattr(hit, "score", None)
+        if best is not None and score is not None and score < best * _WEAKEST:
+            continue  # any word matches: a file that shares one common word with the message is noise here
+        snippet, kind, title = (getattr(hit, name, "") or "" for name in ("snippet", "kind", "title"))
+        candidate = _candidate(run, hit.path, snippet, kind, title)
+        if candidate is not None:
+            candidates.append(candidate)
+    shown = {candidate.path for candidate in candidates} | set(skip)
+    linked: list[RecallCandidate] = []
+    for match in candidates[:_LINKING_MATCHES]:
+        for path in linked_notes(run.memory, match.path, match.text, _LINKED_NOTES):
+            if path not in shown and len(linked) < _LINKED_NOTES:
+                candidate = _candidate(run, path, "", layout.role_of(path).kind, linked_from=match.path)
+                if candidate is not None:
+                    shown.add(path)
+                    linked.append(candidate)
+    return candidates + linked
+
+
+def _candidate(
+    run: Run, path: str, snippet: str, kind: str, title: str = "", linked_from: str = ""
+) -> RecallCandidate | None:
+    data = run.drive.read(path)
+    if data is None:
+        return None
+    return RecallCandidate(
+        path=path,
+        version=version_of(data),
+        text=_recall_text(path, data),
+        snippet=snippet,
+        title=title,
+        kind=kind,
+        linked_from=linked_from,
+    )
 
 
 def build_context(
@@ -183,10 +204,15 @@ def build_context(
     *,
     recall_tokens: int = DEFAULT_RECALL_TOKENS,
     routines: Mapping[str, str] | None = None,
+    rewriter: ChatModel | None = None,
+    rewrite_timeout: float = REWRITE_TIMEOUT,
 ) -> list[dict[str, str]]:
     """The messages to append to ``messages`` before the next turn. Never changes ``messages``.
 
-    Every file the thread then holds counts as read by ``run`` for the version check.
+    Every file the thread then holds counts as read by ``run`` for the version check. With a
+    ``rewriter`` (a chat model), a short or referential ``recall`` message is first rewritten from the
+    last turns as a standalone query (``fsmem._memory.rewrite``: at most ``rewrite_timeout`` seconds,
+    the message as it is on a timeout or a model error).
     """
     docs = documents(run, routines)
     plan = plan_context(messages, docs)
@@ -195,6 +221,8 @@ def build_context(
     appended = list(plan.messages)
     if recall is not None and recall.strip():
         loaded = [d.key for d in docs if d.tag == "memory"]
+        if rewriter is not None:
+            recall = rewrite_for_recall(rewriter, recall, messages, timeout=rewrite_timeout).query
         candidates = recall_candidates(run, recall_query(recall), skip=loaded)
         recalled = plan_recall(
             recall, candidates, messages=[*messages, *appended], loaded=loaded, max_tokens=recall_tokens

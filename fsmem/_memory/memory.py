@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmem._core import layout
 from fsmem._core.layout import STATE_DIR
+from fsmem._core.links import wiki_key
 from fsmem._core.paths import normalize_path
 from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
@@ -325,6 +326,11 @@ class Memory:
                 timeout=self.settings.regex_timeout,
             )
         )
+
+    def linking_to(self, paths: Iterable[str]) -> list[str]:
+        """Files that may link to any of ``paths`` (by the index's link keys; read them to be sure)."""
+        keys = [key for path in paths for key in (path, wiki_key(path))]
+        return self.index.linking_to(keys, watched=self._watched()) if keys else []
 
     # ---- meaning ----------------------------------------------------------------------------
 

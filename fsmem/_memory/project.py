@@ -1,4 +1,5 @@
-"""What the features need of a project's memory: its store, its settings, its name and its search.
+"""What the features need of a project's memory: its store, its settings, its name, its search and
+the files that link to a path.
 
 ``fsmem._memory.memory.Memory`` is one; the features (levels, proposals, context, the tool) are typed
 on this protocol, not on ``Memory``, so ``Memory`` can compose them without a circle.
@@ -35,3 +36,5 @@ class Project(Protocol):
         since: str | datetime | None = None,
         limit: int = 10,
     ) -> SearchResults: ...
+
+    def linking_to(self, paths: Iterable[str]) -> list[str]: ...

@@ -34,6 +34,7 @@ from fsmem._errors import (
 )
 from fsmem._memory import render
 from fsmem._memory.levels import Scope, scope_folders
+from fsmem._memory.links import rename_plan
 from fsmem._memory.schema import check_request
 from fsmem._store.types import ChangeProposal, now_iso
 
@@ -405,10 +406,22 @@ class Run:
                     else {source: version_of(data)}
                 )
                 raise _Deferred(f"rename {source} to {destination}", base, folder=source if source_is_dir else None)
+            # every check passed: only now ask the index who links here (a refused rename touches nothing)
+            moved = [e.path for e in self.drive.walk_files(source)] if source_is_dir else [source]
+            relinked = rename_plan(self.memory, source, destination, moved).texts(tx, self.drive)
             tx.move(source, destination)
+            for path, data in relinked.items():  # links that led to what moved, or from it, lead there still
+                tx.write(path, data)
         for old in [p for p in self.seen if p == source or p.startswith(source + "/")]:
             self.seen[destination + old[len(source) :]] = self.seen.pop(old)
-        return {"ok": True, "path": destination, "text": f"Renamed {source} to {destination}."}
+        for path, data in relinked.items():
+            if path in self.seen:
+                self.seen[path] = version_of(data)
+        result: dict[str, Any] = {"ok": True, "path": destination, "text": f"Renamed {source} to {destination}."}
+        if relinked:
+            result["relinked"] = sorted(relinked)
+            result["text"] += f" Links rewritten so they still lead there: {', '.join(sorted(relinked))}."
+        return result
 
     def _contains_levels(self, folder: str) -> bool:
         return any(layout.role_of(entry.path).is_top_file for entry in self.drive.walk_files(folder)) or any(

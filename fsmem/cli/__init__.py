@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
 }
 COMMANDS["copy"] = "fsmem.cli.copy:copy"  # issue 12: a project between stores
 COMMANDS["sync"] = "fsmem.cli.sync:sync"  # issue 12: a folder people edit, mirrored from PostgreSQL
+COMMANDS["links"] = "fsmem.cli.links:links"  # issue 21: links and backlinks
 COMMANDS["model"] = "fsmem.cli.model:model"  # issue 21: the local embedding model
 
 # Exit codes by error family; one place, so scripts can rely on them (the README's table).

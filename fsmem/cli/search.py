@@ -56,9 +56,10 @@ def search(
 ) -> None:
     """Search the memory: ranked files with snippets (or regex lines with --regex).
 
-    All words must match first; if that finds nothing, any word does. The last word also matches as
-    a prefix; put phrases in "double quotes". Facts that hold come before replaced ones. Exits 1 when
-    nothing matched, as grep does (with --json, prints [] and exits 0).
+    Files with any of the words, ranked by BM25 (more of them, and rarer ones, first); a question's
+    stop words are left out and word forms match alike. The last word also matches as a prefix; put
+    phrases in "double quotes". Facts that hold come before replaced ones. Exits 1 when nothing
+    matched, as grep does (with --json, prints [] and exits 0).
     """
     text = " ".join(query)
     with _warnings_to_stderr():

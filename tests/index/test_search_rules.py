@@ -14,6 +14,7 @@ from fsmem._core.search import (
     Stamp,
     file_doc,
     is_indexable_name,
+    content_words,
     plan_reconcile,
     split_query,
 )
@@ -26,6 +27,7 @@ from fsmem._index.front_matter import fields, file_document, split
     [
         ("deploy", ("deploy",), (), True),
         ("deploy ", ("deploy",), (), False),
+        ("support group?", ("support", "group?"), (), False),  # punctuation finishes the last word
         ('deploy "release notes" stag', ("deploy", "stag"), ("release notes",), True),
         ('"release notes"', (), ("release notes",), False),
         ('"unclosed phrase', (), ("unclosed phrase",), False),
@@ -36,6 +38,22 @@ from fsmem._index.front_matter import fields, file_document, split
 def test_split_query(query: str, words: tuple, phrases: tuple, prefix: bool) -> None:
     parts = split_query(query)
     assert (parts.words, parts.phrases, parts.last_is_prefix) == (words, phrases, prefix)
+
+
+@pytest.mark.parametrize(
+    ("query", "words", "prefix"),
+    [
+        ("When did Caroline go to the support group?", ("Caroline", "go", "support", "group"), False),
+        ("what did we decide about Ana's budget", ("decide", "Ana", "budget"), True),
+        ("Melanie’s kids", ("Melanie", "kids"), True),
+        ("deploy to", ("deploy",), False),  # the prefix was the stop word, left out
+        ("the who", ("the", "who"), True),  # stop words only: all kept
+        ("(staging)", ("staging",), False),
+    ],
+)
+def test_content_words(query: str, words: tuple, prefix: bool) -> None:
+    parts = content_words(split_query(query))
+    assert (parts.words, parts.last_is_prefix) == (words, prefix)
 
 
 @given(st.text(max_size=60))

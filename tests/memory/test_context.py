@@ -216,6 +216,31 @@ def test_no_recall_message_when_nothing_new_matches(memory):
     assert loaded(memory.run(Scope.chat()).context([], recall="titles")) == [("memory", "MEMORY.md")]
 
 
+def test_recall_brings_the_notes_a_match_links_to_marked_with_the_match(memory):
+    write(memory, "seo/titles.md", "# Titles\n- Under 60 characters; see [the brand](brand.md) and [[MEMORY]].\n")
+    write(memory, "seo/brand.md", "# Brand\n- British spelling\n")
+    fake_search(memory, [("seo/titles.md", "Under 60")])
+    run = memory.run(Scope.chat(), thread_id="c")
+    recall = run.context([], recall="title length")[-1]["content"]
+    assert '<match path="seo/titles.md"' in recall
+    assert '<match path="seo/brand.md" version=' in recall and 'linked_from="seo/titles.md"' in recall
+    assert "British spelling" in recall
+    assert recall.count("<match ") == 2  # MEMORY.md is loaded already: never recalled
+    assert "seo/brand.md" in run.seen
+
+
+def test_recall_follows_links_one_level_deep_and_at_most_four_notes(memory):
+    write(memory, "hub.md", "# Hub\n" + "".join(f"- [[n{i}]]\n" for i in range(6)))
+    for i in range(6):
+        write(memory, f"n{i}.md", f"# N{i}\nsee [[deeper]]\n")
+    write(memory, "deeper.md", "# Deeper\nnot reached\n")
+    fake_search(memory, [("hub.md", "Hub")])
+    recall = memory.run(Scope.chat()).context([], recall="hub", recall_tokens=2000)[-1]["content"]
+    assert [p for p in ("n0.md", "n1.md", "n2.md", "n3.md", "n4.md", "deeper.md") if f'path="{p}"' in recall] == [
+        "n0.md", "n1.md", "n2.md", "n3.md"
+    ]
+
+
 # --- recall on the real index ------------------------------------------------------------------
 
 @pytest.fixture

@@ -284,6 +284,128 @@ def test_search_finds_a_change_at_once_and_never_a_deleted_file(corpus) -> None:
     assert hits(corpus.call({"command": "search", "query": "rye"})) == ["b/d.md"]
 
 
+# ---- ranking: questions in plain language find the file that answers them ----------------------
+
+
+RANKED = {
+    "trips.md": "# Trips\n\nAna went hiking in the Alps with her sister last summer.\n",
+    "pets.md": "# Pets\n\nAna adopted a puppy named Biscuit; the puppy loves long walks.\n",
+    "meetings.md": "# Meetings\n\nWe decided what to do about the budget, and when to meet.\n",
+    "garden.md": "# Garden\n\nTomatoes, basil and a lemon tree on the balcony.\n",
+}
+
+
+def written(run, files: dict[str, str]):
+    """``run`` once it wrote each of ``files`` through the tool."""
+    for path, text in files.items():
+        ok(run.call({"command": "write", "path": path, "content": text}))
+    return run
+
+
+@pytest.fixture
+def ranked(run):
+    return written(run, RANKED)
+
+
+def test_a_question_with_stop_words_finds_the_file_with_its_content_words(ranked) -> None:
+    """Only trips.md holds "hiking" and "Alps"; meetings.md holds "what", "did", "when", "to"."""
+    found = hits(ranked.call({"command": "search", "query": "When did Ana go hiking in the Alps?"}))
+    assert found[0] == "trips.md"
+    assert "meetings.md" not in found  # it holds stop words only: they match nothing
+
+
+def test_a_file_with_more_of_the_words_ranks_first(ranked) -> None:
+    found = hits(ranked.call({"command": "search", "query": "Ana puppy Biscuit walks"}))
+    assert found == ["pets.md", "trips.md"]  # all four words, then Ana alone
+
+
+def test_words_match_across_their_forms(ranked) -> None:
+    """English stemming: "adopting puppies" finds "adopted a puppy"; "hike" finds "hiking"."""
+    assert hits(ranked.call({"command": "search", "query": "adopting puppies "})) == ["pets.md"]
+    assert hits(ranked.call({"command": "search", "query": "hike"})) == ["trips.md"]
+
+
+def test_a_possessive_asks_about_its_owner(ranked) -> None:
+    assert hits(ranked.call({"command": "search", "query": "Ana's sister?"}))[0] == "trips.md"
+
+
+def test_a_query_of_stop_words_only_still_searches_them(ranked) -> None:
+    assert hits(ranked.call({"command": "search", "query": "what to do"})) == ["meetings.md"]
+
+
+def test_a_question_mark_finishes_the_last_word(ranked) -> None:
+    """"tomat" is being typed and finds "Tomatoes"; "tomat?" is a finished word, and no file holds it."""
+    assert hits(ranked.call({"command": "search", "query": "tomat"})) == ["garden.md"]
+    assert hits(ranked.call({"command": "search", "query": "tomat?"})) == []
+
+
+# ---- linked notes: links, backlinks, and renames that keep them ---------------------------------
+
+
+LINKED = {
+    "MEMORY.md": "# Project\n\nSee [titles](seo/titles.md) and [[notes/plan]].\n",
+    "seo/titles.md": "# Titles\n\nBack [home](../MEMORY.md); the [[brand]] rules.\n",
+    "seo/brand.md": "# Brand\n\nBritish spelling.\n",
+    "notes/plan.md": "# Plan\n\nThe [titles](/seo/titles.md#rules), and [[nowhere]].\n",
+}
+
+
+@pytest.fixture
+def linked(run):
+    return written(run, LINKED)
+
+
+def _links(memory: fsmem.Memory, path: str) -> tuple[list, list]:
+    from fsmem._memory.links import links_of
+
+    found = links_of(memory, path)
+    return [(link.written, link.target) for link in found.links], [(link.source, link.line) for link in found.backlinks]
+
+
+def test_links_and_backlinks_of_a_file(linked, memory) -> None:
+    assert _links(memory, "seo/titles.md") == (
+        [("../MEMORY.md", "MEMORY.md"), ("brand", "seo/brand.md")],
+        [("MEMORY.md", 3), ("notes/plan.md", 3)],
+    )
+    assert _links(memory, "notes/plan.md") == ([("/seo/titles.md#rules", "seo/titles.md"), ("nowhere", None)],
+                                              [("MEMORY.md", 3)])
+
+
+def test_a_rename_rewrites_the_links_that_led_to_the_file_in_the_same_change(linked, memory) -> None:
+    result = ok(linked.call({"command": "rename", "path": "seo/titles.md", "new_path": "web/titles.md"}))
+    assert result["relinked"] == ["MEMORY.md", "notes/plan.md", "web/titles.md"]
+    text = {path: ok(linked.call({"command": "read", "path": path}))["content"] for path in result["relinked"]}
+    assert "[titles](web/titles.md)" in text["MEMORY.md"]
+    assert "[titles](/web/titles.md#rules)" in text["notes/plan.md"]
+    assert "[home](../MEMORY.md)" in text["web/titles.md"] and "[[seo/brand]]" in text["web/titles.md"]
+    assert [v.command for v in memory.versions("MEMORY.md")][:1] == ["rename"]  # what it held is kept
+    assert memory.versions("MEMORY.md")[0].version == version_of(LINKED["MEMORY.md"].encode())
+    assert _links(memory, "web/titles.md")[1] == [("MEMORY.md", 3), ("notes/plan.md", 3)]
+    entries = [e for e in memory.log() if e.command == "rename"]
+    assert {e.path for e in entries} >= {"MEMORY.md", "notes/plan.md"}
+    # the run that renamed may go on writing what it rewrote
+    ok(linked.call({"command": "write", "path": "MEMORY.md", "old_text": "# Project", "new_text": "# Our project"}))
+
+
+def test_a_folder_rename_keeps_links_into_out_of_and_inside_it(linked, memory) -> None:
+    result = ok(linked.call({"command": "rename", "path": "seo", "new_path": "archive/seo"}))
+    assert result["relinked"] == ["MEMORY.md", "archive/seo/titles.md", "notes/plan.md"]
+    titles = ok(linked.call({"command": "read", "path": "archive/seo/titles.md"}))["content"]
+    assert "[home](../../MEMORY.md)" in titles and "[[brand]]" in titles  # out of it; inside it, as written
+    assert _links(memory, "archive/seo/titles.md") == (
+        [("../../MEMORY.md", "MEMORY.md"), ("brand", "archive/seo/brand.md")],
+        [("MEMORY.md", 3), ("notes/plan.md", 3)],
+    )
+
+
+def test_a_rename_with_no_link_to_keep_changes_no_other_file(linked, memory) -> None:
+    before = memory.versions("MEMORY.md")
+    result = ok(linked.call({"command": "rename", "path": "seo/brand.md", "new_path": "seo/brand-book.md"}))
+    assert result["relinked"] == ["seo/titles.md"]  # [[brand]] would lead nowhere now
+    assert "[[brand-book]]" in ok(linked.call({"command": "read", "path": "seo/titles.md"}))["content"]
+    assert memory.versions("MEMORY.md") == before
+
+
 # ---- refusals: each code, and nothing changes ----------------------------------------------------
 
 
