@@ -136,7 +136,7 @@ def fsmem_words(corpus: Corpus, workdir: Path, k: int) -> Iterator[Ranker]:
     memory = fsmem.open(corpus.root, create=True)
     memory.index.rebuild()
     try:
-        yield lambda question: [hit.path for hit in memory.search(question, limit=k)]
+        yield lambda question: [hit.path for hit in memory.search(question, limit=k, mode="words")]
     finally:
         memory.close()
 
@@ -173,9 +173,68 @@ def fts5_or(corpus: Corpus, workdir: Path, k: int) -> Iterator[Ranker]:
         conn.close()
 
 
+NOTES: list[str] = []  # what a ranker measured besides its questions (printed under the table)
+
+
+def _fsmem_meaning(mode: str, settings: dict[str, object] | None = None) -> RankerFactory:
+    """fsmem's search by ``mode`` with recall by meaning as set up here (the local model ``fsmem model
+    install`` keeps, unless ``settings`` name another embedder); the corpus is embedded first, timed."""
+
+    @contextmanager
+    def factory(corpus: Corpus, workdir: Path, k: int) -> Iterator[Ranker]:
+        import dataclasses
+
+        import fsmem
+        from fsmem._env.config import load_settings
+
+        chosen = dataclasses.replace(load_settings(corpus.root), **(settings or {}))  # type: ignore[arg-type]
+        memory = fsmem.open(corpus.root, create=True, settings=chosen)
+        memory.index.rebuild()
+        from fsmem._errors import FsmemError
+
+        started = time.perf_counter()
+        try:
+            embedded = memory.embed_pending()
+        except FsmemError as error:
+            NOTES.append(f"- fsmem {mode}{' ' + str(settings) if settings else ''}: {error.message}")
+            embedded = 0
+        took = time.perf_counter() - started
+        meaning = memory.hybrid.meaning()
+        if meaning is None:
+            NOTES.append(f"- fsmem {mode}: no embedding model (`fsmem model install`): its row is words alone")
+        elif embedded:
+            passages = len(meaning.view().paths)
+            size = memory.hybrid.vectors_bytes()
+            NOTES.append(
+                f"- embedding {meaning.model}: {embedded} files, {passages} passages in {took:.1f} s "
+                f"({passages / took:.1f} passages/s, {embedded / took:.2f} files/s); vectors kept "
+                f"{size / 1e6:.1f} MB, {size / embedded * 1000 / 1e6:.1f} MB per 1k files of this corpus"
+            )
+        try:
+            yield lambda question: [hit.path for hit in memory.search(question, limit=k, mode=mode)]
+        finally:
+            memory.close()
+
+    return factory
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 RANKERS: dict[str, RankerFactory] = {
     "fsmem words": fsmem_words,
     "FTS5 OR (porter)": fts5_or,
+    "fsmem meaning": _fsmem_meaning("meaning"),
+    "fsmem both": _fsmem_meaning("both"),
+    # an embeddings endpoint configured but not answering: words alone, one warning, a few ms more at most
+    "fsmem both (endpoint down)": _fsmem_meaning(
+        "both", {"embed_endpoint": f"http://127.0.0.1:{_closed_port()}/v1", "embed_endpoint_model": "down"}
+    ),
 }
 
 
@@ -287,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[recall] {len(corpus.files)} files, {len(corpus.questions)} questions …", file=sys.stderr, flush=True)
         tallies = run(corpus, names, args.k, workdir)
     print(render(corpus, tallies, args.k))
+    print("\n".join(NOTES))
     return 0
 
 

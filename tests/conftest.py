@@ -5,6 +5,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,27 @@ def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # A search starts a watcher by default (settings.watch); in-process tests, which rarely close what
     # they open, would pile up inotify instances. Tests of watching turn it on (tests/test_watch*.py).
     monkeypatch.setenv("FSMEM_WATCH", "0")
+    # The local embedding model bin/test installs lives in the user's data folder; a test that did not ask
+    # for it never finds it there (its searches stay by words, as without the extra). Tests of meaning name
+    # it (the ``embedding_model`` fixture).
+    monkeypatch.setenv("XDG_DATA_HOME", _NO_DATA)
+
+
+_NO_DATA = tempfile.mkdtemp(prefix="fsmem-no-data-")
+MODEL_FOLDER = Path(
+    os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share", "fsmem", "models", "all-MiniLM-L6-v2-int8"
+)  # read before any test's environment is isolated: where fsmem model install put it
+
+
+@pytest.fixture(scope="session")
+def embedding_model() -> Path:
+    """The folder of the real local embedding model (``fsmem model install``, which bin/test runs)."""
+    from fsmem._llm.model_files import installed
+
+    folder = MODEL_FOLDER
+    if not installed(folder):
+        pytest.fail(f"no embedding model in {folder}: bin/test installs it (fsmem model install)")
+    return folder
 
 
 @pytest.fixture

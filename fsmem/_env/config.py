@@ -31,6 +31,16 @@ class Settings:
     durable: bool = True  # fsync file and folder on every change; tests may turn it off
     watch: bool = True  # a process's first search starts a watcher, so later ones need not compare
     pg_pool_size: int = 8  # PostgreSQL: connections a process may open (one per thread changing at once)
+    # Recall by meaning (docs/search.md): "auto" embeds with the model set up below or installed, "off" never
+    meaning: str = "auto"
+    search_mode: str = "both"  # what a search fuses when it does not say: "words", "meaning" or "both"
+    embed_model: str = ""  # a folder holding model.onnx and tokenizer.json; "" is the one `fsmem model install` keeps
+    embed_endpoint: str = ""  # an OpenAI-compatible base URL (…/v1); when set, used instead of a local model
+    embed_endpoint_model: str = ""  # the model's name on that server
+    embed_api_key_env: str = "OPENAI_API_KEY"  # the variable holding the endpoint's key (sent only when set)
+    embed_timeout: float = 10.0  # seconds a request to the endpoint may take
+    embed_threads: int = 1  # onnxruntime's threads for the local model
+    meaning_weight: float = 0.2  # how much meaning counts beside words in mode "both" (tuned on the dev split)
 
 
 def load_settings(root: Path | None, environ: Mapping[str, str] | None = None) -> Settings:

@@ -88,6 +88,18 @@ class TextQuery:
             found += [(score, doc(address)) for score, address in hits]
         return found
 
+    def hits_for(
+        self, searcher: tantivy.Searcher, paths: Iterable[str], filters: list[tuple[Occur, Query]]
+    ) -> dict[str, SearchHit]:
+        """The hits of ``paths`` that pass ``filters`` (score 0, snippet from the body's beginning):
+        files found by meaning alone."""
+        wanted = [Query.term_query(self.schema, "path", path) for path in paths]
+        if not wanted:
+            return {}
+        base = [(Occur.Must, Query.boolean_query([(Occur.Should, term) for term in wanted])), *filters]
+        found = searcher.search(Query.boolean_query(base), len(wanted), count=False).hits
+        return {hit.path: hit for hit in (_hit(searcher.doc(address), 0.0, None) for _, address in found)}
+
     def clauses(self, query: str, searcher: tantivy.Searcher) -> list[tuple[Occur, Query]]:
         """The query's clauses: one per word (the last also as a prefix), any of them; and one per
         quoted phrase, each required (quotes ask for those words, in that order)."""
@@ -155,12 +167,12 @@ class TextQuery:
             ) from error
 
 
-def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator) -> SearchHit:
+def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator | None) -> SearchHit:
     """A hit: the best window of its body (tantivy's generator), or its beginning when the body is
     short or the match was only in the title or metadata."""
     get = doc.get_first
     body = get("body") or ""
-    snippet = snippets.snippet_from_doc(doc) if len(body) > SNIPPET_CHARS else None
+    snippet = snippets.snippet_from_doc(doc) if snippets is not None and len(body) > SNIPPET_CHARS else None
     fragment = snippet.fragment() if snippet is not None else ""
     if snippet is not None and fragment.strip():  # newlines before the window's first byte (one byte in UTF-8)
         lines_before = body.encode("utf-8").count(b"\n", 0, snippet.fragment_range().start)

@@ -107,9 +107,18 @@ def search_args(
     exclude: list[str],
     since: str | None,
     limit: int,
+    mode: str | None = None,
 ) -> dict[str, Any]:
     """The arguments of ``Memory.search`` as they travel."""
-    return {"query": query, "regex": regex, "include": include, "exclude": exclude, "since": since, "limit": limit}
+    return {
+        "query": query,
+        "regex": regex,
+        "include": include,
+        "exclude": exclude,
+        "since": since,
+        "limit": limit,
+        "mode": mode,
+    }
 
 
 def hit_to_wire(hit: SearchHit) -> dict[str, Any]:

@@ -22,9 +22,9 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from fsmem._store.folder.drive import Drive
 from fsmem._store.interface import Store
@@ -33,7 +33,17 @@ if TYPE_CHECKING:
     from fsmem._index.feed import IndexWatcher
     from fsmem._index.index import Index
 
-__all__ = ["Share", "join"]
+__all__ = ["Attached", "Share", "join"]
+
+
+class Attached(Protocol):
+    """What a layer above keeps beside the shared index (the meaning's embedding worker): one per
+    memory in a process too, stopped when the index it was made on goes."""
+
+    def stop(self) -> None: ...
+
+
+AttachedT = TypeVar("AttachedT", bound=Attached)
 
 _registry: dict[tuple[object, ...], _Root] = {}
 _registry_lock = threading.Lock()
@@ -62,6 +72,7 @@ class _Root:
         self.index: Index | None = None
         self.watcher: IndexWatcher | None = None
         self.watch_refused = False
+        self.attached: dict[str, Attached] = {}  # made on the index now, by name
         self.leases: dict[int, int] = {}  # id(index) -> calls using it now
         self.mutex = threading.RLock()
         self.idle = threading.Condition(self.mutex)
@@ -111,6 +122,19 @@ class Share:
                 if not root.leases[id(index)]:
                     del root.leases[id(index)]
                     root.idle.notify_all()
+
+    def attached(self, name: str, make: Callable[[Index], AttachedT]) -> AttachedT:
+        """The object kept under ``name`` beside the index (made by ``make(index)`` on first use): one
+        for every ``Memory`` of the memory in this process."""
+        root = self._root
+        with root.mutex:
+            found = root.attached.get(name)
+            if found is None:
+                found = root.attached[name] = make(root.current(self.drive))
+            return found  # type: ignore[return-value]  # what ``make`` made under this name
+
+    def attached_if_any(self, name: str) -> Attached | None:
+        return self._root.attached.get(name)
 
     def watched(self, start: bool) -> set[str] | None:
         """What the process's watcher has seen change and not applied yet (``None``: no watcher
@@ -176,8 +200,11 @@ class Share:
                 watcher = self._hand_over(successor.drive)
             else:
                 return
+            attached, root.attached = list(root.attached.values()), {}  # made on the index that went
         if watcher is not None:
             watcher.stop()
+        for each in attached:
+            each.stop()
 
     def _hand_over(self, drive: Store) -> IndexWatcher | None:
         """Under the root's mutex: rebuild the index on ``drive`` once the calls on this one have

@@ -195,31 +195,36 @@ class OpenAICompatibleModel:
         return message
 
     def _send(self, request: urllib.request.Request, where: str) -> bytes:
-        """The response body, read within ``timeout`` seconds in all (a server that trickles bytes
-        does not keep the call open past it)."""
         late = (
             f"{where} did not answer within {self.timeout:g} seconds; raise --timeout, lower "
             "--max-tokens, or try a smaller conversation or a faster model"
         )
-        deadline = time.monotonic() + self.timeout
-        try:
-            with _OPENER.open(request, timeout=self.timeout) as response:
-                chunks = []
-                while chunk := response.read1(65536):
-                    chunks.append(chunk)
-                    if time.monotonic() > deadline:
-                        raise ModelError(late)
-                return b"".join(chunks)
-        except urllib.error.HTTPError:
-            raise
-        except TimeoutError:
+        return read_response(request, where, self.timeout, late)
+
+
+def read_response(request: urllib.request.Request, where: str, timeout: float, late: str) -> bytes:
+    """The response body, read within ``timeout`` seconds in all (a server that trickles bytes does not
+    keep the call open past it); ``late`` is the message when it is not. HTTP errors are raised as
+    urllib's ``HTTPError`` for the caller's retry; every other failure is a :class:`ModelError`."""
+    deadline = time.monotonic() + timeout
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            chunks = []
+            while chunk := response.read1(65536):
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise ModelError(late)
+            return b"".join(chunks)
+    except urllib.error.HTTPError:
+        raise
+    except TimeoutError:
+        raise ModelError(late) from None
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, (TimeoutError, socket.timeout)):
             raise ModelError(late) from None
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, (TimeoutError, socket.timeout)):
-                raise ModelError(late) from None
-            raise ModelError(f"could not reach {where}: {error.reason}. Is the server running?") from None
-        except (OSError, http.client.HTTPException) as error:
-            raise ModelError(f"the connection to {where} failed: {error or type(error).__name__}") from None
+        raise ModelError(f"could not reach {where}: {error.reason}. Is the server running?") from None
+    except (OSError, http.client.HTTPException) as error:
+        raise ModelError(f"the connection to {where} failed: {error or type(error).__name__}") from None
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):

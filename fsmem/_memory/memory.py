@@ -12,17 +12,16 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fsmem._core import layout
 from fsmem._core.layout import STATE_DIR
 from fsmem._core.links import wiki_key
 from fsmem._core.paths import normalize_path
-from fsmem._core.search import SearchHit
 from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, RequestError, RootNotFound, Storage
@@ -37,10 +36,12 @@ from fsmem._store.interface import Store
 from fsmem._store.types import BrokenProposal, ChangeProposal, LogEntry, VersionInfo
 
 if TYPE_CHECKING:
+    from fsmem._core.fusion import SearchResults
     from fsmem._index.feed import IndexWatcher
     from fsmem._index.index import Index
     from fsmem._index.shared import Share
     from fsmem._memory.facts import Facts
+    from fsmem._memory.hybrid import Hybrid
     from fsmem._memory.tool import Run
 
 
@@ -113,8 +114,10 @@ class Memory:
         self.drive = drive
         self._share: Share | None = None  # this process's index of the memory, shared on first use
         self._alone: Index | None = None  # after close: an index of its own, with no watcher
+        self._alone_hybrid: Hybrid | None = None  # and its search by meaning, nothing in the background
         self._closed = False
         self._share_mutex = threading.Lock()
+        drive.on_commit.append(self._wake_embedding)
         if isinstance(drive, Drive):
             self._open_folder(drive)
         else:
@@ -292,6 +295,20 @@ class Memory:
         share = self._share
         return share.watcher if share is not None else None
 
+    @property
+    def hybrid(self) -> Hybrid:
+        """Search by words and by meaning, fused: one per memory in a process, beside its index (its
+        embedding worker too); after ``close()``, one of this object's own that starts nothing."""
+        from fsmem._memory.hybrid import Hybrid
+
+        share = self._shared()
+        if share is not None:
+            return share.attached("hybrid", lambda index: Hybrid(index, self.settings))
+        if self._alone_hybrid is None:
+            self._alone_hybrid = Hybrid(self.index, self.settings)
+            self._alone_hybrid.stop()  # searches go on; nothing embeds in the background
+        return self._alone_hybrid
+
     def search(
         self,
         query: str,
@@ -301,46 +318,73 @@ class Memory:
         exclude: str | Iterable[str] | None = None,
         since: str | datetime | None = None,
         limit: int = 10,
-    ) -> list[SearchHit]:
-        """Ranked files with snippets (text mode), or matching lines (``regex=True``)."""
+        mode: str | None = None,
+    ) -> SearchResults:
+        """Ranked files with snippets (text mode), or matching lines (``regex=True``). ``mode``: rank
+        by ``"words"``, ``"meaning"`` or ``"both"`` (default ``settings.search_mode``); the result's
+        ``meaning`` says how much meaning took part (``off``, ``partial``, ``full``)."""
+        from fsmem._core.fusion import SearchResults
+        from fsmem._memory.hybrid import check_mode
+
         check_text("query", query)  # before anything is opened or started
+        mode = check_mode(self.settings.search_mode if mode is None else mode)
         if regex:
-            return grep(
-                self.drive,
-                query,
-                include=include,
-                exclude=exclude,
-                since=since,
-                limit=limit,
-                timeout=self.settings.regex_timeout,
-            )
-        try:
-            share = self._shared()
-            if share is None:  # closed: the folder's searches compare again; PostgreSQL's answer STORAGE
-                return self.index.search(query, include=include, exclude=exclude, since=since, limit=limit)
-            with share.lease() as index:
-                return index.search(
+            return SearchResults(
+                grep(
+                    self.drive,
                     query,
                     include=include,
                     exclude=exclude,
                     since=since,
                     limit=limit,
-                    watched=share.watched(start=self.settings.watch),
+                    timeout=self.settings.regex_timeout,
                 )
+            )
+        try:
+            share = self._shared()
+            if share is None:  # closed: the folder's searches compare again; PostgreSQL's answer STORAGE
+                return self._fused(self.index, query, mode, limit, include, exclude, since, watched=None)
+            with share.lease() as index:
+                watched = share.watched(start=self.settings.watch)
+                return self._fused(index, query, mode, limit, include, exclude, since, watched=watched)
         except Storage as error:
             if not error.read_only:
                 raise
         # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan the
         # files for lines holding any of the words, as a regex search would.
         words = [re.escape(word) for word in query.split() if word]
-        return grep(
-            self.drive,
-            "(?i)" + "|".join(words or [re.escape(query)]),
-            include=include,
-            exclude=exclude,
-            since=since,
-            limit=limit,
-            timeout=self.settings.regex_timeout,
+        return SearchResults(
+            grep(
+                self.drive,
+                "(?i)" + "|".join(words or [re.escape(query)]),
+                include=include,
+                exclude=exclude,
+                since=since,
+                limit=limit,
+                timeout=self.settings.regex_timeout,
+            )
+        )
+
+    def _fused(
+        self,
+        index: Index,
+        query: str,
+        mode: str,
+        limit: int,
+        include: str | Iterable[str] | None,
+        exclude: str | Iterable[str] | None,
+        since: str | datetime | None,
+        *,
+        watched: set[str] | None,
+    ) -> SearchResults:
+        return self.hybrid.search(
+            query,
+            mode,
+            limit,
+            words=lambda depth: index.search(
+                query, include=include, exclude=exclude, since=since, limit=depth, watched=watched
+            ),
+            filters=lambda: index.query.filters(include, exclude, since),
         )
 
     def linking_to(self, paths: Iterable[str]) -> list[str]:
@@ -354,6 +398,32 @@ class Memory:
         with share.lease() as index:
             return index.linking_to(keys, watched=share.watched(start=self.settings.watch))
 
+    # ---- meaning ----------------------------------------------------------------------------
+
+    def start_embedding(self) -> bool:
+        """Embed the files' passages in the background of this process (a long-lived one: the first
+        search of a watching process does it unasked); ``False`` when meaning is off or not set up."""
+        return self.hybrid.start()
+
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every file waiting for its passages, here and now; the number embedded."""
+        meaning = self.hybrid.meaning()
+        if meaning is None:
+            return 0
+        self.index.ensure_fresh()
+        return meaning.embed_pending(progress=progress)
+
+    def meaning_status(self) -> dict[str, Any]:
+        """``meaning`` (``off``, ``partial``, ``full``) and, when on, the model and the backlog."""
+        self.index.apply_pending()
+        return self.hybrid.status()
+
+    def _wake_embedding(self, _paths: set[str]) -> None:
+        share = self._share
+        hybrid = share.attached_if_any("hybrid") if share is not None else None
+        if hybrid is not None:
+            cast("Hybrid", hybrid).wake()
+
     def watch(self, **options: float) -> IndexWatcher:
         """Keep the index current from this process (the folder: watchdog, with ``options`` such as
         ``debounce``; PostgreSQL: LISTEN/NOTIFY); replaces the watcher a first search started. The
@@ -365,14 +435,16 @@ class Memory:
 
     def close(self) -> None:
         """Let go of what this memory holds: its share of the process's index (the last ``Memory`` of a
-        root to close stops the watcher; the others keep searching), and on PostgreSQL its connections
-        (calls after it answer STORAGE, saying the memory was closed). On a folder, searches after it
-        compare again."""
+        root to close stops the watcher and the embedding; the others keep searching), and on PostgreSQL
+        its connections (calls after it answer STORAGE, saying the memory was closed). On a folder,
+        searches after it compare again."""
         with self._share_mutex:
             share, self._share = self._share, None
             self._closed = True
         if share is not None:
             share.leave()
+        if self._alone_hybrid is not None:
+            self._alone_hybrid.stop()
         self.drive.close()
 
     def __enter__(self) -> Memory:

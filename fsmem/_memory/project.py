@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
-from fsmem._core.search import SearchHit
+from fsmem._core.fusion import SearchResults
 from fsmem._env.config import Settings
 from fsmem._store.interface import Store
 
@@ -35,6 +35,6 @@ class Project(Protocol):
         exclude: str | Iterable[str] | None = None,
         since: str | datetime | None = None,
         limit: int = 10,
-    ) -> list[SearchHit]: ...
+    ) -> SearchResults: ...
 
     def linking_to(self, paths: Iterable[str]) -> list[str]: ...

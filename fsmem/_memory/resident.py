@@ -148,7 +148,8 @@ class Resident:
             warnings.simplefilter("always")
             try:
                 if op == "search":
-                    answer: dict[str, Any] = {"hits": [hit_to_wire(hit) for hit in self.memory.search(**args)]}
+                    found = self.memory.search(**args)
+                    answer: dict[str, Any] = {"hits": [hit_to_wire(hit) for hit in found], "meaning": found.meaning}
                 else:
                     answer = {"result": self.memory.run(thread_id="cli").call(request)}
             except (FsmemError, TypeError) as error:  # the asker's own call says it in its words

@@ -556,7 +556,12 @@ class Run:
             since=request.since,
             limit=limit,
         )
-        return {"ok": True, "text": render.hits(found, request.query), "hits": [hit.to_dict() for hit in found]}
+        return {
+            "ok": True,
+            "text": render.hits(found, request.query),
+            "hits": [hit.to_dict() for hit in found],
+            "meaning": found.meaning,
+        }
 
 
 def _check_glob(name: str, glob: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +16,9 @@ from fsmem._errors import BadPattern
 from fsmem._memory import render as _render
 from fsmem.cli import EXIT_NO_MATCH
 from fsmem.cli.options import asked_resident, echo_json, json_option, open_root, root_option
+
+if TYPE_CHECKING:
+    from fsmem._core.fusion import SearchResults
 
 
 @contextmanager
@@ -36,6 +40,11 @@ def _warnings_to_stderr() -> Iterator[None]:
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out paths matching GLOB (repeatable).")
 @click.option("--since", metavar="WHEN", help="Only files changed since WHEN: 8w, 30d, 12h or 2026-08-01.")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="At most this many results.")
+@click.option(
+    "--mode",
+    type=click.Choice(["words", "meaning", "both"]),
+    help="Rank by words, by meaning (an embedding model), or both fused (default: the search_mode setting).",
+)
 @root_option
 @json_option
 def search(
@@ -45,6 +54,7 @@ def search(
     exclude: tuple[str, ...],
     since: str | None,
     limit: int,
+    mode: str | None,
     root: str | None,
     as_json: bool,
 ) -> None:
@@ -67,12 +77,15 @@ def search(
         exclude=list(exclude),
         since=since,
         limit=limit + MORE_COUNTED if use_regex else limit,
+        mode=mode,
     )
     with _warnings_to_stderr():
-        hits = _asked_resident(root, args)
-        if hits is None:  # none runs (or it could not answer): the same search, here
-            hits = open_root(root).search(**args)
-    hits, more = hits[:limit], len(hits) - limit
+        found = _asked_resident(root, args)
+        if found is None:  # none runs (or it could not answer): the same search, here
+            found = open_root(root).search(**args)
+    hits, more = found[:limit], len(found) - limit
+    if found.meaning == "partial" and not as_json:
+        click.echo("Note: some files are not embedded yet; they were found by words alone.", err=True)
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
     elif hits and hits[0].text is not None:  # lines: regex mode, or the scan of a read-only root
@@ -86,8 +99,9 @@ def search(
 MORE_COUNTED = 1000
 
 
-def _asked_resident(root: str | None, args: dict) -> list[SearchHit] | None:
+def _asked_resident(root: str | None, args: dict) -> SearchResults | None:
     """The hits a resident index of the root answers with (``None``: none did)."""
+    from fsmem._core.fusion import SearchResults
     from fsmem._index.resident import hit_from_wire
 
     answer = asked_resident(root, "search", args)
@@ -95,7 +109,7 @@ def _asked_resident(root: str | None, args: dict) -> list[SearchHit] | None:
         return None
     for message in answer.get("warnings", []):
         warnings.warn(message, stacklevel=2)
-    return [hit_from_wire(hit) for hit in answer["hits"]]
+    return SearchResults([hit_from_wire(hit) for hit in answer["hits"]], answer.get("meaning", "off"))
 
 
 def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
@@ -148,9 +162,12 @@ def index() -> None:
 @root_option
 @json_option
 def status(root: str | None, as_json: bool) -> None:
-    """Documents, files, how many are stale, and whether a watcher keeps the index current."""
+    """Documents, files, how many are stale, whether a watcher keeps the index current, and how many
+    files wait for their passages to be embedded (recall by meaning)."""
     with _warnings_to_stderr():
-        info = open_root(root).index.status()
+        memory = open_root(root)
+        info = memory.index.status()
+        info["meaning"] = memory.meaning_status()
     if as_json:
         echo_json(info)
         return
@@ -162,8 +179,17 @@ def status(root: str | None, as_json: bool) -> None:
         f"files:     {info['files']}\n"
         f"stale:     {info['stale']}\n"
         f"watcher:   {watcher}\n"
-        f"size:      {size(info['index_bytes'])}"
+        f"size:      {size(info['index_bytes'])}\n"
+        f"meaning:   {_meaning_line(info['meaning'])}"
     )
+
+
+def _meaning_line(meaning: dict) -> str:
+    if meaning["meaning"] == "off":
+        return "off"
+    line = f"{meaning['meaning']} ({meaning['embedded']} of {meaning['files']} files embedded"
+    line += f", backlog {meaning['backlog']})"
+    return line + (f"; paused: {meaning['failure']}" if meaning.get("failure") else "")
 
 
 @index.command()
@@ -173,20 +199,42 @@ def rebuild(root: str | None, as_json: bool) -> None:
     """Rebuild the index from the files, beside the live one; searches keep working meanwhile."""
     target = open_root(root).index
     with _warnings_to_stderr():
-        if as_json:
-            count = target.rebuild()
-        else:
-            with click.progressbar(length=1, label="Indexing", file=sys.stderr) as bar:
-
-                def progress(done: int, total: int) -> None:
-                    bar.length = max(total, 1)
-                    bar.update(done - bar.pos)
-
-                count = target.rebuild(progress)
+        count = _with_progress("Indexing", target.rebuild, shown=not as_json)
     if as_json:
         echo_json({"files": count})
     else:
         click.echo(f"Rebuilt the index from {count} files.")
+
+
+def _with_progress(label: str, work: Callable[[Callable[[int, int], None] | None], int], shown: bool) -> int:
+    """``work(progress)`` with a progress bar on stderr (``shown``), else ``work(None)``."""
+    if not shown:
+        return work(None)
+    with click.progressbar(length=1, label=label, file=sys.stderr) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
+
+        return work(progress)
+
+
+@index.command()
+@root_option
+@json_option
+def embed(root: str | None, as_json: bool) -> None:
+    """Embed now every file waiting for its passages (recall by meaning), with a progress bar."""
+    memory = open_root(root)
+    with _warnings_to_stderr():
+        if memory.meaning_status()["meaning"] == "off":
+            from fsmem._errors import ModelError
+
+            raise ModelError("recall by meaning is off: install the meaning extra and `fsmem model install`")
+        count = _with_progress("Embedding", memory.embed_pending, shown=not as_json)
+    if as_json:
+        echo_json({"embedded": count})
+    else:
+        click.echo(f"Embedded {count} files.")
 
 
 @click.command()
@@ -216,4 +264,5 @@ def watch(root: str | None, debounce: float) -> None:
     with _warnings_to_stderr(), Resident(memory) as resident:
         serves = "serving searches" if resident.serving else f"not serving searches ({resident.why_not})"
         click.echo(f"Watching {memory.drive.label}, {serves} (Ctrl-C to stop).", err=True)
+        memory.start_embedding()  # recall by meaning, when set up: passages embedded as files change
         Watcher(memory.index, debounce=debounce).run_forever()

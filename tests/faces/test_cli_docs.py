@@ -41,7 +41,8 @@ def test_every_setting_is_in_docs_config(setting):
     default = getattr(Settings(), setting)
     row = re.search(rf"^\| `{setting}` \| `([^`]+)`", CONFIG_DOC, flags=re.MULTILINE)
     assert row, f"docs/config.md has no row for {setting}"
-    assert row.group(1) == (str(default).lower() if isinstance(default, bool) else str(default))
+    shown = str(default).lower() if isinstance(default, bool) else str(default) or '""'  # "" is shown as `""`
+    assert row.group(1) == shown
 
 
 def test_raising_the_cap_as_docs_config_says(root):

@@ -13,8 +13,14 @@ from tests.conftest import REPO
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_drive_bench_runs_and_reports(tmp_path) -> None:
@@ -22,8 +28,14 @@ def test_drive_bench_runs_and_reports(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("== drive\nroot of 30 files, 3 timed calls a row")
-    for row in ("bare plain write", "bare durable write", "tool read ", "tool write (whole file)",
-                "tool write (partial edit)", "tool write (same file, versions full)"):
+    for row in (
+        "bare plain write",
+        "bare durable write",
+        "tool read ",
+        "tool write (whole file)",
+        "tool write (partial edit)",
+        "tool write (same file, versions full)",
+    ):
         assert f"\n{row}" in out, row
     assert "target: a tool write within 3x the bare durable write: " in out
     assert list(tmp_path.iterdir()) == []  # the scratch root is cleaned up
@@ -31,7 +43,7 @@ def test_drive_bench_runs_and_reports(tmp_path) -> None:
 
 def test_missing_parts_are_skipped_and_unknown_parts_refused() -> None:
     help_text = _bench("--help")
-    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|recall|all]"
+    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|recall|meaning|all]"
     assert help_text.returncode == 0 and help_text.stdout.startswith(usage)
     unknown = _bench("nonsense")
     assert unknown.returncode == 2
@@ -40,15 +52,26 @@ def test_missing_parts_are_skipped_and_unknown_parts_refused() -> None:
 
 def test_recall_bench_runs_every_ranker_on_a_split(tmp_path) -> None:
     """A split shaped like LoCoMo's: every ranker's row, recall by category, the length-cost columns."""
-    turns = [{"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit."},
-             {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a photo of a dog"}]
+    turns = [
+        {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit."},
+        {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a photo of a dog"},
+    ]
     later = [{"speaker": "Ana", "dia_id": "D2:1", "text": "We moved to Lisbon in spring."}]
-    split = {"speaker_a": "Ana", "speaker_b": "Ben", "session_1": turns, "session_1_date_time": "8 May, 2023",
-             "session_2": later, "session_2_date_time": "9 June, 2023", "session_3_date_time": "never held",
-             "qa": [{"question": "What is the name of Ana's puppy?", "evidence": ["D1:1"], "category": 4},
-                    {"question": "Where did Ana move to?", "evidence": ["D2:1"], "category": 1},
-                    {"question": "Is this adversarial?", "evidence": ["D1:2"], "category": 5},
-                    {"question": "No evidence here?", "evidence": ["D"], "category": 2}]}
+    split = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1": turns,
+        "session_1_date_time": "8 May, 2023",
+        "session_2": later,
+        "session_2_date_time": "9 June, 2023",
+        "session_3_date_time": "never held",
+        "qa": [
+            {"question": "What is the name of Ana's puppy?", "evidence": ["D1:1"], "category": 4},
+            {"question": "Where did Ana move to?", "evidence": ["D2:1"], "category": 1},
+            {"question": "Is this adversarial?", "evidence": ["D1:2"], "category": 5},
+            {"question": "No evidence here?", "evidence": ["D"], "category": 2},
+        ],
+    }
     (tmp_path / "7.json").write_text(json.dumps(split))
     done = _bench("recall", "--data", str(tmp_path))
     assert done.returncode == 0, done.stderr

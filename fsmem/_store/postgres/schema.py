@@ -177,6 +177,62 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    # 5: recall by meaning: passage vectors are derived state, kept in the database so a new worker does
+    # not embed a project again (``fsmem._index.pg_vectors``), keyed by (project, model, path, file version),
+    # never outliving the version they came from. Row-level security as fsmem.files. (Written idempotent.)
+    """
+    CREATE TABLE IF NOT EXISTS fsmem.embedded (
+        project integer NOT NULL REFERENCES fsmem.projects (id),
+        model text NOT NULL,
+        path text COLLATE "C" NOT NULL,
+        version text NOT NULL,
+        made timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (project, model, path, version)
+    );
+    CREATE TABLE IF NOT EXISTS fsmem.passages (
+        project integer NOT NULL REFERENCES fsmem.projects (id),
+        model text NOT NULL,
+        path text COLLATE "C" NOT NULL,
+        version text NOT NULL,
+        n integer NOT NULL,
+        line integer NOT NULL,
+        text text NOT NULL,
+        vector bytea NOT NULL,
+        PRIMARY KEY (project, model, path, version, n)
+    );
+    DO $$
+    DECLARE
+        policy record;
+        grantee text;
+        kept text;
+    BEGIN
+        FOREACH kept IN ARRAY ARRAY['embedded', 'passages'] LOOP
+            IF (SELECT relrowsecurity FROM pg_class WHERE oid = 'fsmem.files'::regclass) THEN
+                EXECUTE format('ALTER TABLE fsmem.%I ENABLE ROW LEVEL SECURITY', kept);
+            END IF;
+            FOR policy IN SELECT * FROM pg_policies WHERE schemaname = 'fsmem' AND tablename = 'files' LOOP
+                IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = 'fsmem' AND tablename = kept
+                               AND policyname = policy.policyname) THEN
+                    EXECUTE format(
+                        'CREATE POLICY %I ON fsmem.%I AS %s FOR %s TO %s', policy.policyname, kept,
+                        policy.permissive, policy.cmd,
+                        (SELECT string_agg(CASE WHEN r = 'public' THEN 'PUBLIC' ELSE quote_ident(r) END, ', ')
+                         FROM unnest(policy.roles) AS r))
+                        || coalesce(' USING (' || policy.qual || ')', '')
+                        || coalesce(' WITH CHECK (' || policy.with_check || ')', '');
+                END IF;
+            END LOOP;
+            FOR grantee IN
+                SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END
+                FROM pg_class AS c, aclexplode(c.relacl) AS a
+                WHERE c.oid = 'fsmem.files'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner
+            LOOP
+                EXECUTE format('GRANT SELECT, INSERT, DELETE ON fsmem.%I TO %s', kept, grantee);
+            END LOOP;
+        END LOOP;
+    END
+    $$;
+    """,
 )
 
 CURRENT = len(MIGRATIONS)

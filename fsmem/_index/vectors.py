@@ -1,0 +1,168 @@
+"""Where a memory's passage vectors are kept: derived state, keyed by (model, path, file version).
+
+    keep = FolderVectors(index_dir(state) / "vectors.sqlite3")   # the folder store: beside the generations
+    keep.put(model, "seo/titles.md", "3f9a1c2e77aa", [(1, "# Titles\\n…", vector_bytes), …])
+    keep.held(model)                     # {"seo/titles.md": "3f9a1c2e77aa"}: files whose passages are all in
+    keep.rows(model, {"seo/titles.md": "3f9a1c2e77aa"})   # the passages of exactly those versions
+    keep.prune(model, live)              # drop the passages of files gone
+
+A file's passages are put in one transaction with its version, replacing any of an older one, so a
+reader sees a file's passages all or none. Rows are read only for the version the index holds now:
+a passage never outlives its file's version. On PostgreSQL the same rows live in the database
+(``fsmem._index.pg_vectors``), so a new worker finds them embedded.
+
+The folder's keep is one SQLite file (``sqlite3``, the standard library's): several processes of
+one machine put and read it at once (WAL, a busy timeout), and a damaged one is deleted and made
+again, like the index.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["FolderVectors", "Passage", "VectorKeep"]
+
+Passage = tuple[str, int, str, bytes]  # path, line, text, float32 vector bytes
+BUSY_TIMEOUT = 5.0
+
+
+class VectorKeep(Protocol):
+    def held(self, model: str) -> dict[str, str]:
+        """path → the version whose passages are all kept."""
+        ...
+
+    def put(self, model: str, path: str, version: str, passages: list[tuple[int, str, bytes]]) -> None: ...
+
+    def rows(self, model: str, live: Mapping[str, str]) -> list[Passage]:
+        """The passages of the files of ``live`` (path → version) whose kept version is that one."""
+        ...
+
+    def prune(self, model: str, live: Mapping[str, str]) -> int:
+        """Drop what is kept for paths not in ``live``; the number of files dropped."""
+        ...
+
+    def mark(self) -> object:
+        """Changes whenever what is kept may have changed (any process's put or prune)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    model TEXT NOT NULL, path TEXT NOT NULL, version TEXT NOT NULL, PRIMARY KEY (model, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS passages (
+    model TEXT NOT NULL, path TEXT NOT NULL, n INTEGER NOT NULL, line INTEGER NOT NULL,
+    text TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, path, n)
+);  -- a rowid table: rows of 1.5 KB are half the size there that they take in a WITHOUT ROWID one
+"""
+
+
+class FolderVectors:
+    """The folder store's keep: one SQLite file, owner-only, shared by the root's processes."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._writes = 0
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(self.file, os.O_CREAT | os.O_WRONLY, 0o600))  # SQLite gives its WAL the same mode
+        db = sqlite3.connect(self.file, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # derived state: a crash may lose the last puts, never corrupt
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError:
+            db.close()
+            self._remove()  # not a database (or damaged): derived state, made again
+            db = sqlite3.connect(self.file, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+        self._db = db
+        return db
+
+    def _remove(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.file}{suffix}").unlink(missing_ok=True)
+        os.close(os.open(self.file, os.O_CREAT | os.O_WRONLY, 0o600))
+
+    def held(self, model: str) -> dict[str, str]:
+        with self._lock:
+            cursor = self._connect().execute("SELECT path, version FROM files WHERE model = ?", (model,))
+            return dict(cursor.fetchall())
+
+    def put(self, model: str, path: str, version: str, passages: list[tuple[int, str, bytes]]) -> None:
+        with self._lock:
+            db = self._connect()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM passages WHERE model = ? AND path = ?", (model, path))
+                db.executemany(
+                    "INSERT INTO passages VALUES (?, ?, ?, ?, ?, ?)",
+                    [(model, path, n, line, text, vector) for n, (line, text, vector) in enumerate(passages)],
+                )
+                db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (model, path, version))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._writes += 1
+
+    def rows(self, model: str, live: Mapping[str, str]) -> list[Passage]:
+        with self._lock:
+            cursor = self._connect().execute(
+                "SELECT p.path, f.version, p.line, p.text, p.vector FROM passages p "
+                "JOIN files f ON f.model = p.model AND f.path = p.path WHERE p.model = ? ORDER BY p.path, p.n",
+                (model,),
+            )
+            return [(path, line, text, vector) for path, kept, line, text, vector in cursor if live.get(path) == kept]
+
+    def prune(self, model: str, live: Mapping[str, str]) -> int:
+        gone = [path for path in self.held(model) if path not in live]
+        if not gone:
+            return 0
+        with self._lock:
+            db = self._connect()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for batch in _batches(gone, 500):
+                    marks = ",".join("?" * len(batch))
+                    db.execute(f"DELETE FROM passages WHERE model = ? AND path IN ({marks})", (model, *batch))  # noqa: S608
+                    db.execute(f"DELETE FROM files WHERE model = ? AND path IN ({marks})", (model, *batch))  # noqa: S608
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._writes += 1
+        return len(gone)
+
+    def mark(self) -> object:
+        with self._lock:
+            (version,) = self._connect().execute("PRAGMA data_version").fetchone()  # others' commits
+            return (version, self._writes)  # and this connection's own
+
+    def size(self) -> int:
+        files = [Path(f"{self.file}{suffix}") for suffix in ("", "-wal")]
+        return sum(file.stat().st_size for file in files if file.exists())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+def _batches(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,198 @@
+"""Search by words and by meaning, fused, for one memory (``Memory.search`` with ``mode``).
+
+    hybrid = Hybrid(memory.index, settings)
+    hybrid.search("what did we decide about the launch", "both", 10, words=lambda depth: [...], filters=...)
+
+The embedder is built on the first search that wants meaning (``fsmem._llm.embed.build_embedder``):
+none set up means words alone, silently; one set up that cannot be used (a folder without a model, a
+server that does not answer) means words alone with one warning, and a model that failed is left alone
+for ``DOWN_FOR`` seconds, so a search then costs what words alone cost. Passages are embedded in the
+background of a process that lives (``settings.watch``), never by a search.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from fsmem._core.fusion import MODES, SearchResults, fuse, holding_first
+from fsmem._core.search import SearchHit
+from fsmem._env.config import Settings
+from fsmem._errors import BadRequest, FsmemError
+from fsmem._index.index import Index
+from fsmem._index.query import SNIPPET_CHARS
+from fsmem._index.state import index_dir
+from fsmem._index.vectors import FolderVectors, VectorKeep
+from fsmem._llm.embed import build_embedder, meaning_wanted
+from fsmem._store.folder.drive import Drive
+
+if TYPE_CHECKING:
+    from fsmem._index.meaning import Meaning
+
+__all__ = ["FUSE_DEPTH", "Hybrid", "MeaningWarning", "check_mode"]
+
+FUSE_DEPTH = 20  # files meaning brings to the fusion
+WORDS_DEPTH = 10  # files words bring (each with its snippet: more cost more than the model's vector)
+MIN_COSINE = 0.25  # a file words did not find comes by meaning alone only this near (MiniLM: unrelated ≈ 0-0.15)
+DOWN_FOR = 30.0  # seconds a model that failed is not asked again
+VECTORS_FILE = "vectors.sqlite3"
+
+
+class MeaningWarning(UserWarning):
+    """Recall by meaning is set up but cannot be used now: the search went on by words alone."""
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise BadRequest(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
+def keep_of(index: Index) -> VectorKeep:
+    """Where the index's store keeps passages: a SQLite file beside the folder's generations, or the
+    database's rows (a new worker finds them embedded)."""
+    if isinstance(index.drive, Drive):
+        return FolderVectors(index_dir(index.state) / VECTORS_FILE)
+    from fsmem._index.pg_vectors import PgVectors  # psycopg: only for a store that is PostgreSQL's
+    from fsmem._store.postgres.drive import PgDrive
+
+    if not isinstance(index.drive, PgDrive):
+        raise TypeError(f"no passage vectors for a store of type {type(index.drive).__name__}")
+    return PgVectors(index.drive)
+
+
+class Hybrid:
+    def __init__(self, index: Index, settings: Settings) -> None:
+        self.index = index
+        self.settings = settings
+        self._mutex = threading.Lock()
+        self._meaning: Meaning | None = None
+        self._built = False
+        self._down_until = 0.0
+        self._warned = False
+        self._pool: ThreadPoolExecutor | None = None  # the query's vector, made while words search
+        self._stopped = False  # the memory was closed: searches go on, nothing starts in the background
+
+    def meaning(self) -> Meaning | None:
+        """The memory's meaning (built once), or ``None`` when it is off or cannot be set up."""
+        if self._built:
+            return self._meaning
+        with self._mutex:
+            if not self._built:
+                try:
+                    embedder = build_embedder(self.settings) if meaning_wanted(self.settings) else None
+                except FsmemError as error:
+                    self._warn(error.message)
+                    embedder = None
+                if embedder is not None:
+                    from fsmem._index.meaning import Meaning  # numpy: only once there is an embedder
+
+                    self._meaning = Meaning(self.index, embedder, keep_of(self.index))
+                self._built = True
+        return self._meaning
+
+    def wake(self, _paths: object = None) -> None:
+        """A change was committed: the worker, if one runs, embeds it soon."""
+        if self._meaning is not None:
+            self._meaning.wake()
+
+    def start(self) -> bool:
+        """Embed in the background of this process; ``False`` when there is no meaning to embed for."""
+        meaning = self.meaning()
+        if meaning is not None:
+            meaning.start()
+        return meaning is not None
+
+    def stop(self) -> None:
+        self._stopped = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+        if self._meaning is not None:
+            self._meaning.stop()
+            self._meaning.keep.close()
+
+    def vectors_bytes(self) -> int:
+        """What the folder's keep takes on disk (0 on PostgreSQL, where the rows are the database's)."""
+        meaning = self.meaning()
+        return meaning.keep.size() if meaning is not None and isinstance(meaning.keep, FolderVectors) else 0
+
+    def status(self) -> dict[str, Any]:
+        meaning = self.meaning()
+        if meaning is None:
+            return {"meaning": "off"}
+        return {"meaning": "full" if not meaning.backlog() else "partial", **meaning.status()}
+
+    def search(
+        self,
+        query: str,
+        mode: str,
+        limit: int,
+        words: Callable[[int], list[SearchHit]],
+        filters: Callable[[], list[Any]],
+    ) -> SearchResults:
+        """``words(depth)`` is the words search (it brings the index up to date first); ``filters()`` the
+        index's clauses for include, exclude and since, which files found by meaning alone pass too."""
+        meaning = self.meaning() if mode != "words" else None
+        if meaning is None or time.monotonic() < self._down_until:
+            return SearchResults(words(limit), "off")
+        depth = max(limit, FUSE_DEPTH)
+        if self.settings.watch and not self._stopped:
+            meaning.start()
+        if meaning.failure:
+            self._warn(meaning.failure)
+        with self._mutex:
+            pool = self._pool = self._pool or ThreadPoolExecutor(1, thread_name_prefix="fsmem-query-vector")
+        asked = pool.submit(meaning.embedder.embed_query, query)  # the model runs while words search
+        word_hits = words(max(limit, WORDS_DEPTH))
+        try:
+            vector = asked.result()
+            view = meaning.view()  # the keep may fail too (a read-only or full disk, the database away)
+        except Exception as error:  # noqa: BLE001 - meaning is an aid: whatever fails, words answer
+            self._down_until = time.monotonic() + DOWN_FOR
+            self._warn(error.message if isinstance(error, FsmemError) else f"{type(error).__name__}: {error}")
+            return SearchResults(word_hits[:limit], "off")
+        known = {hit.path: hit for hit in word_hits}
+        near = {
+            path: found
+            for path, found in view.nearest(vector, depth).items()
+            if found[0] >= MIN_COSINE or (mode == "both" and path in known)
+        }
+        if mode == "meaning":
+            order = sorted(((path, found[0]) for path, found in near.items()), key=lambda item: (-item[1], item[0]))
+        else:
+            by_words = {hit.path: hit.score for hit in word_hits}
+            order = fuse(by_words, {path: found[0] for path, found in near.items()}, self.settings.meaning_weight)
+        missing = [path for path, _ in order[: depth * 2] if path not in known]
+        if missing:
+            known.update(self._meaning_hits(missing, near, filters))
+        hits = [known[path]._replace(score=round(score, 4)) for path, score in order if path in known]
+        return SearchResults(holding_first(hits)[:limit], "full" if not view.waiting else "partial")
+
+    def _meaning_hits(
+        self, paths: list[str], near: dict[str, tuple[float, int, str]], filters: Callable[[], list[Any]]
+    ) -> dict[str, SearchHit]:
+        """Hits for files found by meaning alone (those the filters let through), shown by their passage."""
+        found = self.index.query.hits_for(self.index.store.searcher(), paths, filters())
+        shown = {}
+        for path, hit in found.items():
+            _, line, text = near[path]
+            if hit.kind in ("fact", "replaced_fact"):  # a sentence, shown whole with whether it holds
+                shown[path] = hit
+                continue
+            snippet = " ".join(text.split())
+            cut = snippet if len(snippet) <= SNIPPET_CHARS else snippet[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"
+            shown[path] = hit._replace(snippet=cut, line=line)
+        return shown
+
+    def _warn(self, reason: str) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            MeaningWarning(f"searching by words alone: recall by meaning is unavailable ({reason})"), stacklevel=4
+        )
