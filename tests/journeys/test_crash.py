@@ -70,6 +70,9 @@ def test_sigkill_in_the_middle_of_writes_leaves_every_file_whole(root: Path) -> 
         proc = spawn("crash_writer.py", root, N_FILES, first_gen)
         try:
             assert read_json_line(proc) == {"started": True}
+            deadline = time.monotonic() + 60  # the loop's first write may take a while on a loaded machine
+            while not (root / "crash").is_dir() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
             time.sleep(rng.uniform(0.05, 0.6))  # a random moment inside the write loop
             assert proc.poll() is None, proc.stderr.read()
         finally:
