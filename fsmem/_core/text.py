@@ -10,7 +10,7 @@ import unicodedata
 
 from fsmem._errors import BadRequest
 
-__all__ = ["check_text", "check_thread"]
+__all__ = ["added_lines", "check_text", "check_thread", "file_text"]
 
 
 def check_text(name: str, value: object) -> None:
@@ -63,3 +63,22 @@ _INVISIBLE = {
     "Zp": "a paragraph separator",
     "Cs": "a lone surrogate",
 }
+
+
+def file_text(data: bytes, path: str, lenient: bool = False) -> str:
+    """A memory file's bytes as text; ``lenient`` for a file a whole-file write replaces (its old bytes
+    are only compared, never kept in text)."""
+    if lenient:
+        return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(
+            f"{path} holds bytes that are not UTF-8 (edited outside fsmem?); write it whole with content"
+        ) from error
+
+
+def added_lines(before: str, brought: str) -> str:
+    """The lines a call brings (its content or new_text) that the file does not hold."""
+    old = set(before.splitlines())
+    return "\n".join(line for line in brought.splitlines() if line not in old)

@@ -17,6 +17,7 @@ from fsmem._core.merge import has_markers, merge_markers, replace_exact
 from fsmem._core.paths import ensure_memory_file, normalize_path
 from fsmem._core.requests import Delete, Read, Rename, Request, Search, Write, parse_request, request_to_dict
 from fsmem._core.secrets import find_secret
+from fsmem._core.text import added_lines, file_text
 from fsmem._core.versions import version_of
 from fsmem._errors import (
     BadPath,
@@ -269,9 +270,9 @@ class Run:
             elif request.expected_version or path in self.seen:
                 raise self._changed_since(path, request.expected_version or self.seen[path], None)
             whole = request.content is not None and (request.literal or not has_markers(request.content))
-            before_text = None if before is None else _decode(before, path, lenient=whole)
+            before_text = None if before is None else file_text(before, path, lenient=whole)
             if not whole:  # a merge refusal names lines: the lines the call brings are checked before it
-                self._refuse_secret(path, find_secret(_added_lines(before_text or "", brought)))
+                self._refuse_secret(path, find_secret(added_lines(before_text or "", brought)))
             after_text = self._new_text(path, before_text, request)
             after = self._checked_bytes(path, before_text or "", after_text)
             if before is not None and after == before:
@@ -571,23 +572,6 @@ def _check_glob(name: str, glob: str) -> None:
         normalize_path(glob)
     except BadPath as error:
         raise BadPath(f"The {name} glob is not a memory path: {error.message}") from error
-
-
-def _decode(data: bytes, path: str, lenient: bool = False) -> str:
-    if lenient:  # a whole-file write replaces it all: the old bytes are only compared, never kept in text
-        return data.decode("utf-8", errors="replace")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise BadRequest(
-            f"{path} holds bytes that are not UTF-8 (edited outside fsmem?); write it whole with content"
-        ) from error
-
-
-def _added_lines(before: str, brought: str) -> str:
-    """The lines a call brings (its content or new_text) that the file does not hold."""
-    old = set(before.splitlines())
-    return "\n".join(line for line in brought.splitlines() if line not in old)
 
 
 def _file_result(path: str, version: str, content: str, text: str, **more: Any) -> dict[str, Any]:
