@@ -42,7 +42,19 @@ from fsmem._core.facts import (
 )
 from fsmem._errors import BadFact, NotFound
 
-__all__ = ["Op", "Resolution", "KeepPlan", "EditPlan", "ForgetPlan", "resolve", "plan_keep", "plan_edit", "plan_forget"]
+__all__ = [
+    "Op",
+    "Resolution",
+    "KeepPlan",
+    "EditPlan",
+    "ForgetPlan",
+    "resolve",
+    "plan_keep",
+    "plan_edit",
+    "plan_forget",
+    "rejoinable",
+    "plan_rejoin",
+]
 
 
 # --------------------------------------------------------------------------- resolution
@@ -414,3 +426,29 @@ def plan_forget(resolution: Resolution, fact_id: str) -> ForgetPlan:
             ops.append(Op("delete", fact_path(fact.id, location)))
     ops.extend(_chain_change(resolution, kept, None))
     return ForgetPlan(tuple(reversed(gone)), tuple(ops))
+
+
+def rejoinable(resolution: Resolution, fact_id: str) -> Fact | None:
+    """For a fact whose file says it was replaced by a fact that is gone (a person deleted it): the
+    fact holding for the same thing in another chain, which its chain can join by date, as keeping
+    them in any order would have placed them; None when nothing holds for that thing, or a chain
+    touches a file fsmem cannot read."""
+    fact = resolution.facts[fact_id]
+    gone = fact.replaced_by
+    if gone is None or gone in resolution.facts or gone in resolution.broken:
+        return None
+    holding = resolution.holding(fact.key)
+    if holding is None or resolution.chain_of[holding.id] == resolution.chain_of[fact_id]:
+        return None
+    if {resolution.chain_of[holding.id], resolution.chain_of[fact_id]} & resolution.frozen:
+        return None
+    return holding
+
+
+def plan_rejoin(resolution: Resolution, fact_id: str) -> list[Op]:
+    """The ops that join ``fact_id``'s chain to the chain of :func:`rejoinable`'s fact, by date."""
+    holding = rejoinable(resolution, fact_id)
+    if holding is None:
+        return []
+    merged = sorted([*resolution.chain(fact_id), *resolution.chain(holding.id)], key=Fact.order)
+    return _chain_change(resolution, merged, None)

@@ -237,8 +237,8 @@ def test_a_long_lived_view_agrees_with_a_fresh_one_after_hand_edits(memory, fact
     agree()
     assert [f.text for f in facts.current("ana")] == ["Ana has role five."]  # the older part stays history
     assert [f.id for f in facts.history(ids[1])] == [ids[1], ids[0]]
-    assert (f"notes/memory/history/{ids[1]}.md", f"replaced by {ids[2]}, which is gone; its history ends here. "
-            "Forget this fact if it no longer matters") in [(p.path, p.message) for p in facts.check()]
+    assert (f"notes/memory/history/{ids[1]}.md", f"replaced by {ids[2]}, which is gone; {ids[4]} holds for the "
+            "same thing now") in [(p.path, p.message) for p in facts.check()]
     newest.write_text(newest.read_text().replace("said: 2026-05-01", "said: 2026-03-15"))  # said earlier now
     agree()
     assert [f.text for f in facts.current("ana")] == ["Ana has role 4."]

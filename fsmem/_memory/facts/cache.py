@@ -27,7 +27,9 @@ class Read:
     stamp: FactStamp  # the store's: (size, mtime_ns, inode) on the folder, the version on PostgreSQL
     location: rules.Location | None = None
     fact: Fact | None = None
-    problem: str | None = None
+    problem: str | None = None  # why the file is no usable fact; then:
+    mended: Fact | None = None  # the fact it holds once its id is taken from its name (fsmem check --repair)
+    subject: str | None = None  # the subject its front matter names, where it can be read
 
 
 def read_cache(cache_file: Path) -> dict[str, Read]:

@@ -31,7 +31,7 @@ from fsmem._errors import BadFact, BadPath, FactSensitive
 from fsmem._memory.facts.extraction import Extraction
 from fsmem._memory.facts.extraction import propose as propose_from
 from fsmem._memory.facts.files import render
-from fsmem._memory.facts.problems import Problem
+from fsmem._memory.facts.problems import Problem, limit_problems
 from fsmem._memory.facts.problems import check as find_problems
 from fsmem._memory.facts.view import FactView, chain_paths, fact_paths, known_of, thing_paths
 
@@ -114,6 +114,21 @@ class Facts:
         with self._guard:
             return sorted(self._view.load().facts.values(), key=Fact.order)
 
+    def broken(self, subject: str | None = None) -> list[Problem]:
+        """The fact files that are no usable fact (unreadable, or no fact's name), and the facts that
+        break a limit (used as they are), sorted by path; with ``subject``, those about it and those
+        whose subject cannot be read. ``check`` says more (secrets, chains, half-done changes)."""
+        with self._guard:
+            if subject is None:
+                facts: Iterable[Fact] = self._view.load().facts.values()
+            else:
+                facts = self.current(subject)
+            found = [*self._view.problems(), *limit_problems(facts)]
+            if subject is not None:
+                wanted = rules.clean_name(subject).casefold()
+                found = [p for p in found if p.subject is None or rules.clean_name(p.subject).casefold() == wanted]
+            return sorted(found, key=lambda p: (p.path, p.message))
+
     def check(self) -> list[Problem]:
         """What a person should mend: unreadable files, rule breaks, half-finished changes."""
         with self._guard:
@@ -141,7 +156,8 @@ class Facts:
         scope: Callable[[Resolution], Iterable[str] | None] | None = None,
     ) -> list[Op]:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
-        writes nothing. ``applies``: the plan advanced the resolution itself. Returns the repairs made."""
+        writes nothing. ``applies``: the plan advanced the resolution itself. Returns the ops written
+        (what a crash left unwritten first)."""
         with self._guard:
             try:
                 with self.drive.change(command=command, thread=thread) as tx:
@@ -159,17 +175,41 @@ class Facts:
                 # this view holds may be what was planned, not what is kept. Look again next time.
                 self._view.distrust()
                 raise
-        return fixes
+        return [*fixes, *ops]
 
     def repair(self, thread: str | None = None) -> list[str]:
-        """Write what a change cut short left unwritten; the paths written or deleted."""
-
-        def plan(resolution: Resolution) -> list[Op]:
-            return []
-
+        """Mend what can be mended without guessing (each a change, the previous content kept as a
+        version): ids taken from the file names, the rest of a change a crash cut short, links to
+        facts that are gone (a chain joined by date to what holds for the same thing). Returns the
+        paths written or deleted; what only a person can mend stays for :meth:`check` to report."""
         with self._guard:
             self._view.want_full_look()  # a full look: every file's stamp, whatever the journal says
-            return sorted({op.path for op in self._change("facts.repair", thread, plan)})
+            written: set[str] = set()
+            if self._view.load() is not None and self._view.mendable_ids():
+                try:
+                    with self.drive.change(command="facts.repair", thread=thread) as tx:
+                        tx.hold("facts")
+                        self._view.want_full_look()
+                        self._view.load()  # looked at again under the lock
+                        for op in self._view.mendable_ids():
+                            assert op.fact is not None
+                            tx.write(op.path, render(op.fact))
+                            written.add(op.path)
+                finally:
+                    self._view.distrust()  # the next look reads what was written
+
+            def plan(resolution: Resolution) -> list[Op]:
+                ops: list[Op] = []
+                for fact in sorted(resolution.facts.values(), key=Fact.order):
+                    if fact.id in resolution.facts and chains.rejoinable(resolution, fact.id) is not None:
+                        step = chains.plan_rejoin(resolution, fact.id)
+                        resolution.apply(step)
+                        ops.extend(step)
+                return ops
+
+            self._view.want_full_look()
+            written.update(op.path for op in self._change("facts.repair", thread, plan, applies=True))
+            return sorted(written)
 
     def _new_id(self, resolution: Resolution, now: datetime) -> str:
         """A fresh id that sorts after every id made before it: the kept second, then the

@@ -20,9 +20,9 @@ from fsmem._core.facts import Fact
 from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem._errors import BadFact
 from fsmem._memory.facts.cache import CACHE_FILE, Read, read_cache, write_cache
-from fsmem._memory.facts.files import parse
+from fsmem._memory.facts.files import parse, parse_broken
 from fsmem._memory.facts.journal import JOURNAL_FILE, append, journal_end, journal_since
-from fsmem._memory.facts.problems import Problem
+from fsmem._memory.facts.problems import ID_REPAIR, Problem
 from fsmem._store.types import FactStamp
 
 if TYPE_CHECKING:
@@ -105,13 +105,7 @@ class FactView:
         known = self.files
         for path in [path for path in stamps if path not in known and rules.fact_id_of_path(path) is None]:
             del stamps[path]
-            problems.append(
-                Problem(
-                    path,
-                    "not a fact file: facts are named <id>.md (letters, digits, - and _); keep notes "
-                    "elsewhere, or keep the fact with `fsmem facts keep`",
-                )
-            )
+            problems.append(Problem(path, rules.NOT_A_FACT_NAME))
         return stamps, problems
 
     def _read_many(self, paths: list[str]) -> dict[str, Read]:
@@ -127,7 +121,8 @@ class FactView:
             try:
                 reads[path] = Read(stamp, location, parse(data, fid))
             except BadFact as error:
-                reads[path] = Read(stamp, problem=error.message)
+                mended, subject = parse_broken(data, fid)
+                reads[path] = Read(stamp, problem=error.message, mended=mended, subject=subject)
         return reads
 
     def _folder_stamps(self) -> Hashable | None:
@@ -297,10 +292,19 @@ class FactView:
                     chain.append(other)
         return chains.resolve(*self._stored(reached)).current(subject)
 
+    def mendable_ids(self) -> list[Op]:
+        """The writes that mend the files whose only fault is their id (the id taken from the name)."""
+        return [Op("write", path, read.mended) for path, read in sorted(self.files.items()) if read.mended is not None]
+
     def problems(self) -> list[Problem]:
         """Files that are no fact, and facts that cannot be read, as of the last load."""
         unreadable = [
-            Problem(path, read.problem or "cannot be read")
+            Problem(
+                path,
+                read.problem or "cannot be read",
+                repair=ID_REPAIR if read.mended is not None else None,
+                subject=read.subject,
+            )
             for path, read in sorted(self.files.items())
             if read.fact is None
         ]
