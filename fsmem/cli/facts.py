@@ -88,11 +88,11 @@ def _echo_kept(kept: Any, prefix: str = "") -> None:
 def list_(subject: str | None, everything: bool, root: str | None, as_json: bool) -> None:
     """The facts that hold now (about SUBJECT, ignoring case), oldest said first."""
     store = _facts(root)
-    shown = store.current(subject)
+    listing = store.listing(subject)
+    shown, broken = listing.facts, listing.broken
     if everything:
         wanted = None if subject is None else " ".join(subject.split()).casefold()
         shown += [f for f in store.all() if not f.holds and (wanted is None or f.key[0] == wanted)]
-    broken = store.broken(subject)
     if as_json:  # a broken file is an entry of its own: its path, its problem, what --repair would do
         echo_json([f.to_dict() for f in shown] + [{**p.to_dict(), "broken": True} for p in broken])
         return

@@ -31,6 +31,7 @@ from fsmem._errors import BadFact, BadPath, FactSensitive
 from fsmem._memory.facts.extraction import Extraction
 from fsmem._memory.facts.extraction import propose as propose_from
 from fsmem._memory.facts.files import render
+from fsmem._memory.facts.kept import Listing
 from fsmem._memory.facts.problems import Problem, limit_problems
 from fsmem._memory.facts.problems import check as find_problems
 from fsmem._memory.facts.view import FactView, chain_paths, fact_paths, known_of, thing_paths
@@ -38,7 +39,11 @@ from fsmem._memory.facts.view import FactView, chain_paths, fact_paths, known_of
 if TYPE_CHECKING:
     from fsmem._store.interface import Store, StoreChange
 
-__all__ = ["Facts", "Kept"]
+__all__ = ["Facts", "Kept", "Listing"]
+
+
+def _by_path(problem: Problem) -> tuple[str, str]:
+    return (problem.path, problem.message)
 
 
 @dataclass(frozen=True)
@@ -86,16 +91,13 @@ class Facts:
 
     def current(self, subject: str | None = None) -> list[Fact]:
         """The facts that hold now (of ``subject``, ignoring case and extra spaces), oldest said first."""
+        return self._view.listing(subject).facts
+
+    def listing(self, subject: str | None = None) -> Listing:
+        """What ``fsmem facts list`` shows: :meth:`current` and :meth:`broken` of one look."""
         with self._guard:
-            if subject is None:
-                return self._view.load().current()
-            if self._view.resolution is None:
-                return self._view.current_first(subject)
-            return self._view.load(
-                lambda resolution: [
-                    path for fact in resolution.current(subject) for path in chain_paths(resolution, fact.id)
-                ]
-            ).current(subject)
+            found = self._view.listing(subject)
+            return Listing(found.facts, sorted([*found.broken, *limit_problems(found.facts)], key=_by_path))
 
     def history(self, fact_id: str) -> list[Fact]:
         """The chain ``fact_id`` belongs to, newest first: what holds now, then what it replaced."""
@@ -120,14 +122,9 @@ class Facts:
         whose subject cannot be read. ``check`` says more (secrets, chains, half-done changes)."""
         with self._guard:
             if subject is None:
-                facts: Iterable[Fact] = self._view.load().facts.values()
-            else:
-                facts = self.current(subject)
-            found = [*self._view.problems(), *limit_problems(facts)]
-            if subject is not None:
-                wanted = rules.clean_name(subject).casefold()
-                found = [p for p in found if p.subject is None or rules.clean_name(p.subject).casefold() == wanted]
-            return sorted(found, key=lambda p: (p.path, p.message))
+                resolution = self._view.load()
+                return sorted([*self._view.problems(), *limit_problems(resolution.facts.values())], key=_by_path)
+            return self.listing(subject).broken
 
     def check(self) -> list[Problem]:
         """What a person should mend: unreadable files, rule breaks, half-finished changes."""
