@@ -23,6 +23,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from fsmem._core import facts as rules
 from fsmem._core.chains import Resolution
@@ -31,6 +32,8 @@ from fsmem._memory.facts.problems import Problem
 from fsmem._store.types import FactStamp
 
 __all__ = ["VIEW_FILE", "VIEW_FORMAT", "Read", "Listing", "KeptView"]
+
+_T = TypeVar("_T")
 
 VIEW_FILE = "cache/facts.sqlite"  # under .fsmem/
 VIEW_FORMAT = "fsmem-facts-1"  # a file of any other format is no view: it is written anew
@@ -190,11 +193,15 @@ class KeptView:
         by rename since) and the ``stamp`` of each file of its chains and of the broken files that
         may be about it must be as kept. About every subject: ``scan``, every file's stamp (None for
         what is no plain file), must be what every chain and broken file rests on."""
+        return self._reading(lambda conn: self._peek(conn, subject, mark, stamp, scan))
+
+    def _reading(self, answer: Callable[[sqlite3.Connection], _T | None]) -> _T | None:
+        """``answer`` asked of the view file; None where there is none, or its rows make no sense."""
         conn = self._open()
         if conn is None:
             return None
         try:
-            return self._peek(conn, subject, mark, stamp, scan)
+            return answer(conn)
         except (sqlite3.DatabaseError, ValueError, TypeError, KeyError):
             return None
         finally:
@@ -250,38 +257,35 @@ class KeptView:
     def load(self) -> tuple[dict[str, Read], list[tuple[list[Fact], bool]], dict[str, FactStamp]] | None:
         """The files as read (broken ones too), the chains as resolved (each its facts oldest first,
         and whether it was frozen) and the stamps the chains rest on; None when there is no view."""
-        conn = self._open()
-        if conn is None:
+        return self._reading(self._load)
+
+    def _load(
+        self, conn: sqlite3.Connection
+    ) -> tuple[dict[str, Read], list[tuple[list[Fact], bool]], dict[str, FactStamp]] | None:
+        conn.execute("BEGIN")
+        if conn.execute("SELECT value FROM meta WHERE name = 'mark'").fetchone() is None:
             return None
-        try:
-            conn.execute("BEGIN")
-            if conn.execute("SELECT value FROM meta WHERE name = 'mark'").fetchone() is None:
+        files: dict[str, Read] = {}
+        for path, stamp, text in conn.execute("SELECT path, stamp, fact FROM files"):
+            place = rules.fact_id_of_path(path)
+            fact = _fact_of(text)
+            if place is None or place[0] != fact.id:
                 return None
-            files: dict[str, Read] = {}
-            for path, stamp, text in conn.execute("SELECT path, stamp, fact FROM files"):
-                place = rules.fact_id_of_path(path)
-                fact = _fact_of(text)
-                if place is None or place[0] != fact.id:
-                    return None
-                files[path] = Read(_stamp_of(stamp), place[1], fact)
-            for path, stamp, message, _, _, named, mended in conn.execute("SELECT * FROM broken"):
-                if stamp is not None and rules.fact_id_of_path(path) is not None:
-                    files[path] = Read(
-                        _stamp_of(stamp), problem=message, mended=_fact_of(mended) if mended else None, subject=named
-                    )
-            members: dict[str, list[Fact]] = {}
-            for chain, text in conn.execute("SELECT chain, fact FROM facts"):
-                members.setdefault(chain, []).append(_fact_of(text))
-            chains: list[tuple[list[Fact], bool]] = []
-            rests: dict[str, FactStamp] = {}
-            for chain, frozen, sources in conn.execute("SELECT chain, frozen, sources FROM chains"):
-                chains.append((sorted(members.pop(chain, []), key=Fact.order), bool(frozen)))
-                rests.update((path, _stamp_of(value)) for path, value in json.loads(sources).items())
-            return (files, chains, rests) if not members else None
-        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError):
-            return None
-        finally:
-            conn.close()
+            files[path] = Read(_stamp_of(stamp), place[1], fact)
+        for path, stamp, message, _, _, named, mended in conn.execute("SELECT * FROM broken"):
+            if stamp is not None and rules.fact_id_of_path(path) is not None:
+                files[path] = Read(
+                    _stamp_of(stamp), problem=message, mended=_fact_of(mended) if mended else None, subject=named
+                )
+        members: dict[str, list[Fact]] = {}
+        for chain, text in conn.execute("SELECT chain, fact FROM facts"):
+            members.setdefault(chain, []).append(_fact_of(text))
+        chains: list[tuple[list[Fact], bool]] = []
+        rests: dict[str, FactStamp] = {}
+        for chain, frozen, sources in conn.execute("SELECT chain, frozen, sources FROM chains"):
+            chains.append((sorted(members.pop(chain, []), key=Fact.order), bool(frozen)))
+            rests.update((path, _stamp_of(value)) for path, value in json.loads(sources).items())
+        return (files, chains, rests) if not members else None
 
     def save(
         self,
