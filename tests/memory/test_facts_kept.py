@@ -96,7 +96,7 @@ def test_a_corrupt_view_or_one_of_another_version_is_made_anew(memory, tmp_path)
         conn.execute("UPDATE meta SET value = 'fsmem-facts-0' WHERE name = 'format'")  # another version's
     assert _listed(memory.root) == truth
     with sqlite3.connect(view) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone() == ("fsmem-facts-1",)
+        assert conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone() == ("fsmem-facts-2",)
     view.unlink()
     assert _listed(memory.root, "Ana") == truth
     assert view.is_file()
@@ -113,7 +113,8 @@ def test_a_stale_view_put_back_is_not_believed(memory, tmp_path) -> None:
     assert [f.id for f in Facts(memory.drive).current("ana")] == [newer.id]
     _sqlite(memory).write_bytes(old)
     assert _listed(memory.root) == _truth(memory.root, tmp_path)
-    assert [f.text for f in Facts(memory.drive).history(newer.id)] == ["Ana works in research.", "Ana led the data team."]
+    history = Facts(memory.drive).history(newer.id)
+    assert [f.text for f in history] == ["Ana works in research.", "Ana led the data team."]
 
 
 def test_a_view_whose_rows_lie_about_a_file_is_not_believed(memory, tmp_path) -> None:
@@ -123,9 +124,9 @@ def test_a_view_whose_rows_lie_about_a_file_is_not_believed(memory, tmp_path) ->
     facts.current()
     with sqlite3.connect(_sqlite(memory)) as conn:
         (sources,) = conn.execute("SELECT sources FROM chains").fetchone()
-        changed = {path: json.dumps([0, 0, 0]) for path in json.loads(sources)}
-        conn.execute("UPDATE chains SET sources = ?", (json.dumps(changed),))
-        conn.execute("UPDATE facts SET fact = replace(fact, 'leads', 'left')")
+        path = sources.split("\t")[0]
+        conn.execute("UPDATE chains SET sources = ?", (f"{path}\t0,0,0",))  # rows kept from another file
+        conn.execute("UPDATE facts SET text = replace(text, 'leads', 'left')")
     assert [f.text for f in Facts(memory.drive).current("ana")] == ["Ana leads the data team."]
     assert [f.text for f in Facts(memory.drive).current()] == ["Ana leads the data team."]
 

@@ -36,15 +36,17 @@ __all__ = ["VIEW_FILE", "VIEW_FORMAT", "Read", "Listing", "KeptView"]
 _T = TypeVar("_T")
 
 VIEW_FILE = "cache/facts.sqlite"  # under .fsmem/
-VIEW_FORMAT = "fsmem-facts-1"  # a file of any other format is no view: it is written anew
+VIEW_FORMAT = "fsmem-facts-2"  # a file of any other format is no view: it is written anew
+_FACT_COLUMNS = "subject, attribute, text, source, said, kept, edited, replaces, replaced_by, until"
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, fact TEXT NOT NULL);
 CREATE TABLE chains (chain TEXT PRIMARY KEY, frozen INTEGER NOT NULL, sources TEXT NOT NULL);
-CREATE TABLE facts (id TEXT PRIMARY KEY, chain TEXT NOT NULL, subject TEXT NOT NULL, holds INTEGER NOT NULL,
-                    fact TEXT NOT NULL);
-CREATE INDEX facts_subject ON facts (subject);
+CREATE TABLE facts (id TEXT PRIMARY KEY, chain TEXT NOT NULL, key TEXT NOT NULL, holds INTEGER NOT NULL,
+                    subject TEXT, attribute TEXT, text TEXT, source TEXT, said TEXT, kept TEXT, edited TEXT,
+                    replaces TEXT, replaced_by TEXT, until TEXT);
+CREATE INDEX facts_key ON facts (key);
 CREATE INDEX facts_chain ON facts (chain);
 CREATE TABLE broken (path TEXT PRIMARY KEY, stamp TEXT, message TEXT NOT NULL, repair TEXT, subject TEXT,
                      named TEXT, mended TEXT);
@@ -73,14 +75,58 @@ class Listing:
 
 
 def _stamp_text(stamp: FactStamp | None) -> str | None:
+    """A stamp as text: ``size,mtime_ns,inode`` for the folder's, the version itself for a row's."""
     if stamp is None:
         return None
-    return json.dumps(list(stamp) if isinstance(stamp, tuple) else stamp)
+    return ",".join(map(str, stamp)) if isinstance(stamp, tuple) else str(stamp)
 
 
 def _stamp_of(text: str) -> FactStamp:
-    value = json.loads(text)
-    return tuple(value) if isinstance(value, list) else value
+    return tuple(int(part) for part in text.split(",")) if "," in text else text
+
+
+def _sources_text(sources: Mapping[str, str | None]) -> str:
+    return "\n".join(f"{path}\t{'' if stamp is None else stamp}" for path, stamp in sources.items())
+
+
+def _sources_of(text: str) -> dict[str, str]:
+    return dict(line.split("\t") for line in text.split("\n")) if text else {}
+
+
+def _fact_cells(fact: Fact) -> tuple[str | None, ...]:
+    """A fact as the facts table's columns (after id, chain, key, holds)."""
+    return (
+        fact.subject,
+        fact.attribute,
+        fact.text,
+        fact.source,
+        fact.said.isoformat(),
+        fact.kept.isoformat(),
+        fact.edited.isoformat() if fact.edited else None,
+        " ".join(fact.replaces),
+        fact.replaced_by,
+        fact.until.isoformat() if fact.until else None,
+    )
+
+
+def _fact_of_cells(fid: str, cells: Sequence[str | None]) -> Fact:
+    subject, attribute, text, source, said, kept, edited, replaces, by, until = cells
+    when = datetime.fromisoformat
+    assert subject is not None and attribute is not None and text is not None and source is not None
+    assert said is not None and kept is not None and replaces is not None
+    return Fact(
+        fid,
+        subject,
+        attribute,
+        text,
+        source,
+        when(said),
+        when(kept),
+        when(edited) if edited else None,
+        tuple(replaces.split()),
+        by,
+        when(until) if until else None,
+    )
 
 
 def _fact_text(fact: Fact) -> str:
@@ -220,36 +266,35 @@ class KeptView:
         if kept_mark is None:
             return None
         if subject is None:
-            sources: dict[str, FactStamp | None] = {}
+            sources: dict[str, str] = {}
             for (text,) in conn.execute("SELECT sources FROM chains"):
-                for path, value in json.loads(text).items():
-                    sources[path] = _stamp_of(value)
+                sources.update(_sources_of(text))
             broken_rows = conn.execute("SELECT * FROM broken ORDER BY path").fetchall()
             for path, value, *_ in broken_rows:
-                sources[path] = None if value is None else _stamp_of(value)
-            if dict(scan()) != sources:
+                sources[path] = value or ""
+            if {path: _stamp_text(value) or "" for path, value in scan().items()} != sources:
                 return None
-            rows = conn.execute("SELECT fact FROM facts WHERE holds = 1").fetchall()
+            rows = conn.execute(f"SELECT id, {_FACT_COLUMNS} FROM facts WHERE holds = 1").fetchall()
         else:
             now_mark = mark()
             if now_mark is None or json.dumps(now_mark) != kept_mark[0]:
                 return None
             key = rules.clean_name(subject).casefold()
             chains = conn.execute(
-                "SELECT sources FROM chains WHERE chain IN (SELECT chain FROM facts WHERE subject = ?)", (key,)
+                "SELECT sources FROM chains WHERE chain IN (SELECT chain FROM facts WHERE key = ?)", (key,)
             ).fetchall()
             broken_rows = conn.execute(
                 "SELECT * FROM broken WHERE subject IS NULL OR subject = ? ORDER BY path", (key,)
             ).fetchall()
             for (text,) in chains:
-                for path, value in json.loads(text).items():
-                    if stamp(path) != _stamp_of(value):
+                for path, value in _sources_of(text).items():
+                    if (_stamp_text(stamp(path)) or "") != value:
                         return None
             for path, value, *_ in broken_rows:
-                if stamp(path) != (None if value is None else _stamp_of(value)):
+                if _stamp_text(stamp(path)) != value:
                     return None
-            rows = conn.execute("SELECT fact FROM facts WHERE subject = ? AND holds = 1", (key,)).fetchall()
-        facts = sorted((_fact_of(text) for (text,) in rows), key=Fact.order)
+            rows = conn.execute(f"SELECT id, {_FACT_COLUMNS} FROM facts WHERE key = ? AND holds = 1", (key,)).fetchall()
+        facts = sorted((_fact_of_cells(row[0], row[1:]) for row in rows), key=Fact.order)
         return Listing(facts, [_problem(row) for row in broken_rows])
 
     # ---- a whole view for a process that looks at every file --------------------------------
@@ -278,13 +323,13 @@ class KeptView:
                     _stamp_of(stamp), problem=message, mended=_fact_of(mended) if mended else None, subject=named
                 )
         members: dict[str, list[Fact]] = {}
-        for chain, text in conn.execute("SELECT chain, fact FROM facts"):
-            members.setdefault(chain, []).append(_fact_of(text))
+        for fid, chain, *cells in conn.execute(f"SELECT id, chain, {_FACT_COLUMNS} FROM facts"):
+            members.setdefault(chain, []).append(_fact_of_cells(fid, cells))
         chains: list[tuple[list[Fact], bool]] = []
         rests: dict[str, FactStamp] = {}
         for chain, frozen, sources in conn.execute("SELECT chain, frozen, sources FROM chains"):
             chains.append((sorted(members.pop(chain, []), key=Fact.order), bool(frozen)))
-            rests.update((path, _stamp_of(value)) for path, value in json.loads(sources).items())
+            rests.update((path, _stamp_of(value)) for path, value in _sources_of(sources).items() if value)
         return (files, chains, rests) if not members else None
 
     def save(
@@ -381,9 +426,9 @@ class KeptView:
         conn.execute("DELETE FROM facts WHERE chain = ?", (key,))
         conn.execute(
             "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
-            (key, int(number in resolution.frozen), json.dumps(sources)),
+            (key, int(number in resolution.frozen), _sources_text(sources)),
         )
         conn.executemany(
-            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?)",
-            [(fid, key, (fact := resolution.facts[fid]).key[0], int(fact.holds), _fact_text(fact)) for fid in ids],
+            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(fid, key, (fact := resolution.facts[fid]).key[0], int(fact.holds), *_fact_cells(fact)) for fid in ids],
         )

@@ -330,7 +330,7 @@ class FactView:
 
     def mendable_ids(self) -> list[Op]:
         """The writes that mend the files whose only fault is their id (the id taken from the name)."""
-        return [Op("write", path, read.mended) for path, read in sorted(self.files.items()) if read.mended is not None]
+        return [Op("write", path, read.mended) for path, read in self._broken_reads() if read.mended is not None]
 
     def problems(self) -> list[Problem]:
         """Files that are no fact, and facts that cannot be read, as of the last load."""
@@ -344,9 +344,12 @@ class FactView:
                 repair=ID_REPAIR if read.mended is not None else None,
                 subject=read.subject,
             )
-            for path, read in sorted(self.files.items())
-            if read.fact is None
+            for path, read in self._broken_reads()
         ]
+
+    def _broken_reads(self) -> list[tuple[str, Read]]:
+        """The files read that are no usable fact, by path (few: filtered before sorted)."""
+        return sorted((path, read) for path, read in self.files.items() if read.fact is None)
 
     # ---- after a change ---------------------------------------------------------------------
 
