@@ -65,8 +65,10 @@ def test_hand_edits_of_replaces_then_list_keep_list_in_new_processes(memory, tmp
     for args in ((), ("ana",), ("Bruno",)):
         assert _listed(root, *args) == _truth(root, tmp_path, *args), args
     # the same edits undone by hand, by rename this time (as most editors save), then list, keep, list
-    for fid, old, new in ((middle.id, "replaces: []", f"replaces: [{first.id}]"),
-                          (bruno.id, f"replaces: [{first.id}]", "replaces: []")):
+    for fid, old, new in (
+        (middle.id, "replaces: []", f"replaces: [{first.id}]"),
+        (bruno.id, f"replaces: [{first.id}]", "replaces: []"),
+    ):
         path = next(root.glob(f"notes/memory/**/{fid}.md"))  # wherever the keep left it
         temp = path.with_name(".swap")
         temp.write_text(path.read_text().replace(old, new))
@@ -137,9 +139,30 @@ def test_a_new_fact_file_and_a_deleted_one_show_at_once(memory, tmp_path) -> Non
     bruno = facts.keep("Bruno", "team", "Bruno is in ops.").fact
     facts.current()
     copy = memory.root / "notes/memory/20260101T000000-0000cafe.md"
-    copy.write_text((memory.root / ana.path).read_text().replace(ana.id, "20260101T000000-0000cafe")
-                    .replace("Ana", "Carla"))
+    copy.write_text(
+        (memory.root / ana.path).read_text().replace(ana.id, "20260101T000000-0000cafe").replace("Ana", "Carla")
+    )
     assert [f.id for f in Facts(memory.drive).current("carla")] == ["20260101T000000-0000cafe"]
     (memory.root / bruno.path).unlink()
     assert Facts(memory.drive).current("bruno") == []
     assert _listed(memory.root) == _truth(memory.root, tmp_path)
+
+
+def test_a_view_behind_another_never_drops_the_rows_of_facts_it_has_not_seen(memory, tmp_path) -> None:
+    """Two views save at once: the one that has not seen a fact leaves that fact's chain as it is."""
+    from fsmem._core import chains
+    from fsmem._memory.facts.kept import KeptView, Read
+
+    facts = memory.facts
+    first = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-05-01").fact
+    facts.current()
+    behind = chains.resolve([("current", first)])  # what a view that looked before the next keep holds
+    newer = facts.keep("Ana", "role", "Ana works in research.", said="2026-09-01").fact
+    facts.current()
+    view = KeptView(memory.drive.state / VIEW_FILE)
+    files = {first.path: Read((1, 2, 3), "current", first)}  # the file as it was (moved to the history since)
+    behind.changed = {first.id}
+    view.save(memory.drive.folders_mark(("notes/memory", "notes/memory/history")), files, behind, [first.path], [])
+    with sqlite3.connect(_sqlite(memory)) as conn:
+        assert sorted(row[0] for row in conn.execute("SELECT id FROM facts")) == sorted([first.id, newer.id])
+    assert [f.id for f in Facts(memory.drive).current("ana")] == [newer.id]

@@ -35,6 +35,11 @@ __all__ = ["VIEW_FILE", "VIEW_FORMAT", "Read", "Listing", "KeptView"]
 
 _T = TypeVar("_T")
 
+
+class _Behind(Exception):  # noqa: N818 - never leaves save: the view is left as it is
+    """The view holds a fact the saving process has not seen: its rows are newer than this state."""
+
+
 VIEW_FILE = "cache/facts.sqlite"  # under .fsmem/
 VIEW_FORMAT = "fsmem-facts-2"  # a file of any other format is no view: it is written anew
 _FACT_COLUMNS = "subject, attribute, text, source, said, kept, edited, replaces, replaced_by, until"
@@ -357,13 +362,19 @@ class KeptView:
                 paths, changed = files, resolution.facts
             else:
                 changed = set(resolution.changed)
-                gone = {
+                rewritten = {
+                    resolution.chains[resolution.chain_of[fid]][0] for fid in changed if fid in resolution.chain_of
+                }
+                gone = rewritten | {
                     chain
                     for fid in resolution.changed
                     for (chain,) in conn.execute("SELECT chain FROM facts WHERE id = ?", (fid,)).fetchall()
                 }
                 for chain in gone:  # its other facts are written again below, as this view has them
-                    changed.update(fid for (fid,) in conn.execute("SELECT id FROM facts WHERE chain = ?", (chain,)))
+                    members = [fid for (fid,) in conn.execute("SELECT id FROM facts WHERE chain = ?", (chain,))]
+                    if any(fid not in resolution.facts and fid not in resolution.changed for fid in members):
+                        raise _Behind  # another process kept a fact this view has not seen: leave its rows
+                    changed.update(members)
                     conn.execute("DELETE FROM facts WHERE chain = ?", (chain,))
                     conn.execute("DELETE FROM chains WHERE chain = ?", (chain,))
             for path in paths:
@@ -396,7 +407,7 @@ class KeptView:
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('mark', ?)", (json.dumps(mark),))
             conn.execute("COMMIT")
             resolution.changed.clear()
-        except (sqlite3.DatabaseError, OSError, TypeError, ValueError, KeyError):
+        except (_Behind, sqlite3.DatabaseError, OSError, TypeError, ValueError, KeyError):
             try:
                 conn.execute("ROLLBACK")
             except sqlite3.DatabaseError:
