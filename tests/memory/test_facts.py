@@ -281,7 +281,7 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
 
 
 def test_a_new_process_parses_only_what_changed_since_the_kept_view(memory, facts, monkeypatch) -> None:
-    import fsmem._memory.facts.view as module  # the view parses through it
+    import fsmem._memory.facts.files as module  # the view parses through it
 
     old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
     new = facts.keep("Ana", "role", "Ana works in research.", said="2026-10-12")

@@ -30,7 +30,6 @@ from fsmem._core.facts import Draft, Fact
 from fsmem._errors import BadFact, BadPath, FactSensitive
 from fsmem._memory.facts.extraction import Extraction
 from fsmem._memory.facts.extraction import propose as propose_from
-from fsmem._memory.facts.files import render
 from fsmem._memory.facts.kept import Listing
 from fsmem._memory.facts.problems import Problem, limit_problems
 from fsmem._memory.facts.problems import check as find_problems
@@ -136,6 +135,8 @@ class Facts:
 
     def _run(self, tx: StoreChange, resolution: Resolution, ops: list[Op]) -> None:
         """Write the ops, then remember what was written so the next read parses nothing."""
+        from fsmem._memory.facts.files import render  # YAML's writer: loaded by the first change
+
         for op in ops:
             if op.kind == "write":
                 assert op.fact is not None
@@ -188,6 +189,8 @@ class Facts:
                         tx.hold("facts")
                         self._view.want_full_look()
                         self._view.load()  # looked at again under the lock
+                        from fsmem._memory.facts.files import render
+
                         for op in self._view.mendable_ids():
                             assert op.fact is not None
                             tx.write(op.path, render(op.fact))

@@ -22,7 +22,6 @@ from fsmem._core.chains import Op, Resolution
 from fsmem._core.facts import Fact
 from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem._errors import BadFact
-from fsmem._memory.facts.files import parse, parse_broken
 from fsmem._memory.facts.journal import JOURNAL_FILE, append, journal_end, journal_since
 from fsmem._memory.facts.kept import VIEW_FILE, KeptView, Listing, Read
 from fsmem._memory.facts.problems import ID_REPAIR, Problem
@@ -117,6 +116,8 @@ class FactView:
 
     def _read_many(self, paths: list[str]) -> dict[str, Read]:
         """Read and parse fact files (the store reads them all at once: one query on PostgreSQL)."""
+        from fsmem._memory.facts import files as file_format  # YAML's reader: not for a listing the kept view answers
+
         found = self.drive.read_stamped(paths)
         reads = {}
         for path in paths:
@@ -126,9 +127,9 @@ class FactView:
                 continue
             data, stamp = found[path]
             try:
-                reads[path] = Read(stamp, location, parse(data, fid))
+                reads[path] = Read(stamp, location, file_format.parse(data, fid))
             except BadFact as error:
-                mended, subject = parse_broken(data, fid)
+                mended, subject = file_format.parse_broken(data, fid)
                 reads[path] = Read(stamp, problem=error.message, mended=mended, subject=subject)
         return reads
 
