@@ -98,7 +98,7 @@ def test_a_corrupt_view_or_one_of_another_version_is_made_anew(memory, tmp_path)
         conn.execute("UPDATE meta SET value = 'fsmem-facts-0' WHERE name = 'format'")  # another version's
     assert _listed(memory.root) == truth
     with sqlite3.connect(view) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone() == ("fsmem-facts-2",)
+        assert conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone() == ("fsmem-facts-3",)
     view.unlink()
     assert _listed(memory.root, "Ana") == truth
     assert view.is_file()

@@ -41,7 +41,7 @@ class _Behind(Exception):  # noqa: N818 - never leaves save: the view is left as
 
 
 VIEW_FILE = "cache/facts.sqlite"  # under .fsmem/
-VIEW_FORMAT = "fsmem-facts-2"  # a file of any other format is no view: it is written anew
+VIEW_FORMAT = "fsmem-facts-3"  # a file of any other format is no view: it is written anew
 _FACT_COLUMNS = "subject, attribute, text, source, said, kept, edited, replaces, replaced_by, until"
 
 _SCHEMA = """
@@ -135,41 +135,13 @@ def _fact_of_cells(fid: str, cells: Sequence[str | None]) -> Fact:
 
 
 def _fact_text(fact: Fact) -> str:
-    return json.dumps(
-        [
-            fact.id,
-            fact.subject,
-            fact.attribute,
-            fact.text,
-            fact.source,
-            fact.said.isoformat(),
-            fact.kept.isoformat(),
-            fact.edited.isoformat() if fact.edited else None,
-            list(fact.replaces),
-            fact.replaced_by,
-            fact.until.isoformat() if fact.until else None,
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    """A fact as one JSON cell (the files table's): its id, then the facts table's columns."""
+    return json.dumps([fact.id, *_fact_cells(fact)], ensure_ascii=False, separators=(",", ":"))
 
 
 def _fact_of(text: str) -> Fact:
-    fid, subject, attribute, sentence, source, said, kept, edited, replaces, by, until = json.loads(text)
-    when = datetime.fromisoformat
-    return Fact(
-        fid,
-        subject,
-        attribute,
-        sentence,
-        source,
-        when(said),
-        when(kept),
-        when(edited) if edited else None,
-        tuple(replaces),
-        by,
-        when(until) if until else None,
-    )
+    fid, *cells = json.loads(text)
+    return _fact_of_cells(fid, cells)
 
 
 def _mended_text(read: Read | None) -> str | None:
@@ -253,8 +225,8 @@ class KeptView:
             return None
         try:
             return answer(conn)
-        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError):
-            return None
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError, AttributeError):
+            return None  # rows that make no sense: no view
         finally:
             conn.close()
 
