@@ -42,7 +42,20 @@ from fsmem._core.facts import (
 )
 from fsmem._errors import BadFact, NotFound
 
-__all__ = ["Op", "Resolution", "KeepPlan", "EditPlan", "ForgetPlan", "resolve", "plan_keep", "plan_edit", "plan_forget"]
+__all__ = [
+    "Op",
+    "Resolution",
+    "KeepPlan",
+    "EditPlan",
+    "ForgetPlan",
+    "resolve",
+    "restore",
+    "plan_keep",
+    "plan_edit",
+    "plan_forget",
+    "rejoinable",
+    "plan_rejoin",
+]
 
 
 # --------------------------------------------------------------------------- resolution
@@ -72,6 +85,7 @@ class Resolution:
     stored: dict[str, dict[Location, Fact]] = field(default_factory=dict)
     broken: frozenset[str] = frozenset()
     frozen: set[int] = field(default_factory=set)  # chains touching an unreadable file
+    changed: set[str] = field(default_factory=set)  # ids placed or dropped since a keeper last drained it
     _holding: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
     _things_of: dict[str, set[tuple[str, str]]] = field(default_factory=dict, repr=False)  # by subject
     _next_chain: int = field(default=0, repr=False)
@@ -129,6 +143,7 @@ class Resolution:
         if frozen:
             self.frozen.add(number)
         for fact in chain:
+            self.changed.add(fact.id)
             self.chain_of[fact.id] = number
             placed = chosen[fact.id] if frozen else fact
             self.facts[fact.id] = placed
@@ -185,6 +200,7 @@ class Resolution:
             self.frozen.discard(number)
         for fid in affected:
             self._drop(fid)
+        self.changed |= affected
         self.fixes = [op for op in self.fixes if (fact_id_of_path(op.path) or ("", ""))[0] not in affected]
         _resolve_into(self, {fid: self.stored[fid] for fid in affected if fid in self.stored})
 
@@ -211,6 +227,25 @@ def _relinked(chain: Sequence[Fact], present: Mapping[str, object] | None = None
         else:
             out.append(replace(fact, replaces=replaces, replaced_by=replaced_by, until=until))
     return out
+
+
+def restore(
+    stored: Iterable[tuple[Location, Fact]], chains: Iterable[tuple[Sequence[Fact], bool]], broken: Iterable[str] = ()
+) -> Resolution | None:
+    """The resolution :func:`resolve` gave before, from the files read and its chains as kept (each
+    its facts as placed, oldest first, and whether it was frozen), without resolving again; None when
+    the chains do not cover each fact read exactly once (then resolve)."""
+    resolution = Resolution(broken=frozenset(broken))
+    for location, fact in stored:
+        resolution.stored.setdefault(fact.id, {})[location] = fact
+    for chain, frozen in chains:
+        if not chain or any(f.id not in resolution.stored or f.id in resolution.chain_of for f in chain):
+            return None
+        resolution._add_chain(list(chain), frozen, {fact.id: fact for fact in chain})
+    if len(resolution.chain_of) != len(resolution.stored):
+        return None
+    resolution.changed.clear()
+    return resolution
 
 
 def resolve(stored: Iterable[tuple[Location, Fact]], broken: Iterable[str] = ()) -> Resolution:
@@ -414,3 +449,29 @@ def plan_forget(resolution: Resolution, fact_id: str) -> ForgetPlan:
             ops.append(Op("delete", fact_path(fact.id, location)))
     ops.extend(_chain_change(resolution, kept, None))
     return ForgetPlan(tuple(reversed(gone)), tuple(ops))
+
+
+def rejoinable(resolution: Resolution, fact_id: str) -> Fact | None:
+    """For a fact whose file says it was replaced by a fact that is gone (a person deleted it): the
+    fact holding for the same thing in another chain, which its chain can join by date, as keeping
+    them in any order would have placed them; None when nothing holds for that thing, or a chain
+    touches a file fsmem cannot read."""
+    fact = resolution.facts[fact_id]
+    gone = fact.replaced_by
+    if gone is None or gone in resolution.facts or gone in resolution.broken:
+        return None
+    holding = resolution.holding(fact.key)
+    if holding is None or resolution.chain_of[holding.id] == resolution.chain_of[fact_id]:
+        return None
+    if {resolution.chain_of[holding.id], resolution.chain_of[fact_id]} & resolution.frozen:
+        return None
+    return holding
+
+
+def plan_rejoin(resolution: Resolution, fact_id: str) -> list[Op]:
+    """The ops that join ``fact_id``'s chain to the chain of :func:`rejoinable`'s fact, by date."""
+    holding = rejoinable(resolution, fact_id)
+    if holding is None:
+        return []
+    merged = sorted([*resolution.chain(fact_id), *resolution.chain(holding.id)], key=Fact.order)
+    return _chain_change(resolution, merged, None)

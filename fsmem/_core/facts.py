@@ -27,6 +27,8 @@ __all__ = [
     "ATTRIBUTE_LIMIT",
     "FACT_LIMIT",
     "SOURCE_LIMIT",
+    "limit_problem",
+    "NOT_A_FACT_NAME",
     "DEFAULT_SOURCE",
     "FIELD_ORDER",
     "Fact",
@@ -50,6 +52,10 @@ SUBJECT_LIMIT = 120
 ATTRIBUTE_LIMIT = 120
 FACT_LIMIT = 2000
 SOURCE_LIMIT = 200
+NOT_A_FACT_NAME = (
+    "not a fact file: facts are named <id>.md (letters, digits, - and _); keep notes "
+    "elsewhere, or keep the fact with `fsmem facts keep`"
+)
 DEFAULT_SOURCE = "added by hand"
 
 FIELD_ORDER = (
@@ -239,6 +245,32 @@ class Draft:
         return thing_key(self.subject, self.attribute)
 
 
+_PARTS = {  # what each part of a fact is, its limit, and what to give instead
+    "subject": (SUBJECT_LIMIT, "who or what the fact is about, by name"),
+    "attribute": (ATTRIBUTE_LIMIT, "what about the subject, in a word or two (role, employer, deadline)"),
+    "fact": (FACT_LIMIT, "one sentence that names its subject"),
+    "source": (SOURCE_LIMIT, "where the fact came from (a conversation, a file, 'added by hand')"),
+}
+
+
+def limit_problem(fact: Fact) -> str | None:
+    """What a fact read from a file breaks of the limits (a person may write a longer sentence by
+    hand), as the refusal of keeping it would say; None when it keeps them. No secret check: that
+    costs more and is ``fsmem check``'s."""
+    for name, value in (
+        ("subject", fact.subject),
+        ("attribute", fact.attribute),
+        ("fact", fact.text),
+        ("source", fact.source),
+    ):
+        limit, what = _PARTS[name]
+        try:
+            _check_part(name, value, limit, what)
+        except BadFact as error:
+            return error.message
+    return None
+
+
 def _check_part(name: str, value: object, limit: int, what: str) -> str:
     if not isinstance(value, str):
         raise BadFact(f"the {name} must be text; got {type(value).__name__}")
@@ -275,20 +307,10 @@ def check_draft(
 ) -> Draft:
     """Validate and clean a fact to keep: limits, secrets, the date (default ``now``; never later)."""
     draft = Draft(
-        subject=_check_part("subject", subject, SUBJECT_LIMIT, "who or what the fact is about, by name"),
-        attribute=_check_part(
-            "attribute",
-            attribute,
-            ATTRIBUTE_LIMIT,
-            "what about the subject, in a word or two (role, employer, deadline)",
-        ),
-        text=_check_part("fact", fact, FACT_LIMIT, "one sentence that names its subject"),
-        source=_check_part(
-            "source",
-            DEFAULT_SOURCE if source is None else source,
-            SOURCE_LIMIT,
-            "where the fact came from (a conversation, a file, 'added by hand')",
-        ),
+        subject=_check_part("subject", subject, *_PARTS["subject"]),
+        attribute=_check_part("attribute", attribute, *_PARTS["attribute"]),
+        text=_check_part("fact", fact, *_PARTS["fact"]),
+        source=_check_part("source", DEFAULT_SOURCE if source is None else source, *_PARTS["source"]),
         said=parse_moment(now if said is None or said == "" else said, now),
     )
     _secret_check({"subject": draft.subject, "attribute": draft.attribute, "fact": draft.text, "source": draft.source})

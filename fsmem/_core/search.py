@@ -43,7 +43,9 @@ __all__ = [
 
 # A change of any rule below that alters what is stored in the index bumps this number; an index
 # built with another number is rebuilt from the files.
-SCHEMA_VERSION = 8  # 8: words stemmed (English), links kept; 7: the manifest starts with a marshalled base
+# 9: words stemmed (English), links kept, a broken fact file's problem stored; 7: the manifest starts with a
+# marshalled base; 6: front matter split by fsmem._index.front_matter
+SCHEMA_VERSION = 9
 
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
@@ -68,6 +70,7 @@ class FileDoc:
     said: datetime | None = None
     until: datetime | None = None
     links: tuple[str, ...] = ()  # what core.links.link_keys finds in the body: backlinks are looked up by it
+    problem: str | None = None  # a fact file fsmem cannot use as a fact: what is wrong with it
 
 
 def parse_when(value: object) -> datetime | None:
@@ -92,10 +95,11 @@ def parse_when(value: object) -> datetime | None:
     return moment.astimezone(UTC)
 
 
-def file_doc(path: str, head: str, body: str, fields: Mapping[str, object]) -> FileDoc:
+def file_doc(path: str, head: str, body: str, fields: Mapping[str, object], problem: str | None = None) -> FileDoc:
     """What ``path`` becomes in the index, its text split into front matter ``head`` (with its ``---``
     lines; empty when none) and ``body``; ``fields`` are a fact's front matter as read (only a fact's
-    are used). The split and the fields come from :mod:`fsmem._index.front_matter`, the one reader."""
+    are used; ``problem`` says why a fact file is no usable fact). The split and the fields come from
+    :mod:`fsmem._index.front_matter`, the one reader."""
     role = role_of(path)
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     said = until = None
@@ -125,6 +129,7 @@ def file_doc(path: str, head: str, body: str, fields: Mapping[str, object]) -> F
         said=said,
         until=until,
         links=link_keys(path, body) if "[" in body else (),
+        problem=problem,
     )
 
 
@@ -158,6 +163,7 @@ class SearchHit(NamedTuple):
     modified: datetime | None
     line: int | None = None
     text: str | None = None
+    problem: str | None = None  # a broken fact file: why fsmem cannot use it (`fsmem check` says more)
 
     def to_dict(self) -> dict[str, Any]:
         value = self._asdict()

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 import frontmatter
 import yaml  # PyYAML: the reader python-frontmatter uses (declared in pyproject.toml)
 
+from fsmem._core import facts as rules
 from fsmem._core.layout import role_of
 from fsmem._core.search import FileDoc, file_doc
+from fsmem._errors import BadFact
 
 if TYPE_CHECKING:  # checked as PyYAML's own classes, whose interface the libyaml ones share
     from yaml import SafeDumper
@@ -30,9 +32,10 @@ else:
         from yaml import SafeDumper
         from yaml import SafeLoader as _SafeLoader
 
-__all__ = ["HANDLER", "SafeDumper", "YAMLError", "split", "fields", "file_document"]
+__all__ = ["HANDLER", "NOT_UTF8", "SafeDumper", "YAMLError", "split", "fields", "read_fact", "mend_id", "file_document"]
 
 YAMLError = yaml.YAMLError
+NOT_UTF8 = "the file is not UTF-8 text; save it as UTF-8"
 
 
 class _Handler(frontmatter.YAMLHandler):
@@ -77,8 +80,68 @@ def fields(head: str) -> dict[str, Any]:
     return dict(found) if isinstance(found, dict) else {}
 
 
-def file_document(path: str, text: str) -> FileDoc:
-    """What ``path`` holding ``text`` becomes in the index; the front matter of facts read for their fields."""
+def read_fact(text: str, file_id: str) -> rules.Fact:
+    """The fact a fact file's text holds, as a person may have edited it; :class:`BadFact` says what
+    to mend (the one reading of a fact file: the facts and the index both read it so)."""
+    metadata, content = _fact_parts(text)
+    return rules.fact_from_fields(metadata, content, file_id)
+
+
+def mend_id(text: str, file_id: str) -> tuple[rules.Fact | None, str | None]:
+    """What a broken fact file can be read as when its only fault is its id (missing, or another than
+    its file's name: the name is how every link and command finds it), else None; and the subject its
+    front matter names, where it names one as text."""
+    try:
+        metadata, content = _fact_parts(text)
+    except BadFact:
+        return None, None
+    if not isinstance(metadata, dict):
+        return None, None
+    subject = metadata.get("subject")
+    named = rules.clean_name(str(subject)) if isinstance(subject, (str, int, float)) else None
+    if metadata.get("id") == file_id:
+        return None, named
+    try:
+        return rules.fact_from_fields({**metadata, "id": file_id}, content, file_id), named
+    except BadFact:
+        return None, named
+
+
+def _fact_parts(text: str) -> tuple[Any, str]:
+    """A fact file's front matter as YAML reads it, and its body; :class:`BadFact` when unreadable."""
+    text = text.lstrip("\ufeff")
+    if not text.startswith("---"):
+        raise BadFact(
+            "the file has no front matter: it should start with a `---` line, the fields, and another `---` line"
+        )
+    try:
+        post = frontmatter.loads(text, handler=HANDLER)
+    except YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise BadFact(
+            f"the front matter is not valid YAML{where}; mend it or restore a version with `fsmem versions`"
+        ) from None
+    except Exception as error:  # noqa: BLE001 - whatever a broken file makes the parser raise
+        raise BadFact(f"the front matter cannot be read ({type(error).__name__}); mend it") from None
+    return post.metadata, post.content
+
+
+def file_document(path: str, text: str, *, utf8: bool = True) -> FileDoc:
+    """What ``path`` holding ``text`` becomes in the index; the front matter of facts read for their
+    fields, and a fact file fsmem cannot use as a fact (``utf8``: whether ``text`` was decoded without
+    loss) flagged with its problem."""
     head, body = split(text)
-    wanted = role_of(path).kind in ("fact", "replaced_fact")
-    return file_doc(path, head, body, fields(head) if wanted else {})
+    if role_of(path).kind not in ("fact", "replaced_fact"):
+        return file_doc(path, head, body, {})
+    place = rules.fact_id_of_path(path)
+    if place is None:
+        return file_doc(path, head, body, fields(head), rules.NOT_A_FACT_NAME)
+    found: Any = {}
+    try:
+        found, content = _fact_parts(text)
+        fact = rules.fact_from_fields(found, content, place[0])
+        problem = rules.limit_problem(fact) if utf8 else NOT_UTF8
+    except BadFact as error:
+        problem = error.message
+    return file_doc(path, head, body, dict(found) if isinstance(found, dict) else {}, problem)

@@ -84,6 +84,7 @@ def schema() -> tantivy.Schema:
     builder.add_date_field("said", stored=True, indexed=True, fast=True)
     builder.add_date_field("until", stored=True)
     builder.add_integer_field("body_line", stored=True)
+    builder.add_text_field("problem", stored=True, index_option="basic", tokenizer_name="raw")  # a broken fact's
     return builder.build()
 
 
@@ -421,8 +422,11 @@ class IndexStore:
                 yield path, None
                 continue
             stamp, data = got
-            text = data.decode("utf-8", "replace")
-            doc = file_document(path, text)
+            try:
+                text, utf8 = data.decode("utf-8"), True
+            except UnicodeDecodeError:
+                text, utf8 = data.decode("utf-8", "replace"), False
+            doc = file_document(path, text, utf8=utf8)
             yield (
                 path,
                 (
@@ -444,6 +448,8 @@ class IndexStore:
         if doc.until:
             out.add_date("until", doc.until)
         out.add_integer("body_line", doc.body_line)
+        if doc.problem is not None:
+            out.add_text("problem", doc.problem)
         return out
 
     def text_seen(self, path: str) -> bytes | None:

@@ -193,6 +193,7 @@ def _hit(doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator
         text,
         _utc(get("modified")),
         int(get("body_line") or 1) + lines_before,
+        problem=get("problem"),
     )
 
 

@@ -103,8 +103,7 @@ def hits(found: list[SearchHit], query: str) -> str:
     if found[0].text is not None:
         return "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in found)
     return "\n".join(
-        f"{hit.path}:{hit.line}  {hit.title}  [{hit.kind}]\n    {hit.snippet}"
-        if hit.line
-        else f"{hit.path}  {hit.title}  [{hit.kind}]\n    {hit.snippet}"
+        f"{hit.path}{f':{hit.line}' if hit.line else ''}  {hit.title}  [{hit.kind}]\n    {hit.snippet}"
+        + (f"\n    broken fact file, not used as a fact: {hit.problem}" if hit.problem else "")
         for hit in found
     )

@@ -88,18 +88,27 @@ def _echo_kept(kept: Any, prefix: str = "") -> None:
 def list_(subject: str | None, everything: bool, root: str | None, as_json: bool) -> None:
     """The facts that hold now (about SUBJECT, ignoring case), oldest said first."""
     store = _facts(root)
-    shown = store.current(subject)
+    listing = store.listing(subject)
+    shown, broken = listing.facts, listing.broken
     if everything:
         wanted = None if subject is None else " ".join(subject.split()).casefold()
         shown += [f for f in store.all() if not f.holds and (wanted is None or f.key[0] == wanted)]
-    if as_json:
-        echo_json([f.to_dict() for f in shown])
+    if as_json:  # a broken file is an entry of its own: its path, its problem, what --repair would do
+        echo_json([f.to_dict() for f in shown] + [{**p.to_dict(), "broken": True} for p in broken])
         return
-    if not shown:
+    if not shown and not broken:
         about = f" about {subject}" if subject else ""
         click.echo(f"No facts hold{about}. Keep one with `fsmem facts keep SUBJECT ATTRIBUTE FACT`.")
         return
-    click.echo("\n".join(_line(fact) for fact in shown))  # one write: a line each costs more than the lines
+    lines = [_line(fact) for fact in shown]
+    lines += [f"BROKEN  {p.path}: {p.message}{_repair_note(p)}" for p in broken]
+    click.echo("\n".join(lines))  # one write: a line each costs more than the lines
+
+
+def _repair_note(problem: Any) -> str:
+    if problem.repair is None:
+        return " (a person must mend this)"
+    return f" (`fsmem check --repair` {problem.repair})"
 
 
 @facts.command()
@@ -306,11 +315,17 @@ def _echo_kept_all(kept: list[Any]) -> None:
 
 
 @click.command()
-@click.option("--repair", is_flag=True, help="Also finish changes a crash left half-written.")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Mend what needs no guess (ids from file names, changes cut short, links to facts gone); "
+    "each repair is a change whose previous content is kept as a version.",
+)
 @root_option
 @json_option
 def check(repair: bool, root: str | None, as_json: bool) -> None:
-    """Report fact files fsmem cannot use as they are (broken front matter, rule breaks)."""
+    """Report fact files fsmem cannot use as they are (broken front matter, rule breaks, broken
+    chains), each with what `--repair` would do about it or that a person must mend it."""
     store = _facts(root)
     repaired = store.repair(thread=THREAD) if repair else []
     problems = store.check()
@@ -320,7 +335,7 @@ def check(repair: bool, root: str | None, as_json: bool) -> None:
         for path in repaired:
             click.echo(f"Repaired {path}")
         for problem in problems:
-            click.echo(f"{problem.path}: {problem.message}")
+            click.echo(f"{problem.path}: {problem.message}{_repair_note(problem)}")
         if not problems:
             click.echo(f"No problems in {len(store.all())} facts.")
     if problems:

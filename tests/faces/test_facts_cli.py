@@ -127,10 +127,10 @@ def test_check_reports_and_repairs(root) -> None:
     result = invoke(root, "check")
     assert result.exit_code == 1
     assert result.output == (
-        "notes/memory: 1 fact file(s) left half-changed "
-        f"(notes/memory/{old}.md); reads already see the change finished; `fsmem check --repair` or the "
-        "next change writes it\n"
-        "notes/memory/broken.md: the front matter lacks subject, attribute, said\n")
+        "notes/memory: 1 fact file(s) left half-changed or linked to facts that are gone "
+        f"(notes/memory/{old}.md); reads already see the change finished (`fsmem check --repair` writes the "
+        "rest of the change, as every read already sees it)\n"
+        "notes/memory/broken.md: the front matter lacks subject, attribute, said (a person must mend this)\n")
     (root / "notes/memory/broken.md").unlink()
     repaired = invoke(root, "check", "--repair")
     assert repaired.exit_code == 0, repaired.output
@@ -156,3 +156,28 @@ def test_a_real_process_keeps_and_lists(root) -> None:
     assert listed.stdout == f"{fid}  Ana / role: Ana works in research. (said 2026-10-12)\n"
     refused = run_fsmem("facts", "keep", "Bruno", "password", "x", "--root", str(root))
     assert refused.returncode == 1 and refused.stderr.startswith("Error: [FACT_SENSITIVE]")
+
+
+def test_list_shows_broken_facts_and_check_repair_mends_the_id(root) -> None:
+    kept = keep_json(root, "Ana", "role", "Ana leads the data team.", "--said", "2026-09-01")["fact"]
+    path = root / kept["path"]
+    path.write_text(path.read_text().replace(f"id: {kept['id']}\n", ""))
+    (root / "notes/memory/20260101T000000-00000000.md").write_text("---\nsubject: [Ana\n---\nx\n")
+    listed = invoke(root, "facts", "list", "Ana")
+    assert listed.exit_code == 0, listed.output
+    assert listed.output == (
+        "BROKEN  notes/memory/20260101T000000-00000000.md: the front matter is not valid YAML (line 3); mend it or "
+        "restore a version with `fsmem versions` (a person must mend this)\n"
+        f"BROKEN  {kept['path']}: the front matter lacks id (`fsmem check --repair` takes the fact's id from its "
+        "file's name)\n")
+    entries = json.loads(invoke(root, "facts", "list", "--json").output)
+    assert [(e["path"], e["broken"], e["repair"]) for e in entries] == [
+        ("notes/memory/20260101T000000-00000000.md", True, None),
+        (kept["path"], True, "takes the fact's id from its file's name")]
+    repaired = invoke(root, "check", "--repair")
+    assert repaired.exit_code == 1
+    assert repaired.output.startswith(f"Repaired {kept['path']}\nnotes/memory/20260101T000000-00000000.md: ")
+    assert invoke(root, "facts", "list").output == (
+        f"{kept['id']}  Ana / role: Ana leads the data team. (said 2026-09-01)\n"
+        "BROKEN  notes/memory/20260101T000000-00000000.md: the front matter is not valid YAML (line 3); mend it or "
+        "restore a version with `fsmem versions` (a person must mend this)\n")

@@ -43,7 +43,7 @@ def test_search_json_is_stable_for_scripts(root: Path) -> None:
     result = invoke("search", "titles", "--json", "--root", str(root))
     hits = json.loads(result.output)
     assert [sorted(hit) for hit in hits] == [
-        ["kind", "level", "line", "modified", "path", "score", "snippet", "text", "title"]]
+        ["kind", "level", "line", "modified", "path", "problem", "score", "snippet", "text", "title"]]
     assert (hits[0]["path"], hits[0]["title"], hits[0]["kind"], hits[0]["level"]) == (
         "seo/titles.md", "Titles", "topic", "project")
 

@@ -101,11 +101,11 @@ def test_changes_of_another_process_are_followed_through_the_journal(memory, ful
     assert facts.current("ana")
     looks = len(full_looks)
     other = Facts(memory.drive)  # another view of the same root, as another process holds
-    other.current("ana")  # its first look is a full one (resolving Ana's chains only)
+    other.current("ana")  # its first answer comes from the kept view: no look at every file
     newer = other.keep("ana", "Role", "Ana works in research.", said="2026-10-12")  # a full look: all chains
     assert [f.id for f in facts.current("ana")] == [newer.fact.id]
     assert facts.get(newer.replaced.id).replaced_by == newer.fact.id
-    assert len(full_looks) == looks + 2  # the other view's two, and none of this view's
+    assert len(full_looks) == looks + 1  # the other view's keep, and none of this view's
 
 
 def test_a_lost_journal_means_a_full_look_not_a_wrong_answer(memory) -> None:
@@ -137,10 +137,12 @@ def test_a_journal_grown_past_its_limit_starts_again_and_views_follow(memory, mo
     assert facts.all() == Facts(memory.drive).all()
 
 
-def test_a_new_view_asked_about_one_subject_resolves_only_the_chains_it_needs(memory, monkeypatch) -> None:
-    """A new process's `fsmem facts list SUBJECT` checks every file but resolves only the chains that
-    hold a fact about the subject, joined by links in either direction as a full resolution joins
-    them: the answer is the full resolution's."""
+def test_a_new_view_answers_from_the_kept_view_and_follows_a_hand_link_resolving_only_its_chains(
+    memory, monkeypatch
+) -> None:
+    """A new process's `fsmem facts list [SUBJECT]` reads the kept view and resolves nothing; after a
+    person links two chains by hand, the next new view resolves those chains only (never all of them),
+    and its answer is what resolving every file from scratch gives."""
     import fsmem._core.chains as chains_module
 
     facts = memory.facts
@@ -149,27 +151,25 @@ def test_a_new_view_asked_about_one_subject_resolves_only_the_chains_it_needs(me
     bruno = facts.keep("Bruno", "team", "Bruno is in ops.", said="2026-11-01").fact
     facts.keep("Carla", "city", "Carla lives in Porto.", said="2026-11-02")
     facts.keep("Dan", "city", "Dan lives in Lyon.", said="2026-11-03")
+    resolved: list[int] = []
+    for name in ("resolve", "_resolve_into"):
+        real = getattr(chains_module, name)
+        monkeypatch.setattr(chains_module, name, lambda *a, real=real, name=name: resolved.append(
+            len(a[1]) if name == "_resolve_into" else -1) or real(*a))
+    before = Facts(memory.drive).current()
+    assert [f.id for f in Facts(memory.drive).current("ana")] == [new.id] and resolved == []
     # a person links Bruno's fact to Ana's by hand, in Bruno's file only: it now replaces Ana's
     path = memory.root / bruno.path
     path.write_text(path.read_text().replace("replaces: []", f"replaces: [{new.id}]"))
-
-    resolved: list[int] = []
-    real_resolve = chains_module.resolve
-
-    def counted(stored, broken=()):
-        stored = list(stored)
-        resolved.append(len(stored))
-        return real_resolve(stored, broken)
-
-    monkeypatch.setattr(chains_module, "resolve", counted)
-    expected = Facts(memory.drive).current()  # a full resolution of all five facts
-    assert resolved == [5] and new.id not in [f.id for f in expected]
-    for subject in ("ana", " BRUNO ", "carla"):
-        resolved.clear()
-        wanted = " ".join(subject.split()).casefold()
-        assert Facts(memory.drive).current(subject) == [f for f in expected if f.key[0] == wanted]
-        assert resolved == [1 if subject == "carla" else 3]  # Dan's fact is never resolved
-    view = Facts(memory.drive)
-    view.current("carla")
+    # an edit in place: a call about Bruno checks the stamps of Bruno's chain, sees it, and resolves
+    # the chains it touches again: Ana's two facts and Bruno's, not Carla's or Dan's
+    assert [(f.id, f.replaces) for f in Facts(memory.drive).current("bruno")] == [(bruno.id, (new.id,))]
+    assert resolved == [3] and len(before) == 4
     resolved.clear()
-    assert view.current() == expected and resolved == [5]  # the next call resolves them all
+    (memory.drive.state / "cache/facts.sqlite").unlink()
+    monkeypatch.undo()
+    expected = Facts(memory.drive).current()  # every file resolved from scratch
+    assert new.id not in [f.id for f in expected]
+    for subject in ("ana", " BRUNO ", "carla", None):
+        wanted = None if subject is None else " ".join(subject.split()).casefold()
+        assert Facts(memory.drive).current(subject) == [f for f in expected if wanted in (None, f.key[0])]

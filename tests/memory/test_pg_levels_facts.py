@@ -281,19 +281,24 @@ def test_keep_replace_edit_forget_and_current_on_rows(worker) -> None:
     assert set(commands) == {"facts.keep", "facts.edit", "facts.forget"}
 
 
-def test_a_new_worker_reads_the_parse_cache_of_its_own_cache_folder(worker) -> None:
+def test_a_new_worker_reads_the_kept_view_of_its_own_cache_folder(worker) -> None:
     memory = worker()
     kept = [memory.facts.keep(f"Person {n}", "role", f"Person {n} works here.") for n in range(3)]
     memory.facts.current()
-    from fsmem._memory.facts.cache import CACHE_FILE, read_cache, write_cache
+    from fsmem._memory.facts.kept import VIEW_FILE, KeptView
 
-    write_cache(memory.drive.state / CACHE_FILE, memory.facts._view.files)
-    cached = read_cache(memory.drive.state / CACHE_FILE)
-    assert {read.fact.id for read in cached.values() if read.fact} == {k.fact.id for k in kept}
-    assert {read.stamp for read in cached.values()} == {
-        memory.drive.stamp(k.fact.path) for k in kept
-    }  # the rows' versions
-    assert all(isinstance(read.stamp, str) for read in cached.values())
+    view = KeptView(memory.drive.state / VIEW_FILE).load()
+    assert view is not None
+    files, chains, _ = view
+    assert {read.fact.id for read in files.values() if read.fact} == {k.fact.id for k in kept}
+    assert {read.stamp for read in files.values()} == {memory.drive.stamp(k.fact.path) for k in kept}  # versions
+    assert all(isinstance(read.stamp, str) for read in files.values())
+    assert sorted(f.id for chain, _ in chains for f in chain) == sorted(k.fact.id for k in kept)
+    other = worker()  # another worker's cache folder: it lists from its own view once it has one
+    assert [f.id for f in other.facts.current("person 1")] == [kept[1].fact.id]
+    moved = memory.facts.keep("Person 1", "role", "Person 1 moved on.")
+    assert [f.id for f in worker().facts.current("person 1")] == [moved.fact.id]
+    assert [f.id for f in other.facts.current("person 1")] == [moved.fact.id]
 
 
 def test_a_hand_edit_of_a_fact_row_is_seen_and_a_broken_one_is_a_problem(memory) -> None:

@@ -30,8 +30,8 @@ from fsmem._core.facts import Draft, Fact
 from fsmem._errors import BadFact, BadPath, FactSensitive
 from fsmem._memory.facts.extraction import Extraction
 from fsmem._memory.facts.extraction import propose as propose_from
-from fsmem._memory.facts.files import render
-from fsmem._memory.facts.problems import Problem
+from fsmem._memory.facts.kept import Listing
+from fsmem._memory.facts.problems import Problem, limit_problems
 from fsmem._memory.facts.problems import check as find_problems
 from fsmem._memory.facts.view import FactView, chain_paths, fact_paths, known_of, thing_paths
 from fsmem._memory.usage import Metered
@@ -39,7 +39,11 @@ from fsmem._memory.usage import Metered
 if TYPE_CHECKING:
     from fsmem._store.interface import Store, StoreChange
 
-__all__ = ["Facts", "Kept"]
+__all__ = ["Facts", "Kept", "Listing"]
+
+
+def _by_path(problem: Problem) -> tuple[str, str]:
+    return (problem.path, problem.message)
 
 
 @dataclass(frozen=True)
@@ -87,16 +91,13 @@ class Facts:
 
     def current(self, subject: str | None = None) -> list[Fact]:
         """The facts that hold now (of ``subject``, ignoring case and extra spaces), oldest said first."""
+        return self._view.listing(subject).facts
+
+    def listing(self, subject: str | None = None) -> Listing:
+        """What ``fsmem facts list`` shows: :meth:`current` and :meth:`broken` of one look."""
         with self._guard:
-            if subject is None:
-                return self._view.load().current()
-            if self._view.resolution is None:
-                return self._view.current_first(subject)
-            return self._view.load(
-                lambda resolution: [
-                    path for fact in resolution.current(subject) for path in chain_paths(resolution, fact.id)
-                ]
-            ).current(subject)
+            found = self._view.listing(subject)
+            return Listing(found.facts, sorted([*found.broken, *limit_problems(found.facts)], key=_by_path))
 
     def history(self, fact_id: str) -> list[Fact]:
         """The chain ``fact_id`` belongs to, newest first: what holds now, then what it replaced."""
@@ -115,6 +116,16 @@ class Facts:
         with self._guard:
             return sorted(self._view.load().facts.values(), key=Fact.order)
 
+    def broken(self, subject: str | None = None) -> list[Problem]:
+        """The fact files that are no usable fact (unreadable, or no fact's name), and the facts that
+        break a limit (used as they are), sorted by path; with ``subject``, those about it and those
+        whose subject cannot be read. ``check`` says more (secrets, chains, half-done changes)."""
+        with self._guard:
+            if subject is None:
+                resolution = self._view.load()
+                return sorted([*self._view.problems(), *limit_problems(resolution.facts.values())], key=_by_path)
+            return self.listing(subject).broken
+
     def check(self) -> list[Problem]:
         """What a person should mend: unreadable files, rule breaks, half-finished changes."""
         with self._guard:
@@ -125,6 +136,8 @@ class Facts:
 
     def _run(self, tx: StoreChange, resolution: Resolution, ops: list[Op]) -> None:
         """Write the ops, then remember what was written so the next read parses nothing."""
+        from fsmem._memory.facts.files import render  # YAML's writer: loaded by the first change
+
         for op in ops:
             if op.kind == "write":
                 assert op.fact is not None
@@ -142,7 +155,8 @@ class Facts:
         scope: Callable[[Resolution], Iterable[str] | None] | None = None,
     ) -> list[Op]:
         """Under the lock: read, repair what a crash left, plan, then write. A plan that raises
-        writes nothing. ``applies``: the plan advanced the resolution itself. Returns the repairs made."""
+        writes nothing. ``applies``: the plan advanced the resolution itself. Returns the ops written
+        (what a crash left unwritten first)."""
         with self._guard:
             try:
                 with self.drive.change(command=command, thread=thread) as tx:
@@ -160,17 +174,43 @@ class Facts:
                 # this view holds may be what was planned, not what is kept. Look again next time.
                 self._view.distrust()
                 raise
-        return fixes
+        return [*fixes, *ops]
 
     def repair(self, thread: str | None = None) -> list[str]:
-        """Write what a change cut short left unwritten; the paths written or deleted."""
-
-        def plan(resolution: Resolution) -> list[Op]:
-            return []
-
+        """Mend what can be mended without guessing (each a change, the previous content kept as a
+        version): ids taken from the file names, the rest of a change a crash cut short, links to
+        facts that are gone (a chain joined by date to what holds for the same thing). Returns the
+        paths written or deleted; what only a person can mend stays for :meth:`check` to report."""
         with self._guard:
             self._view.want_full_look()  # a full look: every file's stamp, whatever the journal says
-            return sorted({op.path for op in self._change("facts.repair", thread, plan)})
+            written: set[str] = set()
+            if self._view.load() is not None and self._view.mendable_ids():
+                try:
+                    with self.drive.change(command="facts.repair", thread=thread) as tx:
+                        tx.hold("facts")
+                        self._view.want_full_look()
+                        self._view.load()  # looked at again under the lock
+                        from fsmem._memory.facts.files import render
+
+                        for op in self._view.mendable_ids():
+                            assert op.fact is not None
+                            tx.write(op.path, render(op.fact))
+                            written.add(op.path)
+                finally:
+                    self._view.distrust()  # the next look reads what was written
+
+            def plan(resolution: Resolution) -> list[Op]:
+                ops: list[Op] = []
+                for fact in sorted(resolution.facts.values(), key=Fact.order):
+                    if fact.id in resolution.facts and chains.rejoinable(resolution, fact.id) is not None:
+                        step = chains.plan_rejoin(resolution, fact.id)
+                        resolution.apply(step)
+                        ops.extend(step)
+                return ops
+
+            self._view.want_full_look()
+            written.update(op.path for op in self._change("facts.repair", thread, plan, applies=True))
+            return sorted(written)
 
     def _new_id(self, resolution: Resolution, now: datetime) -> str:
         """A fresh id that sorts after every id made before it: the kept second, then the

@@ -15,9 +15,9 @@ import frontmatter
 from fsmem._core import facts as rules
 from fsmem._core.facts import Fact
 from fsmem._errors import BadFact
-from fsmem._index.front_matter import HANDLER, SafeDumper, YAMLError
+from fsmem._index.front_matter import HANDLER, NOT_UTF8, SafeDumper, mend_id, read_fact
 
-__all__ = ["render", "parse"]
+__all__ = ["render", "parse", "parse_broken"]
 
 _TIME_FIELDS = {"said", "kept", "edited", "until"}
 
@@ -53,19 +53,14 @@ def parse(data: bytes, file_id: str) -> Fact:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadFact("the file is not UTF-8 text; save it as UTF-8") from None
-    if not text.lstrip("\ufeff").startswith("---"):
-        raise BadFact(
-            "the file has no front matter: it should start with a `---` line, the fields, and another `---` line"
-        )
+        raise BadFact(NOT_UTF8) from None
+    return read_fact(text, file_id)
+
+
+def parse_broken(data: bytes, file_id: str) -> tuple[Fact | None, str | None]:
+    """For a file :func:`parse` refused: the fact it holds once its id is taken from its name (None
+    when more is wrong), and the subject its front matter names (None when it names none)."""
     try:
-        post = frontmatter.loads(text.lstrip("\ufeff"), handler=HANDLER)
-    except YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise BadFact(
-            f"the front matter is not valid YAML{where}; mend it or restore a version with `fsmem versions`"
-        ) from None
-    except Exception as error:  # noqa: BLE001 - whatever a broken file makes the parser raise
-        raise BadFact(f"the front matter cannot be read ({type(error).__name__}); mend it") from None
-    return rules.fact_from_fields(post.metadata, post.content, file_id)
+        return mend_id(data.decode("utf-8"), file_id)
+    except UnicodeDecodeError:
+        return None, None

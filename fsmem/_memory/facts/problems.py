@@ -1,5 +1,7 @@
 """What a person should mend in the facts (``Problem``): files that are no fact or cannot be read,
-facts that break the rules, two facts holding for one thing, broken chains, changes left half-done."""
+facts that break the rules, two facts holding for one thing, broken chains, changes left half-done;
+and for each, what ``fsmem check --repair`` would do about it (``repair``), or None where only a
+person can mend it (fsmem never guesses at what a person meant)."""
 
 from __future__ import annotations
 
@@ -8,22 +10,38 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from fsmem._core import facts as rules
-from fsmem._core.chains import Resolution
+from fsmem._core.chains import Resolution, rejoinable
 from fsmem._core.layout import FACTS_DIR
 from fsmem._errors import FsmemError
 
-__all__ = ["Problem", "check"]
+__all__ = ["Problem", "check", "limit_problems", "ID_REPAIR", "FINISH_REPAIR"]
+
+ID_REPAIR = "takes the fact's id from its file's name"
+FINISH_REPAIR = "writes the rest of the change, as every read already sees it"
 
 
 @dataclass(frozen=True)
 class Problem:
-    """A fact file fsmem cannot use as it is, and what to do about it."""
+    """A fact file fsmem cannot use as it is, what to do about it, and what ``--repair`` would do
+    (None: a person must mend it). ``subject``: the subject the file names, where it can be read."""
 
     path: str
     message: str
+    repair: str | None = None
+    subject: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message}
+    def to_dict(self) -> dict[str, str | None]:
+        return {"path": self.path, "message": self.message, "repair": self.repair, "subject": self.subject}
+
+
+def limit_problems(facts: Iterable[rules.Fact]) -> list[Problem]:
+    """The facts that break a limit (a person wrote more by hand): used as they are, and marked."""
+    found = []
+    for fact in facts:
+        message = rules.limit_problem(fact)
+        if message is not None:
+            found.append(Problem(fact.path, message, subject=fact.subject))
+    return found
 
 
 def check(resolution: Resolution, found: Iterable[Problem], now: Callable[[], datetime]) -> list[Problem]:
@@ -35,7 +53,7 @@ def check(resolution: Resolution, found: Iterable[Problem], now: Callable[[], da
                 fact.subject, fact.attribute, fact.text, fact.source, fact.said, now=max(now(), fact.said)
             )
         except FsmemError as error:  # limits, secrets (the message never repeats one)
-            problems.append(Problem(fact.path, error.message))
+            problems.append(Problem(fact.path, error.message, subject=fact.subject))
     for ids in resolution.duplicates():
         fact = resolution.facts[ids[0]]
         problems.append(
@@ -43,6 +61,7 @@ def check(resolution: Resolution, found: Iterable[Problem], now: Callable[[], da
                 FACTS_DIR,
                 f"{len(ids)} facts hold for {fact.subject} / "
                 f"{fact.attribute} ({', '.join(ids)}); forget or edit all but one",
+                subject=fact.subject,
             )
         )
     for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
@@ -51,12 +70,19 @@ def check(resolution: Resolution, found: Iterable[Problem], now: Callable[[], da
             and fact.replaced_by not in resolution.facts
             and fact.replaced_by not in resolution.broken
         ):
+            joins = rejoinable(resolution, fact.id)
             problems.append(
                 Problem(
                     fact.path,
                     f"replaced by {fact.replaced_by}, which is gone; "
-                    "its history ends here. Forget this fact if it no longer "
-                    "matters",
+                    + (
+                        f"{joins.id} holds for the same thing now"
+                        if joins is not None
+                        else "its history ends here and nothing holds for the same thing now. Forget this fact "
+                        "if it no longer matters, or keep what holds now"
+                    ),
+                    repair=f"joins it to the chain of {joins.id}, by date" if joins is not None else None,
+                    subject=fact.subject,
                 )
             )
     if resolution.fixes:
@@ -64,10 +90,10 @@ def check(resolution: Resolution, found: Iterable[Problem], now: Callable[[], da
         problems.append(
             Problem(
                 FACTS_DIR,
-                f"{len(paths)} fact file(s) left half-changed "
+                f"{len(paths)} fact file(s) left half-changed or linked to facts that are gone "
                 f"({', '.join(paths[:5])}{', …' if len(paths) > 5 else ''}); "
-                "reads already see the change finished; `fsmem check --repair` "
-                "or the next change writes it",
+                "reads already see the change finished",
+                repair=FINISH_REPAIR,
             )
         )
     return sorted(problems, key=lambda p: (p.path, p.message))

@@ -4,7 +4,10 @@ and the looks that keep both up to date for as little as each call needs.
 Before each call the view checks only what the call depends on (see :meth:`FactView.load`): the
 facts folders' stamps, the journal of changes through fsmem (:mod:`.journal`) and the stamps of the
 call's files; anything that look cannot explain falls back to the full look, every file's stamp,
-parsed again only where it changed. A new process starts from the parse cache (:mod:`.cache`).
+parsed again only where it changed. A new process answers a listing from the kept view (:mod:`.kept`)
+when the files it rests on are as kept, and otherwise starts from it: the files as parsed and the
+chains as resolved, brought up to the files by resolving only the chains that changed; each look that
+changed something, and each change, brings the kept view up to date in turn.
 """
 
 from __future__ import annotations
@@ -19,18 +22,16 @@ from fsmem._core.chains import Op, Resolution
 from fsmem._core.facts import Fact
 from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem._errors import BadFact
-from fsmem._memory.facts.cache import CACHE_FILE, Read, read_cache, write_cache
-from fsmem._memory.facts.files import parse
 from fsmem._memory.facts.journal import JOURNAL_FILE, append, journal_end, journal_since
-from fsmem._memory.facts.problems import Problem
+from fsmem._memory.facts.kept import VIEW_FILE, KeptView, Listing, Read
+from fsmem._memory.facts.problems import ID_REPAIR, Problem
 from fsmem._store.types import FactStamp
 
 if TYPE_CHECKING:
     from fsmem._store.interface import Store, StoreChange
 
-__all__ = ["FactView", "CACHE_AFTER", "fact_paths", "thing_paths", "chain_paths", "known_of"]
+__all__ = ["FactView", "fact_paths", "thing_paths", "chain_paths", "known_of"]
 
-CACHE_AFTER = 200  # files read or written since the cache was written before a full look writes it again
 _NOT_A_FILE = {  # what else the store found in the facts folders (Store.stamps)
     "link": "a link, not a fact file; facts are plain files written by fsmem",
     "folder": "a folder inside the facts folder; facts are files, one a fact",
@@ -82,40 +83,41 @@ class FactView:
         self.files: dict[str, Read] = {}
         self._snapshot: dict[str, FactStamp] | None = None
         self.resolution: Resolution | None = None
-        self._scan_problems: list[Problem] = []
-        self._cache_file = drive.state / CACHE_FILE
-        self.files.update(read_cache(self._cache_file))
-        self._unsaved = 0  # files read or written since the cache file was last written
+        self._scan_problems: list[tuple[Problem, FactStamp | None]] = []
+        self.kept = KeptView(drive.state / VIEW_FILE)
+        self._started = False  # the kept view was read (at the first full look)
+        self._dirty: set[str] | None = None  # files the kept view lacks (None: all: it is made anew)
         # What the last look saw beyond the files' own stamps: the facts folders' stamps and how far
         # the journal of changes was read. Together they say when a look at a few files is enough.
         self._folders: Hashable | None = None
         self._journal_file = drive.state / JOURNAL_FILE
         self._journal_read = (0, 0)  # the journal's inode and how far this view has read it
 
-    def _scan(self) -> tuple[dict[str, FactStamp], list[Problem]]:
+    def _scan(self) -> tuple[dict[str, FactStamp], list[tuple[Problem, FactStamp | None]]]:
         """The stamp of every fact file (the store's ``stamps``: one ``stat`` a file on the folder, one
-        query on PostgreSQL), and what under the facts folders is no fact: the freshness check every
-        read pays."""
+        query on PostgreSQL), and what under the facts folders is no fact, with its stamp (None for
+        what is no plain file)."""
         stamps, others = self.drive.stamps((FACTS_DIR, HISTORY_DIR))
-        problems = [
-            Problem(path, _NOT_A_FILE.get(what) or f"the folder cannot be read ({what})")
+        problems: list[tuple[Problem, FactStamp | None]] = [
+            (Problem(path, _NOT_A_FILE.get(what) or f"the folder cannot be read ({what})"), None)
             for path, what in others.items()
             if not (path == HISTORY_DIR and what == "folder")
         ]
         known = self.files
         for path in [path for path in stamps if path not in known and rules.fact_id_of_path(path) is None]:
-            del stamps[path]
-            problems.append(
-                Problem(
-                    path,
-                    "not a fact file: facts are named <id>.md (letters, digits, - and _); keep notes "
-                    "elsewhere, or keep the fact with `fsmem facts keep`",
-                )
-            )
+            problems.append((Problem(path, rules.NOT_A_FACT_NAME), stamps.pop(path)))
         return stamps, problems
+
+    def _scan_all(self) -> dict[str, FactStamp | None]:
+        """Every path under the facts folders with its stamp (None: no plain file), as the kept view
+        records what it rests on."""
+        stamps, problems = self._scan()
+        return {**stamps, **{problem.path: stamp for problem, stamp in problems}}
 
     def _read_many(self, paths: list[str]) -> dict[str, Read]:
         """Read and parse fact files (the store reads them all at once: one query on PostgreSQL)."""
+        from fsmem._memory.facts import files as file_format  # YAML's reader: not for a listing the kept view answers
+
         found = self.drive.read_stamped(paths)
         reads = {}
         for path in paths:
@@ -125,9 +127,10 @@ class FactView:
                 continue
             data, stamp = found[path]
             try:
-                reads[path] = Read(stamp, location, parse(data, fid))
+                reads[path] = Read(stamp, location, file_format.parse(data, fid))
             except BadFact as error:
-                reads[path] = Read(stamp, problem=error.message)
+                mended, subject = file_format.parse_broken(data, fid)
+                reads[path] = Read(stamp, problem=error.message, mended=mended, subject=subject)
         return reads
 
     def _folder_stamps(self) -> Hashable | None:
@@ -197,24 +200,62 @@ class FactView:
                     if snapshot is not None:
                         snapshot[op.path] = reads[op.path].stamp
             resolution.apply(ops)
-            self._unsaved += len(ops)
+            self._note_dirty(op.path for op in ops)
         self._folders, self._journal_read = folders, journal
+        if ops:
+            self._save(folders)
         return resolution
 
     def _full_look(self) -> Resolution:
         """Every file's stamp; files parsed again only where they changed; the state advanced file
         by file (rebuilt only when an unreadable file appears or goes)."""
         with self.guard:
+            if not self._started:
+                self._start()
+            folders = self._folder_stamps()  # before the look: a change after it shows next time
             looked = self._look_at_files()
             if looked is None:
                 assert self.resolution is not None
+                if self._dirty is None:
+                    self._save(folders)
                 return self.resolution
             ops, incremental = looked
             if incremental and self.resolution is not None:
                 self.resolution.apply(ops)
-                return self.resolution
-            self.resolution = chains.resolve(*self._stored())
+            else:
+                self.resolution = chains.resolve(*self._stored())
+                self._dirty = None  # resolved anew: every chain's rows are written again
+            self._save(folders)
             return self.resolution
+
+    def _start(self) -> None:
+        """Start from the kept view: the files as parsed and the chains as resolved, where each chain
+        still rests on the files as parsed (else every chain is resolved again)."""
+        self._started = True
+        kept = self.kept.load()
+        if kept is None:
+            return
+        files, kept_chains, rests = kept
+        self.files = files
+        self._snapshot = {path: read.stamp for path, read in files.items()}
+        if any(files.get(path) is None or files[path].stamp != stamp for path, stamp in rests.items()):
+            return
+        stored, broken = self._stored()
+        self.resolution = chains.restore(stored, kept_chains, broken)
+        if self.resolution is not None:
+            self._dirty = set()
+
+    def _note_dirty(self, paths: Iterable[str]) -> None:
+        if self._dirty is not None:
+            self._dirty.update(paths)
+
+    def _save(self, folders: Hashable | None) -> None:
+        """Bring the kept view up to what this view holds, read at the folders' mark ``folders``."""
+        if self.resolution is None:
+            return
+        unreadable = [(problem, self.files[problem.path].stamp) for problem in self._unreadable()]
+        self.kept.save(folders, self.files, self.resolution, self._dirty, [*self._scan_problems, *unreadable])
+        self._dirty = set()
 
     def _look_at_files(self) -> tuple[list[Op], bool] | None:
         """Every file's stamp, and files parsed again where they changed: the ops that bring the
@@ -250,10 +291,7 @@ class FactView:
                 ops.append(Op("delete", path))
         self.files = files
         self._snapshot = stamps  # a file changed between scan and read is simply read again
-        self._unsaved += len(ops)
-        if self._unsaved >= CACHE_AFTER:
-            write_cache(self._cache_file, files)
-            self._unsaved = 0
+        self._note_dirty([*changed, *(op.path for op in ops if op.kind == "delete")])
         return ops, incremental
 
     def _stored(self, ids: Container[str] | None = None) -> tuple[list[tuple[rules.Location, Fact]], set[str]]:
@@ -270,41 +308,49 @@ class FactView:
                 broken.add(_place(path)[0])
         return pairs, broken
 
-    def current_first(self, subject: str) -> list[Fact]:
-        """``current(subject)`` in a view that has not resolved the chains yet (a new process's
-        `fsmem facts list SUBJECT`): every file is checked as a full look checks it, but only the
-        chains that hold a fact about the subject are resolved — the facts joined to those by any
-        link, either way, as :func:`chains.resolve` joins them. The next call resolves them all."""
-        self._look_at_files()
-        wanted = rules.clean_name(subject).casefold()
-        linked: dict[str, list[str]] = {}
-        chain = []
-        for read in self.files.values():
-            fact = read.fact
-            if fact is None:
-                continue
-            for other in (*fact.replaces, fact.replaced_by):
-                if other is not None:
-                    linked.setdefault(fact.id, []).append(other)
-                    linked.setdefault(other, []).append(fact.id)
-            if fact.key[0] == wanted:
-                chain.append(fact.id)
-        reached = set(chain)
-        while chain:
-            for other in linked.get(chain.pop(), ()):
-                if other not in reached:
-                    reached.add(other)
-                    chain.append(other)
-        return chains.resolve(*self._stored(reached)).current(subject)
+    def listing(self, subject: str | None) -> Listing:
+        """The facts that hold (about ``subject``, or all) and the broken files (that may be about it).
+        A view that has not looked yet asks the kept view first: a new process's `fsmem facts list`."""
+        with self.guard:
+            if self.resolution is None:
+                kept = self.kept.peek(subject, self._folder_stamps, self.drive.stamp, self._scan_all)
+                if kept is not None:
+                    return kept
+            if subject is None:
+                return Listing(self.load().current(), self.problems())
+            resolution = self.load(
+                lambda resolution: [
+                    path for fact in resolution.current(subject) for path in chain_paths(resolution, fact.id)
+                ]
+            )
+            wanted = rules.clean_name(subject).casefold()
+            broken = [
+                p for p in self.problems() if p.subject is None or rules.clean_name(p.subject).casefold() == wanted
+            ]
+            return Listing(resolution.current(subject), broken)
+
+    def mendable_ids(self) -> list[Op]:
+        """The writes that mend the files whose only fault is their id (the id taken from the name)."""
+        return [Op("write", path, read.mended) for path, read in self._broken_reads() if read.mended is not None]
 
     def problems(self) -> list[Problem]:
         """Files that are no fact, and facts that cannot be read, as of the last load."""
-        unreadable = [
-            Problem(path, read.problem or "cannot be read")
-            for path, read in sorted(self.files.items())
-            if read.fact is None
+        return sorted([*(problem for problem, _ in self._scan_problems), *self._unreadable()], key=lambda p: p.path)
+
+    def _unreadable(self) -> list[Problem]:
+        return [
+            Problem(
+                path,
+                read.problem or "cannot be read",
+                repair=ID_REPAIR if read.mended is not None else None,
+                subject=read.subject,
+            )
+            for path, read in self._broken_reads()
         ]
-        return [*self._scan_problems, *unreadable]
+
+    def _broken_reads(self) -> list[tuple[str, Read]]:
+        """The files read that are no usable fact, by path (few: filtered before sorted)."""
+        return sorted((path, read) for path, read in self.files.items() if read.fact is None)
 
     # ---- after a change ---------------------------------------------------------------------
 
@@ -328,7 +374,7 @@ class FactView:
                 snapshot[path] = stamp
         self._snapshot = snapshot
         self.resolution = resolution
-        self._unsaved += len(final)
+        self._note_dirty(final)
         if final:
             self._note_change(before, final)
 
@@ -336,6 +382,7 @@ class FactView:
         """After a change (under the root lock): tell other views which files changed and what the
         folders' stamps went from and to, so they can follow without a full look."""
         after = self._folder_stamps()
+        self._save(after)  # under the root's lock: the kept view follows each change
         end = None if after is None else append(self._journal_file, before, after, paths)
         if end is None:  # a store that cannot tell, or a journal not written: every look is the full one
             self._folders = None

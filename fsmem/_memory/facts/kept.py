@@ -1,0 +1,417 @@
+"""The kept view of a root's facts, ``.fsmem/cache/facts.sqlite`` (derived: delete it and it comes
+back): what a new process reads instead of parsing every fact file and resolving every chain.
+
+    meta     format, and the facts folders' mark when the view was last brought up to the files
+    files    each readable fact file as parsed, with its stamp (a new process parses only what changed)
+    chains   each chain's files and the stamps they had when it was resolved, and whether it was frozen
+    facts    each fact as resolved: its chain, its subject (as compared), whether it holds
+    broken   the files that are no usable fact, with their stamps and problems
+
+Each change through fsmem updates it under the root's lock, for the chains the change touched; a look
+that found a person's edit updates it for what it found. A chain is believed only while every file it
+was resolved from still has the stamp it had then (:meth:`KeptView.peek` checks), whoever wrote the
+row and whenever: a view that disagrees with the files is rebuilt, never believed. A damaged file, or
+one of another format, is no view (a new one is written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+from fsmem._core import facts as rules
+from fsmem._core.chains import Resolution
+from fsmem._core.facts import Fact
+from fsmem._memory.facts.problems import Problem
+from fsmem._store.types import FactStamp
+
+__all__ = ["VIEW_FILE", "VIEW_FORMAT", "Read", "Listing", "KeptView"]
+
+_T = TypeVar("_T")
+
+
+class _Behind(Exception):  # noqa: N818 - never leaves save: the view is left as it is
+    """The view holds a fact the saving process has not seen: its rows are newer than this state."""
+
+
+VIEW_FILE = "cache/facts.sqlite"  # under .fsmem/
+VIEW_FORMAT = "fsmem-facts-3"  # a file of any other format is no view: it is written anew
+_FACT_COLUMNS = "subject, attribute, text, source, said, kept, edited, replaces, replaced_by, until"
+
+_SCHEMA = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, fact TEXT NOT NULL);
+CREATE TABLE chains (chain TEXT PRIMARY KEY, frozen INTEGER NOT NULL, sources TEXT NOT NULL);
+CREATE TABLE facts (id TEXT PRIMARY KEY, chain TEXT NOT NULL, key TEXT NOT NULL, holds INTEGER NOT NULL,
+                    subject TEXT, attribute TEXT, text TEXT, source TEXT, said TEXT, kept TEXT, edited TEXT,
+                    replaces TEXT, replaced_by TEXT, until TEXT);
+CREATE INDEX facts_key ON facts (key);
+CREATE INDEX facts_chain ON facts (chain);
+CREATE TABLE broken (path TEXT PRIMARY KEY, stamp TEXT, message TEXT NOT NULL, repair TEXT, subject TEXT,
+                     named TEXT, mended TEXT);
+"""
+
+
+@dataclass(frozen=True)
+class Read:
+    """What one fact file held when read, keyed by the store's stamp of it: (size, mtime_ns, inode) on
+    the folder, the row's version on PostgreSQL."""
+
+    stamp: FactStamp
+    location: rules.Location | None = None
+    fact: Fact | None = None
+    problem: str | None = None  # why the file is no usable fact; then:
+    mended: Fact | None = None  # the fact it holds once its id is taken from its name (fsmem check --repair)
+    subject: str | None = None  # the subject its front matter names, where it can be read
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What ``fsmem facts list`` shows: the facts that hold (oldest said first) and the broken files."""
+
+    facts: list[Fact]
+    broken: list[Problem]
+
+
+def _stamp_text(stamp: FactStamp | None) -> str | None:
+    """A stamp as text: ``size,mtime_ns,inode`` for the folder's, the version itself for a row's."""
+    if stamp is None:
+        return None
+    return ",".join(map(str, stamp)) if isinstance(stamp, tuple) else str(stamp)
+
+
+def _stamp_of(text: str) -> FactStamp:
+    return tuple(int(part) for part in text.split(",")) if "," in text else text
+
+
+def _sources_text(sources: Mapping[str, str | None]) -> str:
+    return "\n".join(f"{path}\t{'' if stamp is None else stamp}" for path, stamp in sources.items())
+
+
+def _sources_of(text: str) -> dict[str, str]:
+    return dict(line.split("\t") for line in text.split("\n")) if text else {}
+
+
+def _fact_cells(fact: Fact) -> tuple[str | None, ...]:
+    """A fact as the facts table's columns (after id, chain, key, holds)."""
+    return (
+        fact.subject,
+        fact.attribute,
+        fact.text,
+        fact.source,
+        fact.said.isoformat(),
+        fact.kept.isoformat(),
+        fact.edited.isoformat() if fact.edited else None,
+        " ".join(fact.replaces),
+        fact.replaced_by,
+        fact.until.isoformat() if fact.until else None,
+    )
+
+
+def _fact_of_cells(fid: str, cells: Sequence[str | None]) -> Fact:
+    subject, attribute, text, source, said, kept, edited, replaces, by, until = cells
+    when = datetime.fromisoformat
+    assert subject is not None and attribute is not None and text is not None and source is not None
+    assert said is not None and kept is not None and replaces is not None
+    return Fact(
+        fid,
+        subject,
+        attribute,
+        text,
+        source,
+        when(said),
+        when(kept),
+        when(edited) if edited else None,
+        tuple(replaces.split()),
+        by,
+        when(until) if until else None,
+    )
+
+
+def _fact_text(fact: Fact) -> str:
+    """A fact as one JSON cell (the files table's): its id, then the facts table's columns."""
+    return json.dumps([fact.id, *_fact_cells(fact)], ensure_ascii=False, separators=(",", ":"))
+
+
+def _fact_of(text: str) -> Fact:
+    fid, *cells = json.loads(text)
+    return _fact_of_cells(fid, cells)
+
+
+def _mended_text(read: Read | None) -> str | None:
+    return _fact_text(read.mended) if read is not None and read.mended is not None else None
+
+
+def _problem(row: Sequence[str | None]) -> Problem:
+    path, _, message, repair, _, named, _ = row
+    assert path is not None and message is not None
+    return Problem(path, message, repair=repair, subject=named)
+
+
+class KeptView:
+    """The view file of one root. Every method swallows what a damaged file raises: no view then."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.whole = False  # the file held a view of this format when last opened by this process
+
+    def _open(self) -> sqlite3.Connection | None:
+        """The view file, if it holds a view of this format."""
+        if not self.file.exists():
+            return None
+        try:
+            conn = sqlite3.connect(self.file, timeout=5, isolation_level=None)
+        except (sqlite3.DatabaseError, OSError):
+            return None
+        try:
+            found = conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+            if found is not None and found[0] == VIEW_FORMAT:
+                conn.execute("PRAGMA synchronous=OFF")  # derived state: a crash costs a rebuild, not a wrong answer
+                return conn
+        except sqlite3.DatabaseError:
+            pass
+        conn.close()
+        return None
+
+    def _create(self) -> sqlite3.Connection | None:
+        """The view file, made anew where it holds no view of this format (another version's, a
+        damaged file, none)."""
+        conn = self._open()
+        if conn is not None:
+            return conn
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(f"{self.file}{suffix}")
+            except OSError:
+                pass
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.file, timeout=5, isolation_level=None)
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.executescript(
+                f"BEGIN IMMEDIATE; {_SCHEMA} INSERT INTO meta VALUES ('format', '{VIEW_FORMAT}'); COMMIT;"
+            )
+            return conn
+        except (sqlite3.DatabaseError, OSError):
+            return None
+
+    # ---- a new process's answer, checked against the files ---------------------------------
+
+    def peek(
+        self,
+        subject: str | None,
+        mark: Callable[[], Hashable | None],
+        stamp: Callable[[str], FactStamp | None],
+        scan: Callable[[], Mapping[str, FactStamp | None]],
+    ) -> Listing | None:
+        """The listing of ``subject`` (every subject when None) as kept, if every file it rests on
+        still has the stamp it had when kept; None otherwise (then look at the files). About one
+        subject: the facts folders' ``mark`` must not have moved (no file added, removed or saved
+        by rename since) and the ``stamp`` of each file of its chains and of the broken files that
+        may be about it must be as kept. About every subject: ``scan``, every file's stamp (None for
+        what is no plain file), must be what every chain and broken file rests on."""
+        return self._reading(lambda conn: self._peek(conn, subject, mark, stamp, scan))
+
+    def _reading(self, answer: Callable[[sqlite3.Connection], _T | None]) -> _T | None:
+        """``answer`` asked of the view file; None where there is none, or its rows make no sense."""
+        conn = self._open()
+        if conn is None:
+            return None
+        try:
+            return answer(conn)
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError, AttributeError):
+            return None  # rows that make no sense: no view
+        finally:
+            conn.close()
+
+    def _peek(
+        self,
+        conn: sqlite3.Connection,
+        subject: str | None,
+        mark: Callable[[], Hashable | None],
+        stamp: Callable[[str], FactStamp | None],
+        scan: Callable[[], Mapping[str, FactStamp | None]],
+    ) -> Listing | None:
+        conn.execute("BEGIN")  # one snapshot of the file: a writer's change lands whole or not at all
+        kept_mark = conn.execute("SELECT value FROM meta WHERE name = 'mark'").fetchone()
+        if kept_mark is None:
+            return None
+        if subject is None:
+            sources: dict[str, str] = {}
+            for (text,) in conn.execute("SELECT sources FROM chains"):
+                sources.update(_sources_of(text))
+            broken_rows = conn.execute("SELECT * FROM broken ORDER BY path").fetchall()
+            for path, value, *_ in broken_rows:
+                sources[path] = value or ""
+            if {path: _stamp_text(value) or "" for path, value in scan().items()} != sources:
+                return None
+            rows = conn.execute(f"SELECT id, {_FACT_COLUMNS} FROM facts WHERE holds = 1").fetchall()
+        else:
+            now_mark = mark()
+            if now_mark is None or json.dumps(now_mark) != kept_mark[0]:
+                return None
+            key = rules.clean_name(subject).casefold()
+            chains = conn.execute(
+                "SELECT sources FROM chains WHERE chain IN (SELECT chain FROM facts WHERE key = ?)", (key,)
+            ).fetchall()
+            broken_rows = conn.execute(
+                "SELECT * FROM broken WHERE subject IS NULL OR subject = ? ORDER BY path", (key,)
+            ).fetchall()
+            for (text,) in chains:
+                for path, value in _sources_of(text).items():
+                    if (_stamp_text(stamp(path)) or "") != value:
+                        return None
+            for path, value, *_ in broken_rows:
+                if _stamp_text(stamp(path)) != value:
+                    return None
+            rows = conn.execute(f"SELECT id, {_FACT_COLUMNS} FROM facts WHERE key = ? AND holds = 1", (key,)).fetchall()
+        facts = sorted((_fact_of_cells(row[0], row[1:]) for row in rows), key=Fact.order)
+        return Listing(facts, [_problem(row) for row in broken_rows])
+
+    # ---- a whole view for a process that looks at every file --------------------------------
+
+    def load(self) -> tuple[dict[str, Read], list[tuple[list[Fact], bool]], dict[str, FactStamp]] | None:
+        """The files as read (broken ones too), the chains as resolved (each its facts oldest first,
+        and whether it was frozen) and the stamps the chains rest on; None when there is no view."""
+        return self._reading(self._load)
+
+    def _load(
+        self, conn: sqlite3.Connection
+    ) -> tuple[dict[str, Read], list[tuple[list[Fact], bool]], dict[str, FactStamp]] | None:
+        conn.execute("BEGIN")
+        if conn.execute("SELECT value FROM meta WHERE name = 'mark'").fetchone() is None:
+            return None
+        files: dict[str, Read] = {}
+        for path, stamp, text in conn.execute("SELECT path, stamp, fact FROM files"):
+            place = rules.fact_id_of_path(path)
+            fact = _fact_of(text)
+            if place is None or place[0] != fact.id:
+                return None
+            files[path] = Read(_stamp_of(stamp), place[1], fact)
+        for path, stamp, message, _, _, named, mended in conn.execute("SELECT * FROM broken"):
+            if stamp is not None and rules.fact_id_of_path(path) is not None:
+                files[path] = Read(
+                    _stamp_of(stamp), problem=message, mended=_fact_of(mended) if mended else None, subject=named
+                )
+        members: dict[str, list[Fact]] = {}
+        for fid, chain, *cells in conn.execute(f"SELECT id, chain, {_FACT_COLUMNS} FROM facts"):
+            members.setdefault(chain, []).append(_fact_of_cells(fid, cells))
+        chains: list[tuple[list[Fact], bool]] = []
+        rests: dict[str, FactStamp] = {}
+        for chain, frozen, sources in conn.execute("SELECT chain, frozen, sources FROM chains"):
+            chains.append((sorted(members.pop(chain, []), key=Fact.order), bool(frozen)))
+            rests.update((path, _stamp_of(value)) for path, value in _sources_of(sources).items() if value)
+        return (files, chains, rests) if not members else None
+
+    def save(
+        self,
+        mark: Hashable | None,
+        files: Mapping[str, Read],
+        resolution: Resolution,
+        paths: Iterable[str] | None,
+        problems: Iterable[tuple[Problem, FactStamp | None]],
+    ) -> None:
+        """Bring the view up to this state: the files of ``paths`` (None: every file, the view made
+        anew) and the chains of the ids the resolution changed (every chain when made anew).
+        ``mark`` is the facts folders' mark the state was read at (None: the store cannot tell)."""
+        if mark is None:
+            return
+        conn = self._create()
+        if conn is None:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            changed: Iterable[str]
+            if paths is None:
+                for table in ("files", "chains", "facts", "broken"):
+                    conn.execute(f"DELETE FROM {table}")  # noqa: S608 - the table names above
+                paths, changed = files, resolution.facts
+            else:
+                changed = set(resolution.changed)
+                rewritten = {
+                    resolution.chains[resolution.chain_of[fid]][0] for fid in changed if fid in resolution.chain_of
+                }
+                gone = rewritten | {
+                    chain
+                    for fid in resolution.changed
+                    for (chain,) in conn.execute("SELECT chain FROM facts WHERE id = ?", (fid,)).fetchall()
+                }
+                for chain in gone:  # its other facts are written again below, as this view has them
+                    members = [fid for (fid,) in conn.execute("SELECT id FROM facts WHERE chain = ?", (chain,))]
+                    if any(fid not in resolution.facts and fid not in resolution.changed for fid in members):
+                        raise _Behind  # another process kept a fact this view has not seen: leave its rows
+                    changed.update(members)
+                    conn.execute("DELETE FROM facts WHERE chain = ?", (chain,))
+                    conn.execute("DELETE FROM chains WHERE chain = ?", (chain,))
+            for path in paths:
+                read = files.get(path)
+                if read is None or read.fact is None:
+                    conn.execute("DELETE FROM files WHERE path = ?", (path,))
+                else:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?)",
+                        (path, _stamp_text(read.stamp), _fact_text(read.fact)),
+                    )
+            for number in {resolution.chain_of[fid] for fid in changed if fid in resolution.chain_of}:
+                self._save_chain(conn, files, resolution, number)
+            conn.execute("DELETE FROM broken")
+            conn.executemany(
+                "INSERT INTO broken VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        p.path,
+                        _stamp_text(stamp),
+                        p.message,
+                        p.repair,
+                        None if p.subject is None else rules.clean_name(p.subject).casefold(),
+                        p.subject,
+                        _mended_text(files.get(p.path)),
+                    )
+                    for p, stamp in problems
+                ],
+            )
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('mark', ?)", (json.dumps(mark),))
+            conn.execute("COMMIT")
+            resolution.changed.clear()
+        except (_Behind, sqlite3.DatabaseError, OSError, TypeError, ValueError, KeyError):
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.DatabaseError:
+                pass
+        finally:
+            conn.close()
+
+    def _save_chain(
+        self, conn: sqlite3.Connection, files: Mapping[str, Read], resolution: Resolution, number: int
+    ) -> None:
+        """One chain's rows: named by its first fact, with the stamps of every file it was resolved
+        from (a frozen chain's broken neighbours included: mending one changes what the chain says)."""
+        ids = resolution.chains[number]
+        key = ids[0]
+        sources: dict[str, str | None] = {}
+        for fid in ids:
+            copies = resolution.stored.get(fid, {})
+            for location in copies:
+                path = rules.fact_path(fid, location)
+                sources[path] = _stamp_text(files[path].stamp)
+            for copy in copies.values():
+                for other in (*copy.replaces, copy.replaced_by):
+                    if other is not None and other in resolution.broken:
+                        for path in (rules.fact_path(other, "current"), rules.fact_path(other, "history")):
+                            if path in files:
+                                sources[path] = _stamp_text(files[path].stamp)
+        conn.execute("DELETE FROM facts WHERE chain = ?", (key,))
+        conn.execute(
+            "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
+            (key, int(number in resolution.frozen), _sources_text(sources)),
+        )
+        conn.executemany(
+            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(fid, key, (fact := resolution.facts[fid]).key[0], int(fact.holds), *_fact_cells(fact)) for fid in ids],
+        )
