@@ -35,7 +35,7 @@ from fsmem._errors import (
 from fsmem._memory import render
 from fsmem._memory.levels import Scope, scope_folders
 from fsmem._memory.schema import check_request
-from fsmem._store.types import ChangeProposal, now_iso
+from fsmem._store.types import ChangeProposal, Entry, now_iso
 
 if TYPE_CHECKING:
     from fsmem._memory.project import Project
@@ -205,7 +205,9 @@ class Run:
     def _read(self, request: Read) -> dict[str, Any]:
         path = self._path(request.path)
         if path == "" or self.drive.is_dir(path):
-            return {"ok": True, "path": path, "text": self._tree(path)}
+            levels = self._listing(path)
+            entries = [_entry(entry, [_entry(child, None) for child in children]) for entry, children in levels]
+            return {"ok": True, "path": path, "text": render.tree(path, levels), "entries": entries}
         # A file placed by hand may be any size: shown whole only up to the cap; a line range of a
         # bigger one is still shown (the model asked for those lines), itself capped below.
         cap = READ_CAP_FACTOR * self.memory.settings.max_file_bytes
@@ -236,12 +238,12 @@ class Run:
             )
         return _file_result(path, version, text, view)
 
-    def _tree(self, path: str) -> str:
+    def _listing(self, path: str) -> list[tuple[Entry, list[Entry]]]:
         levels = []
         for entry in self.drive.entries(path):
             children = self.drive.entries(entry.path) if entry.is_dir else []
             levels.append((entry, children))
-        return render.tree(path, levels)
+        return levels
 
     # ---- write ------------------------------------------------------------------------------
 
@@ -563,6 +565,19 @@ def _added_lines(before: str, brought: str) -> str:
     """The lines a call brings (its content or new_text) that the file does not hold."""
     old = set(before.splitlines())
     return "\n".join(line for line in brought.splitlines() if line not in old)
+
+
+def _entry(entry: Entry, children: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """One entry of a folder's read, as data: a face lists it without reading the tree's text."""
+    listed: dict[str, Any] = {
+        "path": entry.path,
+        "folder": entry.is_dir,
+        "size": entry.size,
+        "modified": entry.modified,
+    }
+    if children is not None and entry.is_dir:
+        listed["entries"] = children
+    return listed
 
 
 def _file_result(path: str, version: str, content: str, text: str, **more: Any) -> dict[str, Any]:

@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
 }
 COMMANDS["copy"] = "fsmem.cli.copy:copy"  # issue 12: a project between stores
 COMMANDS["sync"] = "fsmem.cli.sync:sync"  # issue 12: a folder people edit, mirrored from PostgreSQL
+COMMANDS["ui"] = "fsmem.cli.ui:ui"  # issue 23: a page for people
 
 # Exit codes by error family; one place, so scripts can rely on them (the README's table).
 EXIT_REQUEST_REFUSED = 1
