@@ -131,7 +131,7 @@ def test_every_answer_forbids_scripts_frames_and_other_origins(client):
         assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
         assert "script-src" not in policy and "unsafe" not in policy  # no script source at all
         assert headers["x-frame-options"] == "DENY" and headers["x-content-type-options"] == "nosniff"
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"
 
 
 def test_no_page_holds_a_script(client, memory):
@@ -358,6 +358,7 @@ def test_an_edit_is_saved_as_a_persons_change_with_the_version_kept(client, memo
     )
     assert str(saved.url).endswith("/files?path=brand.md&saved=" + fsmem._core.versions.version_of(text.encode()))
     assert memory.read("brand.md") == text
+    assert "Saved: it is now version" in saved.text and "- &lt;!-- ... --&gt; is text here" in saved.text
     last = list(memory.log())[-1]
     assert (last.command, last.path, last.thread, last.before) == ("write", "brand.md", "ui", version)
     assert [v.version for v in memory.versions("brand.md")][0] == version

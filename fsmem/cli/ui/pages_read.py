@@ -55,7 +55,22 @@ def files(site: Site, request: Request) -> Response:
         last=last,
         parents=_parents(shown["path"]),
         size=len(content.encode("utf-8")),
+        notice=_notice(request),
     )
+
+
+def _notice(request: Request) -> str | None:
+    """What the change that led here did, as the page after it says (from its address: data, not HTML)."""
+    if arg(request, "saved"):
+        return f"Saved: it is now version {arg(request, 'saved')}."
+    if arg(request, "reverted"):
+        return f"Reverted to version {arg(request, 'reverted')}; what it held before is kept in its versions."
+    if arg(request, "kept"):
+        return (
+            f"Saved. Someone saved this file by hand while your change was made: their text is kept as "
+            f"version {arg(request, 'kept')} in its versions, not in the file."
+        )
+    return None
 
 
 def _parents(path: str) -> list[tuple[str, str]]:
