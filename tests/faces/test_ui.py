@@ -607,3 +607,48 @@ def test_outside_loopback_the_command_wants_a_token_of_its_own(root):
     assert refused.exit_code == 2 and "--token" in refused.output
     short = invoke(root, "ui", "--token", "short")
     assert short.exit_code == 2 and "16 characters" in short.output
+
+
+def test_the_command_serves_on_loopback_prints_its_address_and_opens_it(root, tmp_path):
+    """A real ``fsmem ui --open`` process: the address it prints is the one it opens ($BROWSER, as
+    Python's webbrowser reads it), a request without the token is refused, the token signs in."""
+    import http.client
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > {opened}\n")
+    browser.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env.update(PYTHONPATH=str(REPO), BROWSER=f"{browser} %s")
+    server = subprocess.Popen([sys.executable, "-m", "fsmem", "ui", "--root", str(root), "--open"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert server.stdout is not None
+        printed = server.stdout.readline() + server.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)(/\?token=(\S+))", printed)
+        assert found, printed
+        port, address, token = int(found.group(1)), found.group(2), found.group(3)
+        for _ in range(100):
+            if opened.exists() and opened.read_text():
+                break
+            time.sleep(0.05)
+        assert opened.read_text() == f"http://127.0.0.1:{port}{address}"
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", "/")
+        refused = connection.getresponse()
+        assert refused.status == 403 and b"needs its token" in refused.read()
+        connection.request("GET", f"/?token={token}")
+        signed = connection.getresponse()
+        signed.read()
+        assert signed.status == 303 and "HttpOnly" in (signed.getheader("set-cookie") or "")
+        connection.request("GET", "/", headers={"Cookie": signed.getheader("set-cookie").split(";")[0]})
+        home = connection.getresponse()
+        assert home.status == 200 and b"Levels" in home.read()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

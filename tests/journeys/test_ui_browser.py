@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 import fsmem
-from tests.conftest import IN_CI, REPO, run_fsmem
+from tests.conftest import IN_CI, REPO
 from tests.faces.ui_helpers import HOSTILE, make_project, propose
 
 SCREENSHOTS = REPO / "docs" / "ui" if os.environ.get("FSMEM_UI_SCREENSHOTS") == "1" else None
@@ -72,12 +72,11 @@ def browser() -> Iterator[object]:
 
 @dataclass
 class Served:
-    """A running ``fsmem ui`` and how to reach the memory it serves from another process."""
+    """A running ``fsmem ui`` process, and the memory it serves opened in this one (another process)."""
 
     url: str  # as printed, with the token
     base: str  # http://127.0.0.1:PORT
     memory: fsmem.Memory
-    where: list[str]  # the CLI options naming the same memory
 
     def at(self, path: str) -> str:
         return self.base + path
@@ -95,7 +94,7 @@ def _serve(memory: fsmem.Memory, where: list[str]) -> Iterator[Served]:
         lines = [server.stdout.readline() for _ in range(2)]
         found = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=\S+", "".join(lines))
         assert found, (lines, server.stderr.read() if server.poll() is not None and server.stderr else "")
-        yield Served(found.group(0), found.group(1), memory, where)
+        yield Served(found.group(0), found.group(1), memory)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -204,13 +203,13 @@ def _journey(browser, served: Served, shots: bool) -> None:
 
     # A conflicting edit from another process between load and save: both texts shown, nothing lost.
     _click_link(browser, "Edit")
-    other = run_fsmem("write", "brand.md", "--old", "Tone: warm", "--new", "Tone: warm and dry", *served.where)
-    assert other.returncode == 0, other.stderr
+    # (this test's process is not the server's: its change reaches the page only through the store)
+    _change(served.memory, "brand.md", "Tone: warm", "Tone: warm and dry")
     mine = "# Brand\n- Titles end with | Field Notes\n- Colours: rye and ember\n- Tone: plain\n"
     _type_into_editor(browser, mine)
     _submit(browser, "Save")
     page = _text(browser)
-    assert "Changed by thread cli (write)" in page and "Nothing was saved" in page
+    assert "Changed by thread chat-7 (write)" in page and "Nothing was saved" in page
     assert "Tone: warm and dry" in browser.find_element(*_by("section.theirs")).text
     assert browser.find_element(*_by("textarea[name=content]")).get_property("value") == mine
     assert served.memory.read("brand.md").endswith("- Tone: warm and dry\n")
@@ -237,8 +236,7 @@ def _journey(browser, served: Served, shots: bool) -> None:
     # Proposals: one that applies is approved; one whose file changed is refused, with the reason.
     applies = propose(served.memory, "seo/titles.md", "line two", "line 2")
     stale = propose(served.memory, "brand.md", "Tone: warm and dry", "Tone: crisp")
-    other = run_fsmem("write", "brand.md", "--old", "Colours: rye and ember", "--new", "Colours: rye", *served.where)
-    assert other.returncode == 0, other.stderr
+    _change(served.memory, "brand.md", "Colours: rye and ember", "Colours: rye")
     browser.get(served.at("/proposals"))
     assert "can apply" in _text(browser) and "no longer applies" in _text(browser)
     if shots:
@@ -264,6 +262,13 @@ def _journey(browser, served: Served, shots: bool) -> None:
         _shot(browser, "facts")
         browser.get(served.at("/search?q=titles"))
         _shot(browser, "search")
+
+
+def _change(memory: fsmem.Memory, path: str, old: str, new: str) -> None:
+    """Another thread's change, made in this process (the page runs in its own)."""
+    run = memory.run(thread_id="chat-7")
+    run.call({"command": "read", "path": path})
+    assert run.call({"command": "write", "path": path, "old_text": old, "new_text": new})["ok"]
 
 
 def _kept_text(memory: fsmem.Memory, path: str, version: str) -> str:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from fsmem._errors import FsmemError
 from fsmem._memory.memory import Memory
 from fsmem.cli.ui import pages_change, pages_history, pages_read
 from fsmem.cli.ui.guard import Guard, Keys
@@ -27,9 +28,17 @@ Changer = Callable[[Site, Request, dict[str, str]], Response]
 MAX_FORM_BYTES = 1024 * 1024  # a memory file is 32 KiB by default; a form is never more than a few
 
 
+def _shown(site: Site, page: Callable[..., Response], *args: object) -> Response:
+    """The page, or the refusal that stopped it as a page of its own (nothing was changed)."""
+    try:
+        return page(site, *args)
+    except FsmemError as error:
+        return site.refused(error)
+
+
 def _reading(site: Site, page: Reader) -> Callable[[Request], object]:
     async def endpoint(request: Request) -> Response:
-        return await run_in_threadpool(page, site, request)
+        return await run_in_threadpool(_shown, site, page, request)
 
     return endpoint
 
@@ -46,7 +55,7 @@ def _changing(site: Site, page: Changer) -> Callable[[Request], object]:
                 "is missing or wrong); reload the page and try again.",
                 403,
             )
-        return await run_in_threadpool(page, site, request, form)
+        return await run_in_threadpool(_shown, site, page, request, form)
 
     return endpoint
 

@@ -37,8 +37,6 @@ def edit_form(site: Site, request: Request) -> Response:
         return site.page(
             "edit.html", path=normalize_path(path), version="", content="", new=True, problem=None, conflict=None
         )
-    except FsmemError as error:
-        return site.refused(error, path=path)
     if "entries" in shown:
         return go(_to_file(shown["path"]))
     return site.page(
@@ -110,20 +108,13 @@ def _conflict(site: Site, path: str, text: str, error: FsmemError) -> Response:
 
 def rename(site: Site, request: Request, form: dict[str, str]) -> Response:
     path, new_path = field(form, "path"), field(form, "new_path").strip()
-    try:
-        result = site.run().execute(Rename(path, new_path, expected_version=field(form, "version") or None))
-    except FsmemError as error:
-        return site.refused(error, path=path)
+    result = site.run().execute(Rename(path, new_path, expected_version=field(form, "version") or None))
     return go(_to_file(result["path"]))
 
 
 def delete_form(site: Site, request: Request) -> Response:
     """What the file (or folder) holds, before a person says delete."""
-    path = arg(request, "path")
-    try:
-        shown = site.call({"command": "read", "path": path})
-    except FsmemError as error:
-        return site.refused(error, path=path)
+    shown = site.call({"command": "read", "path": arg(request, "path")})
     return site.page(
         "delete.html",
         path=shown["path"],
@@ -135,11 +126,7 @@ def delete_form(site: Site, request: Request) -> Response:
 
 
 def delete(site: Site, request: Request, form: dict[str, str]) -> Response:
-    path = field(form, "path")
-    try:
-        result = site.run().execute(Delete(path, expected_version=field(form, "version") or None))
-    except FsmemError as error:
-        return site.refused(error, path=path)
+    result = site.run().execute(Delete(field(form, "path"), expected_version=field(form, "version") or None))
     return site.page(
         "delete.html",
         path=result["path"],

@@ -24,10 +24,7 @@ LOG_LIMIT = 200
 
 def history(site: Site, request: Request) -> Response:
     path, thread = arg(request, "path").strip(), arg(request, "thread").strip()
-    try:
-        entries = browse.changes(site.memory, path=path or None, thread=thread or None, limit=LOG_LIMIT)
-    except FsmemError as error:
-        return site.refused(error, path=path)
+    entries = browse.changes(site.memory, path=path or None, thread=thread or None, limit=LOG_LIMIT)
     return site.page("history.html", path=path, thread=thread, entries=entries, limit=LOG_LIMIT)
 
 
@@ -39,18 +36,13 @@ def versions(site: Site, request: Request) -> Response:
         now = site.call({"command": "read", "path": path})
     except NotFound:
         now = {}
-    except FsmemError as error:
-        return site.refused(error, path=path)
     current = now.get("version", "")
     choices = ([current] if current else []) + [v.version for v in kept]
     a = arg(request, "a") or (choices[1] if len(choices) > 1 else "")
     b = arg(request, "b") or (choices[0] if choices else "")
     diff = None
     if a and b:
-        try:
-            before, after = browse.kept_text(site.memory, path, a), browse.kept_text(site.memory, path, b)
-        except FsmemError as error:
-            return site.refused(error, path=path)
+        before, after = browse.kept_text(site.memory, path, a), browse.kept_text(site.memory, path, b)
         diff = diff_rows(unified_diff(path, before, after))
     return site.page("versions.html", path=path, current=current, kept=kept, a=a, b=b, diff=diff)
 
@@ -62,8 +54,6 @@ def revert(site: Site, request: Request, form: dict[str, str]) -> Response:
         current = now.get("version", "")
     except NotFound:
         current = ""
-    except FsmemError as error:
-        return site.refused(error, path=path)
     if current != shown:
         last = browse.last_change(site.memory, path)
         who = f" by thread {last.thread} ({last.command}, {last.time})" if last and last.after == current else ""
@@ -71,11 +61,8 @@ def revert(site: Site, request: Request, form: dict[str, str]) -> Response:
             f"{path} changed since this page showed it (it showed version {shown or 'none'}; it is now "
             f"{current or 'gone'}){who}. Nothing was reverted: look at its versions again, then choose."
         )
-        return site.refused(changed, path=path)
-    try:
-        site.memory.revert(path, version, thread=THREAD)
-    except FsmemError as error:
-        return site.refused(error, path=path)
+        raise changed
+    site.memory.revert(path, version, thread=THREAD)
     return go("/files?" + urlencode({"path": path, "reverted": version}))
 
 
@@ -104,8 +91,5 @@ def approve(site: Site, request: Request, form: dict[str, str]) -> Response:
 
 def discard(site: Site, request: Request, form: dict[str, str]) -> Response:
     proposal_id = field(form, "id")
-    try:
-        site.memory.discard(proposal_id)
-    except FsmemError as error:
-        return site.refused(error)
+    site.memory.discard(proposal_id)
     return go("/proposals?" + urlencode({"done": f"discarded {proposal_id}"}))

@@ -12,7 +12,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from fsmem._errors import FsmemError, NotFound, ScopeError
 from fsmem._memory import browse
 from fsmem._memory.levels import Scope
 from fsmem.cli.ui.site import Site, arg
@@ -37,11 +36,7 @@ def home(site: Site, request: Request) -> Response:
 
 
 def files(site: Site, request: Request) -> Response:
-    path = arg(request, "path")
-    try:
-        shown = site.call({"command": "read", "path": path})
-    except FsmemError as error:
-        return site.refused(error, path=path)
+    shown = site.call({"command": "read", "path": arg(request, "path")})
     if "entries" in shown:
         return site.page("folder.html", path=shown["path"], entries=shown["entries"], parents=_parents(shown["path"]))
     content = shown["content"]
@@ -82,11 +77,8 @@ def _parents(path: str) -> list[tuple[str, str]]:
 def scope(site: Site, request: Request) -> Response:
     """What a chat, an agent's chat or a routine's run loads before its first turn."""
     agent, routine = arg(request, "agent"), arg(request, "routine")
-    try:
-        chosen = Scope.routine(agent, routine) if routine else Scope.agent(agent) if agent else Scope.chat()
-        loaded = browse.loads(site.memory, chosen)
-    except (ScopeError, NotFound) as error:
-        return site.refused(error)
+    chosen = Scope.routine(agent, routine) if routine else Scope.agent(agent) if agent else Scope.chat()
+    loaded = browse.loads(site.memory, chosen)
     return site.page("scope.html", scope=chosen.to_text(), loaded=loaded, total=sum(item.size for item in loaded))
 
 
@@ -94,10 +86,7 @@ def search(site: Site, request: Request) -> Response:
     query = arg(request, "q").strip()
     hits: list[Any] = []
     if query:
-        try:
-            hits = site.memory.search(query, limit=SEARCH_LIMIT)
-        except FsmemError as error:
-            return site.refused(error, query=query)
+        hits = site.memory.search(query, limit=SEARCH_LIMIT)
     return site.page("search.html", query=query, hits=hits)
 
 

@@ -55,8 +55,8 @@ class Site:
         html = template.render(project=self.memory.name, csrf=self.keys.csrf, **values)
         return HTMLResponse(html, status_code=status)
 
-    def refused(self, error: FsmemError, **values: Any) -> HTMLResponse:
-        return self.page("refused.html", STATUS_BY_CODE.get(error.code, 400), error=error, **values)
+    def refused(self, error: FsmemError) -> HTMLResponse:
+        return self.page("refused.html", STATUS_BY_CODE.get(error.code, 400), error=error)
 
 
 def arg(request: Request, name: str, default: str = "") -> str:
