@@ -124,6 +124,17 @@ def test_another_host_name_is_refused_even_with_the_cookie(client):
     assert answer.status_code == 421 and "Field Notes" not in answer.text
 
 
+def test_a_page_on_every_address_answers_any_host_but_still_wants_the_token(memory):
+    anywhere = TestClient(build_app(memory, Keys(TOKEN, 80, None)), base_url="http://my-laptop.lan:80")
+    assert anywhere.get("/").status_code == 403
+    assert anywhere.get(f"/?token={TOKEN}").status_code == 200
+    token = csrf_of(anywhere.get("/files?path=brand.md").text)
+    version = form_value(anywhere.get("/edit?path=brand.md").text, "version")
+    data = {"path": "brand.md", "version": version, "content": "x\n", "csrf": token}
+    assert anywhere.post("/edit", data=data, headers={"origin": "http://other.lan"}).status_code == 403
+    assert anywhere.post("/edit", data=data, headers={"origin": "http://my-laptop.lan"}).status_code == 200
+
+
 def test_every_answer_forbids_scripts_frames_and_other_origins(client):
     for url in ("/", "/files?path=brand.md", "/files?path=../x", "/static/ui.css"):
         headers = client.get(url).headers
@@ -172,6 +183,7 @@ def test_a_change_from_another_origin_is_refused_before_its_form_is_read(client,
     assert client.post("/edit", data=data, headers={"origin": "http://attacker.example"}).status_code == 403
     assert client.post("/edit", data=data, headers={"sec-fetch-site": "cross-site"}).status_code == 403
     assert "Field Notes" in memory.read("brand.md")
+    assert client.post("/edit", data=data, headers={"origin": f"http://{HOST}"}).status_code == 200
 
 
 def test_only_get_and_post_are_answered(client):
@@ -434,6 +446,9 @@ def test_a_new_file_is_created_and_an_existing_path_is_not_overwritten(client, m
     assert memory.read("seo/meta.md") == "# Meta\n"
     answer = post(client, "/new", {"path": "seo/meta.md", "version": "", "content": "again\n", "csrf": token}, 409)
     assert memory.read("seo/meta.md") == "# Meta\n" and textarea(answer.text) == "again\n"
+    write_by_hand(memory.root, "odd.md/inside.md", "a folder named like a file\n")
+    folder = post(client, "/new", {"path": "odd.md", "version": "", "content": "x\n", "csrf": token}, 409)
+    assert "odd.md is a folder" in folder.text and "deleted" not in folder.text and textarea(folder.text) == "x\n"
     refused = post(
         client, "/new", {"path": "agents/nobody-1234abcd/x.md", "version": "", "content": "x\n", "csrf": token}, 400
     )
@@ -456,6 +471,9 @@ def test_rename_follows_the_tools_rules(client, memory):
         client, "/rename", {"path": "seo/headlines.md", "new_path": "brand.md", "version": version, "csrf": token}, 409
     )
     assert "EXISTS" in over.text
+    assert "Rename the folder" in page(client, "/files?path=seo")
+    post(client, "/rename", {"path": "seo", "new_path": "search", "version": "", "csrf": token})
+    assert memory.read("search/headlines.md").startswith("# Titles") and not (memory.root / "seo").exists()
 
 
 def test_delete_shows_what_the_file_held_and_a_top_file_is_emptied(client, memory):
@@ -625,14 +643,17 @@ def test_the_command_serves_on_loopback_prints_its_address_and_opens_it(root, tm
     browser.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env.update(PYTHONPATH=str(REPO), BROWSER=f"{browser} %s")
-    server = subprocess.Popen([sys.executable, "-m", "fsmem", "ui", "--root", str(root), "--open"],
+    server = subprocess.Popen([sys.executable, "-m", "fsmem", "ui", "--root", str(root), "--open", "--json"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert server.stdout is not None
-        printed = server.stdout.readline() + server.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:(\d+)(/\?token=(\S+))", printed)
+        import json
+
+        printed = json.loads(server.stdout.readline())
+        found = re.fullmatch(r"http://127\.0\.0\.1:(\d+)(/\?token=(\S+))", printed["url"])
         assert found, printed
         port, address, token = int(found.group(1)), found.group(2), found.group(3)
+        assert (printed["port"], printed["token"], printed["project"]) == (port, token, "root")
         for _ in range(100):
             if opened.exists() and opened.read_text():
                 break

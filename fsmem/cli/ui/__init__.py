@@ -7,13 +7,15 @@ The command imports only click; the page's stack (Starlette, uvicorn, Jinja2, ma
 from __future__ import annotations
 
 import ipaddress
+import socket
 
 import click
 
 from fsmem._errors import SetupError
-from fsmem.cli.options import open_memory, root_option
+from fsmem.cli.options import json_line, json_option, open_memory, root_option
 
 LOOPBACK = "127.0.0.1"
+WILDCARDS = ("0.0.0.0", "::")
 
 
 def _is_loopback(host: str) -> bool:
@@ -36,10 +38,11 @@ def _is_loopback(host: str) -> bool:
     help="The address to listen on; anything but loopback needs --token (the page is then reachable by others).",
 )
 @click.option("--token", default=None, help="The token the page asks for (default: a new one each time).")
-def ui(root: str | None, port: int, open_browser: bool, host: str, token: str | None) -> None:
+@json_option
+def ui(root: str | None, port: int, open_browser: bool, host: str, token: str | None, as_json: bool) -> None:
     """Serve a page for people: the levels, files rendered and as source, edits, history, facts,
     proposals and search. Prints its address with a token; every request needs it (then a cookie).
-    Ctrl-C stops it."""
+    Ctrl-C stops it. With --json the address comes as one JSON line (url, port, token), for scripts."""
     try:
         from fsmem.cli.ui.app import bind, build_app, serve
         from fsmem.cli.ui.guard import Keys, loopback_hosts, new_token
@@ -60,11 +63,17 @@ def ui(root: str | None, port: int, open_browser: bool, host: str, token: str | 
     except OSError as error:
         raise SetupError(f"cannot listen on {host}:{port} ({error.strerror}); choose another --port") from error
     bound = sock.getsockname()[1]
-    shown_host = f"[{host}]" if ":" in host else host
-    hosts = loopback_hosts(bound) | {f"{shown_host}:{bound}"}
-    keys = Keys(token or new_token(), bound, frozenset(hosts))
+    if host in WILDCARDS:  # every address of this machine: reached by names it cannot list, the token guards it
+        shown_host, hosts = socket.gethostname(), None
+    else:
+        shown_host = f"[{host}]" if ":" in host else host
+        hosts = loopback_hosts(bound) | {f"{shown_host}:{bound}"}
+    keys = Keys(token or new_token(), bound, hosts)
     url = f"http://{shown_host}:{bound}/?token={keys.token}"
-    click.echo(f"fsmem ui: {memory.root or memory.name}\n  {url}\nCtrl-C stops it.")
+    if as_json:
+        click.echo(json_line({"url": url, "port": bound, "token": keys.token, "project": memory.name}))
+    else:
+        click.echo(f"fsmem ui: {memory.root or memory.name}\n  {url}\nCtrl-C stops it.")
     if open_browser:
         import webbrowser
 

@@ -51,7 +51,7 @@ class Keys:
 
     token: str
     port: int
-    hosts: frozenset[str]  # Host headers this server answers to ("127.0.0.1:8765", ...)
+    hosts: frozenset[str] | None  # Host headers this server answers to ("127.0.0.1:8765", ...); None: any
     session: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
     @property
@@ -72,8 +72,12 @@ class Keys:
     def csrf_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
 
-    def origins(self) -> set[str]:
-        return {f"http://{host}" for host in self.hosts}
+    def host_ok(self, host: str) -> bool:
+        return self.hosts is None or host in self.hosts
+
+    def origin_ok(self, origin: str, host: str) -> bool:
+        """The page's own origin: the address it was reached by, which the Host check vouched for."""
+        return origin == f"http://{host}"
 
 
 def loopback_hosts(port: int) -> frozenset[str]:
@@ -92,7 +96,7 @@ class Guard:
                 await self.app(scope, receive, send)
             return
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-        if headers.get("host", "") not in self.keys.hosts:
+        if not self.keys.host_ok(headers.get("host", "")):
             await _answer(send, 421, "Wrong address", "This server answers only to the address fsmem ui printed.")
             return
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -133,7 +137,7 @@ class Guard:
         if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
             return False
         origin = headers.get("origin")
-        return origin is None or origin in self.keys.origins()
+        return origin is None or self.keys.origin_ok(origin, headers.get("host", ""))
 
 
 def _cookie(header: str, name: str) -> str | None:

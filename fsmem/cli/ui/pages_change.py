@@ -90,6 +90,11 @@ def _conflict(site: Site, path: str, text: str, error: FsmemError) -> Response:
         current, version = now.get("content", ""), now.get("version", "")
     except NotFound:
         current, version = "", ""
+    else:
+        if "entries" in now:  # a folder is there, not someone's text: a refusal like any other
+            return site.page(
+                "edit.html", 409, path=path, version="", content=text, new=True, problem=error, conflict=None
+            )
     changed_by: Any = error.details.get("changed_by")
     if changed_by is None and version:
         last = browse.last_change(site.memory, path)
