@@ -627,6 +627,18 @@ def test_outside_loopback_the_command_wants_a_token_of_its_own(root):
     assert short.exit_code == 2 and "16 characters" in short.output
 
 
+def test_a_port_in_use_is_a_setup_error(root):
+    import socket
+
+    from tests.conftest import invoke
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        busy = invoke(root, "ui", "--port", str(taken.getsockname()[1]))
+    assert busy.exit_code == 2 and "cannot listen on 127.0.0.1" in busy.output and "another --port" in busy.output
+
+
 def test_the_command_serves_on_loopback_prints_its_address_and_opens_it(root, tmp_path):
     """A real ``fsmem ui --open`` process: the address it prints is the one it opens ($BROWSER, as
     Python's webbrowser reads it), a request without the token is refused, the token signs in."""

@@ -57,11 +57,15 @@ def ui(root: str | None, port: int, open_browser: bool, host: str, token: str | 
         )
     if token is not None and len(token) < 16:
         raise click.UsageError("--token must be at least 16 characters, so it cannot be guessed")
-    memory = open_memory(root)
     try:
         sock = bind(host, port)
     except OSError as error:
         raise SetupError(f"cannot listen on {host}:{port} ({error.strerror}); choose another --port") from error
+    try:
+        memory = open_memory(root)
+    except BaseException:
+        sock.close()
+        raise
     bound = sock.getsockname()[1]
     if host in WILDCARDS:  # every address of this machine: reached by names it cannot list, the token guards it
         shown_host, hosts = socket.gethostname(), None
