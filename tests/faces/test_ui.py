@@ -312,7 +312,11 @@ def test_relative_links_open_memory_files_and_outside_links_say_so(client, memor
 
 
 def test_the_levels_show_agents_and_routines_by_name_with_what_they_load(client, memory):
+    memory.run(thread_id="t").call({"command": "write", "path": "agents/seo-3f9a1c2e/keywords.md", "content": "k\n"})
     home = page(client, "/")
+    topics = re.findall(r'<span class="topics">topics: (.*?)</span>', home)
+    names = [re.findall(r">([^<]+)</a>", line) for line in topics]
+    assert names == [["brand.md", "notes/", "seo/"], ["keywords.md"]]  # no top file, no level folder, no routine
     assert "SEO" in home and "Meta tags" in home and AGENT_ID in home and ROUTINE_ID in home
     project = len(memory.read("MEMORY.md").encode())
     agent = len(memory.read("agents/seo-3f9a1c2e/MEMORY.md").encode())

@@ -31,8 +31,21 @@ def home(site: Site, request: Request) -> Response:
             if routine.id is not None:
                 loads[routine.folder] = browse.loads(site.memory, Scope.routine(agent.id, routine.id))
     totals = {folder: sum(item.size for item in loaded) for folder, loaded in loads.items()}
+    topics = {level.folder: _topics(site, level) for level in _levels(tree)}
     proposals = len(site.memory.proposals())
-    return site.page("home.html", tree=tree, loads=loads, totals=totals, proposals=proposals)
+    return site.page("home.html", tree=tree, loads=loads, totals=totals, topics=topics, proposals=proposals)
+
+
+def _levels(tree: browse.Level) -> list[browse.Level]:
+    return [tree, *tree.routines, *(routine for agent in tree.routines for routine in agent.routines)]
+
+
+def _topics(site: Site, level: browse.Level) -> list[dict[str, Any]]:
+    """What a level's folder holds beside its top file and the levels under it: its topic files and
+    folders (the project's facts among them), as the tool lists them (names and sizes, nothing read)."""
+    entries = site.call({"command": "read", "path": level.folder})["entries"]
+    inside = {"project": "agents", "agent": f"{level.folder}/routines", "routine": None}[level.kind]
+    return [entry for entry in entries if entry["path"] not in (level.top_file, inside)]
 
 
 def files(site: Site, request: Request) -> Response:
