@@ -11,6 +11,7 @@ from fsmem import Scope
 AGENT_ID = "3f9a1c2e-77aa-4b1e-9d3c-5a0e8f1b2c3d"
 ROUTINE_ID = "9b7d4e10-0c1d-4e2f-8a9b-7c6d5e4f3a2b"
 TOKEN = "a-token-for-tests-only-0123"
+HOST = "testserver"  # the Host the TestClient sends
 
 HOSTILE = (
     "# Hostile\n"
@@ -75,3 +76,22 @@ def write_by_hand(root: Path, path: str, text: str) -> None:
     target = root / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
+
+
+# ---- a signed-in TestClient's requests ------------------------------------------------------------
+
+
+def page(client, url: str, status: int = 200) -> str:
+    answer = client.get(url)
+    assert answer.status_code == status, answer.text
+    return answer.text
+
+
+def post(client, url: str, data: dict[str, str], status: int = 200, **headers: str):
+    answer = client.post(url, data=data, headers=headers, follow_redirects=True)
+    assert answer.status_code == status, answer.text
+    return answer
+
+
+def csrf(client) -> str:
+    return csrf_of(page(client, "/files?path=brand.md"))
