@@ -22,7 +22,7 @@ import pytest
 
 import fsmem
 from tests.conftest import IN_CI, REPO
-from tests.faces.ui.helpers import HOSTILE, make_project, propose
+from tests.faces.ui_helpers import HOSTILE, make_project, propose
 
 SCREENSHOTS = REPO / "docs" / "ui" if os.environ.get("FSMEM_UI_SCREENSHOTS") == "1" else None
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("starlette")
 
 import fsmem  # noqa: E402
-from tests.faces.ui.helpers import (  # noqa: E402
+from tests.faces import ui_fixtures  # noqa: E402
+from tests.faces.ui_helpers import (  # noqa: E402
     AGENT_ID,
     ROUTINE_ID,
     csrf,
@@ -22,6 +23,11 @@ from tests.faces.ui.helpers import (  # noqa: E402
     propose,
     textarea,
     write_by_hand,
+)
+
+# The page's fixtures, shared by its two test modules (a conftest here would shadow the suite's own).
+project, memory, keys, anonymous, client = (
+    ui_fixtures.project, ui_fixtures.memory, ui_fixtures.keys, ui_fixtures.anonymous, ui_fixtures.client
 )
 
 # ---- browse ---------------------------------------------------------------------------------------

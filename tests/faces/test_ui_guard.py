@@ -19,7 +19,8 @@ from starlette.testclient import TestClient  # noqa: E402
 import fsmem  # noqa: E402
 from fsmem.cli.ui.app import build_app  # noqa: E402
 from fsmem.cli.ui.guard import Keys  # noqa: E402
-from tests.faces.ui.helpers import (  # noqa: E402
+from tests.faces import ui_fixtures  # noqa: E402
+from tests.faces.ui_helpers import (  # noqa: E402
     HOST,
     HOSTILE,
     TOKEN,
@@ -30,6 +31,11 @@ from tests.faces.ui.helpers import (  # noqa: E402
     post,
     propose,
     write_by_hand,
+)
+
+# The page's fixtures, shared by its two test modules (a conftest here would shadow the suite's own).
+project, memory, keys, anonymous, client = (
+    ui_fixtures.project, ui_fixtures.memory, ui_fixtures.keys, ui_fixtures.anonymous, ui_fixtures.client
 )
 
 # ---- the guard ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The page's TestClient fixtures: the project made once a module, a copy a test, a signed-in client."""
+"""The page's TestClient fixtures (bound by name in tests/faces/test_ui_*.py): the project made once a
+module, a copy a test, a client without the cookie and one signed in."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shutil
 import pytest
 
 import fsmem
-from tests.faces.ui.helpers import HOST, TOKEN, make_project
+from tests.faces.ui_helpers import HOST, TOKEN, make_project
 
 
 @pytest.fixture(scope="module")
