@@ -73,8 +73,8 @@ def main(argv: list[str]) -> None:
         baseline = measure(lambda: run.call({"command": "read", "path": shown}), repeat)
         pages = {
             "levels /": "/",
-            "folder / (51 entries)": "/files?path=",
-            "folder topics/t07": "/files?path=topics/t07",
+            "folder /": "/files?path=",
+            "folder of 20 files": "/files?path=topics/t00",
             "file": f"/files?path={shown}",
             "edit form": f"/edit?path={shown}",
             "history (all)": "/history",
