@@ -38,7 +38,8 @@ def test_ui_bench_runs_and_reports() -> None:
 
 def test_missing_parts_are_skipped_and_unknown_parts_refused() -> None:
     help_text = _bench("--help")
-    assert help_text.returncode == 0 and help_text.stdout.startswith("usage: bin/bench [drive|search|facts|context|faces|store|ui|all]")
+    assert help_text.returncode == 0
+    assert help_text.stdout.startswith("usage: bin/bench [drive|search|facts|context|faces|store|ui|all]")
     unknown = _bench("nonsense")
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("Error: no benchmark part 'nonsense'.")
