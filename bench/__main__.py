@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import sys
 
-PARTS = ("drive", "search", "facts", "context", "faces", "store", "processes", "recall", "meaning")
+PARTS = ("drive", "search", "facts", "context", "faces", "store", "processes", "recall", "meaning", "ui")
 USAGE = f"usage: bin/bench [{'|'.join(PARTS)}|all] [--quick] [options of the part]"
 
 

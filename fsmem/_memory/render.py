@@ -1,9 +1,10 @@
-"""The texts the model reads in tool results: file views, folder trees, excerpts, search hits."""
+"""What tool results hold: the texts the model reads (file views, folder trees, excerpts, search hits)
+and the data every face words its own way (a file's fields, a folder's entries)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fsmem._core.search import SearchHit
 
@@ -107,3 +108,30 @@ def hits(found: list[SearchHit], query: str) -> str:
         + (f"\n    broken fact file, not used as a fact: {hit.problem}" if hit.problem else "")
         for hit in found
     )
+
+
+def entry_data(entry: Entry, children: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """One entry of a folder's read, as data: a face lists it without reading the tree's text."""
+    listed: dict[str, Any] = {
+        "path": entry.path,
+        "folder": entry.is_dir,
+        "size": entry.size,
+        "modified": entry.modified,
+    }
+    if children is not None and entry.is_dir:
+        listed["entries"] = children
+    return listed
+
+
+def file_result(path: str, version: str, content: str, text: str, **more: Any) -> dict[str, Any]:
+    """A read's or a write's result: the file as it now is (faces word it from these fields) and ``text``,
+    the tool's own words for the model."""
+    return {
+        "ok": True,
+        "path": path,
+        "version": version,
+        "content": content,
+        "lines": len(content.splitlines()),
+        **more,
+        "text": text,
+    }

@@ -38,7 +38,7 @@ from fsmem._memory import skills as skill_rules
 from fsmem._memory.levels import Scope, scope_folders
 from fsmem._memory.links import rename_plan
 from fsmem._memory.schema import check_request
-from fsmem._store.types import ChangeProposal, now_iso
+from fsmem._store.types import ChangeProposal, Entry, now_iso
 
 if TYPE_CHECKING:
     from fsmem._memory.project import Project
@@ -209,7 +209,12 @@ class Run:
     def _read(self, request: Read) -> dict[str, Any]:
         path = self._path(request.path)
         if path == "" or self.drive.is_dir(path):
-            return {"ok": True, "path": path, "text": self._tree(path)}
+            levels = self._listing(path)
+            entries = [
+                render.entry_data(entry, [render.entry_data(child, None) for child in children])
+                for entry, children in levels
+            ]
+            return {"ok": True, "path": path, "text": render.tree(path, levels), "entries": entries}
         # A file placed by hand may be any size: shown whole only up to the cap; a line range of a
         # bigger one is still shown (the model asked for those lines), itself capped below.
         cap = READ_CAP_FACTOR * self.memory.settings.max_file_bytes
@@ -239,14 +244,14 @@ class Run:
                 f"lines {request.start_line or 1}-{request.end_line or 'end'} of {path} come to "
                 f"{len(view):,} characters, more than the {cap:,} a read shows; ask for fewer lines"
             )
-        return _file_result(path, version, text, view)
+        return render.file_result(path, version, text, view)
 
-    def _tree(self, path: str) -> str:
+    def _listing(self, path: str) -> list[tuple[Entry, list[Entry]]]:
         levels = []
         for entry in self.drive.entries(path):
             children = self.drive.entries(entry.path) if entry.is_dir else []
             levels.append((entry, children))
-        return render.tree(path, levels)
+        return levels
 
     # ---- write ------------------------------------------------------------------------------
 
@@ -278,7 +283,7 @@ class Run:
             if before is not None and after == before:
                 version = version_of(before)
                 self.mark_seen(path, version)
-                return _file_result(
+                return render.file_result(
                     path,
                     version,
                     after_text,
@@ -303,7 +308,7 @@ class Run:
         )
         if request.old_text is not None and before_text is not None:  # where the replaced text began
             line = before_text[: before_text.find(request.old_text)].count("\n") + 1
-        result = _file_result(path, version, after_text, text, line=line)
+        result = render.file_result(path, version, after_text, text, line=line)
         if hand:  # a person saved the file while this write was made: their text is kept, not lost
             kept = hand[-1].version
             result["hand_edit_kept"] = hand[-1].to_dict()
@@ -572,17 +577,3 @@ def _check_glob(name: str, glob: str) -> None:
         normalize_path(glob)
     except BadPath as error:
         raise BadPath(f"The {name} glob is not a memory path: {error.message}") from error
-
-
-def _file_result(path: str, version: str, content: str, text: str, **more: Any) -> dict[str, Any]:
-    """A read's or a write's result: the file as it now is (faces word it from these fields) and ``text``,
-    the tool's own words for the model."""
-    return {
-        "ok": True,
-        "path": path,
-        "version": version,
-        "content": content,
-        "lines": len(content.splitlines()),
-        **more,
-        "text": text,
-    }

@@ -44,6 +44,7 @@ COMMANDS["usage"] = "fsmem.cli.usage:usage"  # issue 22: model calls and tokens 
 COMMANDS["skills"] = "fsmem.cli.skills:skills"  # issue 22: skills kept like memory, and the curator
 COMMANDS["links"] = "fsmem.cli.links:links"  # issue 21: links and backlinks
 COMMANDS["model"] = "fsmem.cli.model:model"  # issue 21: the local embedding model
+COMMANDS["ui"] = "fsmem.cli.ui:ui"  # issue 23: a page for people
 
 # Exit codes by error family; one place, so scripts can rely on them (the README's table).
 EXIT_REQUEST_REFUSED = 1

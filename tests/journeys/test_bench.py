@@ -41,9 +41,17 @@ def test_drive_bench_runs_and_reports(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []  # the scratch root is cleaned up
 
 
+def test_ui_bench_runs_and_reports() -> None:
+    done = _bench("ui", "--files", "30", "--repeat", "2")
+    assert done.returncode == 0, done.stderr
+    assert "memory files; 2 requests a page; target p50 <= 100 ms" in done.stdout
+    for row in ("tool read (baseline)", "levels /", "file ", "history (all)", "proposals (5)", "search "):
+        assert f"\n{row}" in done.stdout, row
+
+
 def test_missing_parts_are_skipped_and_unknown_parts_refused() -> None:
     help_text = _bench("--help")
-    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|recall|meaning|all]"
+    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|recall|meaning|ui|all]"
     assert help_text.returncode == 0 and help_text.stdout.startswith(usage)
     unknown = _bench("nonsense")
     assert unknown.returncode == 2

@@ -58,6 +58,16 @@ def test_reading_a_folder_shows_a_two_level_tree_without_state(memory, run):
     assert ".fsmem" not in tree
 
 
+def test_reading_a_folder_gives_its_entries_as_data(memory, run):
+    ok(run.call({"command": "write", "path": "seo/titles.md", "content": "x\n"}))
+    entries = ok(run.call({"command": "read", "path": ""}))["entries"]
+    by_path = {entry["path"]: entry for entry in entries}
+    assert by_path["MEMORY.md"]["folder"] is False and by_path["MEMORY.md"]["size"] == 0
+    assert by_path["seo"]["folder"] is True
+    assert [(e["path"], e["folder"], e["size"]) for e in by_path["seo"]["entries"]] == [("seo/titles.md", False, 2)]
+    assert not any(entry["path"].startswith(".fsmem") for entry in entries)
+
+
 def test_missing_file_is_not_found(run):
     refused(run.call({"command": "read", "path": "nope.md"}), "NOT_FOUND")
 
