@@ -321,6 +321,17 @@ def test_a_proposal_that_no_longer_applies_says_why_and_is_refused(client, memor
     assert memory.proposals() == []
 
 
+def test_a_proposal_file_fsmem_cannot_read_is_listed_with_its_problem_and_can_be_discarded(client, memory):
+    pid = propose(memory, "brand.md", "rye and ember", "rye, ember and oak")
+    broken = memory.root / ".fsmem" / "proposals" / "0123456789abcdef.json"
+    broken.write_text("{not json", encoding="utf-8")
+    shown = page(client, "/proposals")
+    assert "can apply" in shown and 'id="p-0123456789abcdef"' in shown
+    assert "A proposal fsmem cannot read" in shown and "not JSON" in shown
+    post(client, "/proposals/discard", {"id": "0123456789abcdef", "csrf": csrf_of(shown)})
+    assert not broken.exists() and [proposal.id for proposal in memory.proposals()] == [pid]
+
+
 def test_search_links_each_hit_to_the_file_at_its_line(client, memory):
     shown = page(client, "/search?q=ember")
     assert re.search(r'href="/files\?path=brand.md(#L\d+)?">brand.md', shown)
