@@ -1,4 +1,4 @@
-"""Passage vectors of a project in PostgreSQL (``fsmem.embedded``, ``fsmem.passages``; migration 4/5),
+"""Passage vectors of a project in PostgreSQL (``fsmem.embedded``, ``fsmem.passages``; migration 5),
 so that whichever worker embeds a file first does it for every worker: a new worker's index finds
 them there and embeds nothing again. The same contract as the folder's keep
 (``fsmem._index.vectors.VectorKeep``)."""
@@ -81,8 +81,10 @@ class PgVectors:
 
 
 def _drop(conn: Any, project: int, model: str, paths: list[str]) -> None:
+    """Rows are marked gone, and a trigger deletes them: a tenant's role has no DELETE (which would let
+    it lock the whole table for every project; docs/postgres.md)."""
     for table in ("passages", "embedded"):
         conn.execute(
-            f"DELETE FROM fsmem.{table} WHERE project = %s AND model = %s AND path = ANY(%s)",  # noqa: S608
+            f"UPDATE fsmem.{table} SET gone = true WHERE project = %s AND model = %s AND path = ANY(%s)",  # noqa: S608
             (project, model, paths),
         )

@@ -179,7 +179,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 5: recall by meaning: passage vectors are derived state, kept in the database so a new worker does
     # not embed a project again (``fsmem._index.pg_vectors``), keyed by (project, model, path, file version),
-    # never outliving the version they came from. Row-level security as fsmem.files. (Written idempotent.)
+    # never outliving the version they came from. Row-level security and grants as fsmem.files'. (Written idempotent.)
     """
     CREATE TABLE IF NOT EXISTS fsmem.embedded (
         project integer NOT NULL REFERENCES fsmem.projects (id),
@@ -200,6 +200,25 @@ MIGRATIONS: tuple[str, ...] = (
         vector bytea NOT NULL,
         PRIMARY KEY (project, model, path, version, n)
     );
+    -- Deleted as migration 4 deletes rows (marked gone, a trigger run as the owner deletes them), so no
+    -- role needs the table-level DELETE that would let it LOCK TABLE these tables for every project.
+    ALTER TABLE fsmem.embedded ADD COLUMN IF NOT EXISTS gone boolean NOT NULL DEFAULT false;
+    ALTER TABLE fsmem.passages ADD COLUMN IF NOT EXISTS gone boolean NOT NULL DEFAULT false;
+    CREATE OR REPLACE FUNCTION fsmem.drop_gone_embedded() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog
+        AS $$ BEGIN DELETE FROM fsmem.embedded WHERE project = NEW.project AND model = NEW.model
+            AND path = NEW.path AND version = NEW.version; RETURN NULL; END $$;
+    CREATE OR REPLACE FUNCTION fsmem.drop_gone_passage() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog
+        AS $$ BEGIN DELETE FROM fsmem.passages WHERE project = NEW.project AND model = NEW.model
+            AND path = NEW.path AND version = NEW.version AND n = NEW.n; RETURN NULL; END $$;
+    REVOKE EXECUTE ON FUNCTION fsmem.drop_gone_embedded(), fsmem.drop_gone_passage() FROM PUBLIC;
+    DROP TRIGGER IF EXISTS drop_gone ON fsmem.embedded;
+    CREATE TRIGGER drop_gone AFTER UPDATE OF gone ON fsmem.embedded
+        FOR EACH ROW WHEN (NEW.gone) EXECUTE FUNCTION fsmem.drop_gone_embedded();
+    DROP TRIGGER IF EXISTS drop_gone ON fsmem.passages;
+    CREATE TRIGGER drop_gone AFTER UPDATE OF gone ON fsmem.passages
+        FOR EACH ROW WHEN (NEW.gone) EXECUTE FUNCTION fsmem.drop_gone_passage();
     DO $$
     DECLARE
         policy record;
@@ -227,7 +246,7 @@ MIGRATIONS: tuple[str, ...] = (
                 FROM pg_class AS c, aclexplode(c.relacl) AS a
                 WHERE c.oid = 'fsmem.files'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner
             LOOP
-                EXECUTE format('GRANT SELECT, INSERT, DELETE ON fsmem.%I TO %s', kept, grantee);
+                EXECUTE format('GRANT SELECT, INSERT, UPDATE (gone) ON fsmem.%I TO %s', kept, grantee);
             END LOOP;
         END LOOP;
     END

@@ -34,7 +34,8 @@ def _once_per_database(group: str, before_locks: bool) -> str:
         kept = [
             line
             for line in sql.splitlines()
-            if "fsmem.locks" not in line and not (line.startswith("GRANT") and "ON fsmem.kept_versions" in line)
+            if not any(table in line for table in ("fsmem.locks", "fsmem.embedded", "fsmem.passages"))
+            and not (line.startswith("GRANT") and "ON fsmem.kept_versions" in line)
         ]
         sql = "\n".join(kept).replace(
             "UPDATE (content, version, modified, path, gone) ON fsmem.files",
@@ -182,7 +183,8 @@ MODES = (
     "EXCLUSIVE",
     "ACCESS EXCLUSIVE",
 )
-TABLES = ("projects", "files", "kept_versions", "log", "proposals", "locks", "schema_version", "tenants")
+TABLES = ("projects", "files", "kept_versions", "log", "proposals", "locks", "schema_version", "tenants",
+          "embedded", "passages")  # every table of the schema: the test below checks that this names them all
 
 
 def test_a_tenant_may_lock_no_table_in_a_mode_that_makes_another_wait(tenants) -> None:
@@ -198,6 +200,10 @@ def test_a_tenant_may_lock_no_table_in_a_mode_that_makes_another_wait(tenants) -
 
     may = {}
     with psycopg.connect(tenants.a) as a:
+        in_schema = a.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'fsmem'::regnamespace AND relkind = 'r'"
+        )
+        assert sorted(TABLES) == sorted(name for (name,) in in_schema)  # a new table is checked here too
         for table in TABLES:
             for mode in MODES:
                 try:
@@ -210,9 +216,15 @@ def test_a_tenant_may_lock_no_table_in_a_mode_that_makes_another_wait(tenants) -
     assert granted == {
         *(
             (table, "ACCESS SHARE")
-            for table in ("projects", "files", "kept_versions", "log", "proposals", "locks", "schema_version")
+            for table in (
+                "projects", "files", "kept_versions", "log", "proposals", "locks", "schema_version", "embedded",
+                "passages",
+            )
         ),
-        *((table, "ROW EXCLUSIVE") for table in ("files", "kept_versions", "log", "proposals", "locks")),
+        *(
+            (table, "ROW EXCLUSIVE")
+            for table in ("files", "kept_versions", "log", "proposals", "locks", "embedded", "passages")
+        ),
     }
 
     with psycopg.connect(tenants.a) as a:  # A holds all of that in an open transaction
@@ -303,3 +315,26 @@ def test_an_older_worker_still_running_has_its_changes_refused_whole(tenants) ->
         )
     with psycopg.connect(tenants.b) as conn:
         assert conn.execute("SELECT count(*) FROM fsmem.files WHERE path = 'old.md'").fetchone() == (0,)
+
+
+def test_a_tenant_keeps_and_drops_its_own_passages_and_sees_none_of_another(tenants) -> None:
+    """Recall by meaning's rows (fsmem.embedded, fsmem.passages) are a project's like its files: its
+    role writes, reads and drops them (marked gone: it has no DELETE), and another role sees none."""
+    from types import SimpleNamespace
+
+    from fsmem._index.pg_vectors import PgVectors
+    from fsmem._store.postgres.store import PgStore
+
+    with (
+        PgStore.open(tenants.a, "alpha", create=False) as a,
+        PgStore.open(tenants.b, "beta", create=False) as b,
+    ):
+        kept_a, kept_b = PgVectors(SimpleNamespace(pg=a)), PgVectors(SimpleNamespace(pg=b))  # type: ignore[arg-type]
+        kept_a.put("m", "plan.md", "v1", [(1, "alpha's plan", b"\x01\x02")])
+        kept_b.put("m", "plan.md", "w1", [(1, "beta's plan", b"\x03")])
+        assert kept_a.rows("m", {"plan.md": "v1"}) == [("plan.md", 1, "alpha's plan", b"\x01\x02")]
+        assert kept_b.rows("m", {"plan.md": "v1"}) == []  # A's version is not B's to see
+        kept_a.put("m", "plan.md", "v2", [(2, "alpha's new plan", b"\x04")])  # the older version's rows go
+        assert kept_a.held("m") == {"plan.md": "v2"}
+        assert kept_a.prune("m", {}) == 1 and kept_a.held("m") == {}
+        assert kept_b.held("m") == {"plan.md": "w1"}  # A's drops never reach B's rows
