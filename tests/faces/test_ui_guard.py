@@ -259,6 +259,18 @@ def test_relative_links_open_memory_files_and_outside_links_say_so(client, memor
     assert 'href="https://example.org/" rel="noopener noreferrer nofollow"' in shown
 
 
+def test_a_link_to_a_name_with_a_space_or_an_accent_opens_that_file(client, memory):
+    write_by_hand(memory.root, "seo/café.md", "# Café\n")
+    write_by_hand(memory.root, "seo/my notes.md", "# Notes\n")
+    write_by_hand(memory.root, "seo/links.md", "[c](café.md) [n](<my notes.md>) [e](my%20notes.md)\n")
+    shown = page(client, "/files?path=seo/links.md")
+    links = re.findall(r'href="(/files\?path=[^"]+)"', shown)
+    notes = "/files?path=seo/my%20notes.md"
+    assert links[-3:] == ["/files?path=seo/caf%C3%A9.md", notes, notes]
+    assert "Café" in page(client, links[-3])
+    assert "Notes" in page(client, links[-2])
+
+
 # ---- the face stays a face --------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import posixpath
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup
@@ -58,8 +58,9 @@ def _href(href: str, folder: str) -> str:
     parts = urlsplit(href)
     if parts.scheme or parts.netloc or not parts.path:
         return href  # an outside address (checked by validateLink), or an anchor in this page
-    target = posixpath.normpath(posixpath.join("/" + folder, parts.path)).lstrip("/")
-    return "/files?path=" + quote(target, safe="/") + (f"#{quote(parts.fragment)}" if parts.fragment else "")
+    # markdown-it has percent-encoded the link already: decoded once here, encoded once below.
+    target = posixpath.normpath(posixpath.join("/" + folder, unquote(parts.path))).lstrip("/")
+    return "/files?path=" + quote(target, safe="/") + (f"#{quote(unquote(parts.fragment))}" if parts.fragment else "")
 
 
 @dataclass(frozen=True)
