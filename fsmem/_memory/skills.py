@@ -23,7 +23,6 @@ from fsmem._core import layout
 from fsmem._core.context import Document
 from fsmem._core.skills import SkillHead, check_head, listing
 from fsmem._errors import BadSkill, Protected
-from fsmem._index.front_matter import fields, split
 from fsmem._store.interface import Store
 from fsmem._store.types import now_iso
 
@@ -56,6 +55,8 @@ def head_of(path: str, text: str) -> SkillHead:
     """The checked front matter of the ``SKILL.md`` at ``path`` holding ``text`` (:class:`BadSkill`)."""
     found = layout.skill_of(path)
     assert found is not None, path
+    from fsmem._index.front_matter import fields, split  # YAML: loaded only once a skill is read
+
     return check_head(path, found[1], fields(split(text)[0]))
 
 
@@ -71,6 +72,8 @@ def skills_in(drive: Store, folder: str) -> Iterator[tuple[str, SkillHead]]:
         data = drive.read(path)
         if data is None:
             continue
+        from fsmem._index.front_matter import fields, split  # YAML: loaded only once there is a skill
+
         text = data.decode("utf-8", errors="replace")
         try:  # named by its own folder: an archived skill sits one folder deeper
             yield path, check_head(path, entry.path.rsplit("/", 1)[-1], fields(split(text)[0]))
