@@ -38,6 +38,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from fsmem._core.search import is_indexable_name
+from fsmem._errors import IndexError_
 from fsmem._index.feed import Followed
 from fsmem._index.state import HEARTBEAT_INTERVAL, heartbeat_file, read_heartbeat, write_heartbeat
 from fsmem._store.folder.drive import Drive
@@ -173,14 +174,18 @@ class Watcher(FileSystemEventHandler):
         self.stop()
 
     def run_forever(self) -> None:
-        """Block until interrupted (Ctrl-C, SIGTERM) or stopped from another thread."""
+        """Block until interrupted (Ctrl-C, SIGTERM) or stopped from another thread (started first if it
+        was not). A worker that dies is ``INDEX_ERROR``."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
-        self.start()
+        if self._thread is None:
+            self.start()
         try:
             while not self._stop.wait(0.5):
                 if self._thread is not None and not self._thread.is_alive():
-                    raise RuntimeError("the watcher's worker stopped unexpectedly: " + "; ".join(self.errors[-3:]))
+                    raise IndexError_(
+                        "the watcher stopped unexpectedly (" + "; ".join(self.errors[-3:]) + "); start it again"
+                    )
         except KeyboardInterrupt:
             pass
         finally:

@@ -265,4 +265,7 @@ def watch(root: str | None, debounce: float) -> None:
         serves = "serving searches" if resident.serving else f"not serving searches ({resident.why_not})"
         click.echo(f"Watching {memory.drive.label}, {serves} (Ctrl-C to stop).", err=True)
         memory.start_embedding()  # recall by meaning, when set up: passages embedded as files change
-        Watcher(memory.index, debounce=debounce).run_forever()
+        watcher = memory.watch(debounce=debounce)  # the process's one watcher: the searches it serves use it
+        if not isinstance(watcher, Watcher):  # a folder's is watchdog's, always
+            raise TypeError(f"a folder's watcher is a Watcher, not {type(watcher).__name__}")
+        watcher.run_forever()

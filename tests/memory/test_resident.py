@@ -202,3 +202,32 @@ def test_a_root_deeper_than_a_socket_address_reaches_is_served(tmp_path: Path) -
         args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
         assert [hit["path"] for hit in ask(deep / ".fsmem", "search", args)["hits"]] == ["MEMORY.md"]
     memory.close()
+
+
+def test_fsmem_watch_runs_one_watcher_the_searches_it_serves_use_too(root: Path, monkeypatch) -> None:
+    """`fsmem watch` keeps the index current with the process's one watcher (the shared index's): a
+    search it serves finds that watcher and starts no second one on the same files."""
+    from click.testing import CliRunner
+
+    from fsmem._index.watch import Watcher
+    from fsmem.cli import main
+
+    started: list[Watcher] = []
+    real_start = Watcher.start
+
+    def counting_start(self: Watcher) -> Watcher:
+        started.append(self)
+        return real_start(self)
+
+    def serve_one_search(self: Watcher) -> None:  # instead of blocking: one search served, then stop
+        answer = ask(
+            root / ".fsmem", "search", search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=5)
+        )
+        assert answer is not None and answer["ok"] and answer["hits"], answer
+        self.stop()
+
+    monkeypatch.setattr(Watcher, "start", counting_start)
+    monkeypatch.setattr(Watcher, "run_forever", serve_one_search)
+    done = CliRunner().invoke(main, ["watch", "--root", str(root)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert len(started) == 1
