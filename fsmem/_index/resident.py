@@ -5,17 +5,21 @@ server is ``fsmem._memory.resident`` (it calls ``Memory.search``, the one search
 
     <root>/.fsmem/resident.sock          0600, in the 0700 state folder; the server checks the peer's uid
 
-One connection, one question: a JSON line ``{"op": "search", "args": {...}}`` and a JSON line back,
+One connection, one question: a JSON line ``{"op": "search", "args": {...}, "settings": MARK}`` and a
+JSON line back,
 ``{"ok": true, "hits": [...], "warnings": [...]}`` or ``{"ok": false, "why": "..."}``. Each side reads
 the other's uid (``SO_PEERCRED``) and talks only to its own user. ``ask`` answers
 ``None`` whenever no resident gave an answer (no socket, a stale one left by a crash, a refusal, an
 error, a timeout): the caller then does the work itself, and a refusal or an error arises there again,
-in its own words.
+in its own words. A resident answers only an asker whose settings are its own (``settings_mark``):
+one started with other ``FSMEM_*`` variables or another config would answer differently.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import json
 import os
 import socket
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmem._core.search import SearchHit
+from fsmem._env.config import Settings
 
 SOCKET_NAME = "resident.sock"
 ANSWER_TIMEOUT = 30.0  # a first search may build the index; a hung resident is given up on after this
@@ -52,8 +57,17 @@ def address(path: Path) -> Iterator[str]:
         os.close(folder)
 
 
-def ask(state: Path, op: str, args: dict[str, Any], timeout: float = ANSWER_TIMEOUT) -> dict[str, Any] | None:
-    """The resident's answer to one question, or ``None`` when none answered."""
+def settings_mark(settings: Settings) -> str:
+    """What the asker's and the resident's settings must share for one to answer for the other (whether
+    a process watches is its own affair)."""
+    return hashlib.sha256(repr(dataclasses.replace(settings, watch=False)).encode("utf-8")).hexdigest()[:16]
+
+
+def ask(
+    state: Path, op: str, args: dict[str, Any], settings: str, timeout: float = ANSWER_TIMEOUT
+) -> dict[str, Any] | None:
+    """The resident's answer to one question asked with ``settings`` (a ``settings_mark``), or ``None``
+    when none answered."""
     path = socket_path(state)
     if not os.path.exists(path):
         return None
@@ -64,7 +78,7 @@ def ask(state: Path, op: str, args: dict[str, Any], timeout: float = ANSWER_TIME
                 conn.connect(where)
             if peer_uid(conn) not in (None, os.geteuid()):
                 return None  # not our resident: a socket another user put there is told nothing
-            conn.sendall(json.dumps({"op": op, "args": args}).encode("utf-8") + b"\n")
+            conn.sendall(json.dumps({"op": op, "args": args, "settings": settings}).encode("utf-8") + b"\n")
             answer = json.loads(read_line(conn) or b"null")
     except (OSError, ValueError):  # refused (stale: its server died), gone, timed out, garbled
         return None

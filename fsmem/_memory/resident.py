@@ -24,7 +24,7 @@ import warnings
 from typing import Any
 
 from fsmem._errors import FsmemError
-from fsmem._index.resident import MAX_LINE, address, hit_to_wire, peer_uid, read_line, socket_path
+from fsmem._index.resident import MAX_LINE, address, hit_to_wire, peer_uid, read_line, settings_mark, socket_path
 from fsmem._memory.memory import Memory
 
 log = logging.getLogger("fsmem.resident")
@@ -45,6 +45,7 @@ class Resident:
         self._inode: int | None = None
         self._thread: threading.Thread | None = None
         self._answering = threading.Lock()  # one question at a time: warnings are caught per answer
+        self._mark = settings_mark(memory.settings)  # an asker with other settings searches by itself
 
     def start(self) -> Resident:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -141,6 +142,8 @@ class Resident:
         shell makes it). Anything else, and any refusal raised, is left to the asker to do itself."""
         if not isinstance(question, dict) or not isinstance(args := question.get("args"), dict):
             return {"ok": False, "why": "not a question"}
+        if question.get("settings") != self._mark:
+            return {"ok": False, "why": "asked with other settings: the asker searches by itself"}
         op, request = question.get("op"), args.get("request")
         if not (op == "search" or (op == "read" and isinstance(request, dict) and request.get("command") == "read")):
             return {"ok": False, "why": "not a question this resident answers"}

@@ -80,11 +80,15 @@ def asked_resident(
     """What a resident index of the root (``fsmem watch``) answers, or ``None``: none runs, or it could
     not answer (the caller then does the work itself). A folder's only: a project in PostgreSQL has no
     socket. Loads the wire alone, never the index."""
-    from fsmem._index.resident import ask
+    from fsmem._env.config import load_settings
+    from fsmem._index.resident import ask, settings_mark
 
     if chosen_store(folder_given=bool(explicit))[0] is not None:
         return None
-    return ask(find_root(explicit, near) / STATE_DIR, op, args)
+    folder = find_root(explicit, near)
+    if not (folder / STATE_DIR).is_dir():
+        return None  # no root yet: nothing can be serving it
+    return ask(folder / STATE_DIR, op, args, settings_mark(load_settings(folder)))
 
 
 def find_root(explicit: str | None, near: str | None = None) -> Path:

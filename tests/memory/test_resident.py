@@ -18,11 +18,13 @@ import pytest
 import fsmem
 from fsmem._env.config import Settings
 from fsmem._index import resident as wire
-from fsmem._index.resident import ask, search_args, socket_path
+from fsmem._index.resident import ask, search_args, settings_mark, socket_path
 from fsmem._index.state import watcher_health
 from fsmem._memory import resident as resident_module
 from fsmem._memory.resident import Resident
 from tests.conftest import REPO, run_fsmem, write
+
+MARK = settings_mark(Settings(durable=False))  # the settings the residents below are opened with
 
 QUERIES = [
     ["search", "okapi"],
@@ -109,16 +111,16 @@ def test_the_socket_is_its_owners_alone_and_another_uid_is_refused(root: Path, m
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert stat.S_IMODE(os.stat(root / ".fsmem").st_mode) == 0o700
         args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
-        assert len(ask(root / ".fsmem", "search", args)["hits"]) == 3
+        assert len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
         other = os.geteuid() + 4242
         with monkeypatch.context() as patch:
             patch.setattr(resident_module, "peer_uid", lambda conn: other)  # the server sees another user
-            assert ask(root / ".fsmem", "search", args) is None
+            assert ask(root / ".fsmem", "search", args, MARK) is None
             assert resident.refused == 1
         with monkeypatch.context() as patch:
             patch.setattr(wire, "peer_uid", lambda conn: other)  # the asker finds another user's server
-            assert ask(root / ".fsmem", "search", args) is None
-        assert len(ask(root / ".fsmem", "search", args)["hits"]) == 3
+            assert ask(root / ".fsmem", "search", args, MARK) is None
+        assert len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
     memory.close()
 
 
@@ -158,16 +160,16 @@ def test_a_stale_socket_is_passed_over_then_replaced_and_a_live_one_is_left_alon
     dead.close()
     assert path.exists()
     args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
-    assert ask(root / ".fsmem", "search", args) is None
+    assert ask(root / ".fsmem", "search", args, MARK) is None
     done = run_fsmem("search", "okapi", "--json", "--root", str(root))
     assert done.returncode == 0 and len(json.loads(done.stdout)) == 3
     memory = fsmem.open(root, settings=Settings(durable=False))
     with Resident(memory) as first:
-        assert first.serving and len(ask(root / ".fsmem", "search", args)["hits"]) == 3
+        assert first.serving and len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
         with Resident(memory) as second:
             assert not second.serving  # one serves; the other does not take its socket
             assert second.why_not == "another process serves them"
-        assert path.exists() and ask(root / ".fsmem", "search", args) is not None
+        assert path.exists() and ask(root / ".fsmem", "search", args, MARK) is not None
     assert not path.exists()
     memory.close()
 
@@ -200,7 +202,7 @@ def test_a_root_deeper_than_a_socket_address_reaches_is_served(tmp_path: Path) -
     with Resident(memory) as resident:
         assert resident.serving
         args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
-        assert [hit["path"] for hit in ask(deep / ".fsmem", "search", args)["hits"]] == ["MEMORY.md"]
+        assert [hit["path"] for hit in ask(deep / ".fsmem", "search", args, MARK)["hits"]] == ["MEMORY.md"]
     memory.close()
 
 
@@ -209,6 +211,7 @@ def test_fsmem_watch_runs_one_watcher_the_searches_it_serves_use_too(root: Path,
     search it serves finds that watcher and starts no second one on the same files."""
     from click.testing import CliRunner
 
+    from fsmem._env.config import load_settings
     from fsmem._index.watch import Watcher
     from fsmem.cli import main
 
@@ -220,9 +223,8 @@ def test_fsmem_watch_runs_one_watcher_the_searches_it_serves_use_too(root: Path,
         return real_start(self)
 
     def serve_one_search(self: Watcher) -> None:  # instead of blocking: one search served, then stop
-        answer = ask(
-            root / ".fsmem", "search", search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=5)
-        )
+        args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=5)
+        answer = ask(root / ".fsmem", "search", args, settings_mark(load_settings(root)))  # as the shell opens it
         assert answer is not None and answer["ok"] and answer["hits"], answer
         self.stop()
 
@@ -231,3 +233,21 @@ def test_fsmem_watch_runs_one_watcher_the_searches_it_serves_use_too(root: Path,
     done = CliRunner().invoke(main, ["watch", "--root", str(root)], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     assert len(started) == 1
+
+
+def test_a_resident_answers_only_an_asker_whose_settings_are_its_own(root: Path) -> None:
+    """An asker with other settings (another FSMEM_* variable, another config) would get the resident's
+    answers, not its own: it is told nothing and searches by itself."""
+    import dataclasses
+
+    memory = fsmem.open(root, settings=Settings(durable=False))
+    with Resident(memory) as resident:
+        assert resident.serving
+        args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
+        assert len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
+        words_only = settings_mark(dataclasses.replace(Settings(durable=False), search_mode="words"))
+        assert ask(root / ".fsmem", "search", args, words_only) is None
+        assert settings_mark(Settings(durable=False, watch=True)) == MARK  # whether one watches is its own affair
+        done = run_fsmem("search", "okapi", "--json", "--root", str(root))  # default settings: durable
+        assert done.returncode == 0 and len(json.loads(done.stdout)) == 3  # answered by itself, the same
+    memory.close()
