@@ -117,10 +117,10 @@ class Memory:
         self._alone_hybrid: Hybrid | None = None  # and its search by meaning, nothing in the background
         self._closed = False
         self._share_mutex = threading.Lock()
-        drive.on_commit.append(self._wake_embedding)
         if isinstance(drive, Drive):
-            self._open_folder(drive)
+            self._open_folder(drive)  # the embedding is woken once the writer's index commit is done
         else:
+            drive.on_commit.append(self._wake_embedding)  # a worker's index catches up on its next look
             _sweep_derived_state(drive.state)
 
     def _open_folder(self, drive: Drive) -> None:
@@ -131,6 +131,7 @@ class Memory:
         # A change whose commit did not happen (a kill, a full disk) is committed by the next search.
         drive.on_commit.append(self._note_for_index)
         drive.after_change.append(self._commit_for_index)
+        drive.after_change.append(self._wake_embedding)  # after the commit: the worker finds the change
         drive.restore_parked()
         if drive.crash_left():
             self._repair_after_crash(drive)

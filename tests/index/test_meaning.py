@@ -184,3 +184,20 @@ def test_a_keep_that_cannot_be_read_means_words_alone(memory, monkeypatch):
     assert [str(w.message) for w in caught if issubclass(w.category, MeaningWarning)] == [
         "searching by words alone: recall by meaning is unavailable (OperationalError: disk I/O error)"
     ]
+
+
+def test_the_embedding_is_woken_once_the_change_is_in_the_index(memory, monkeypatch):
+    """The worker is woken after the writer's index commit, so it finds the change at once (woken
+    before, it found nothing new and slept its poll)."""
+    from fsmem._memory.hybrid import Hybrid
+
+    memory.search("dog")  # the memory's search by meaning is made (and would be woken from now on)
+    seen_at_wake: list[list[str]] = []
+    index = memory.index
+
+    def wake(self: Hybrid, _paths: object = None) -> None:  # what the committed index holds, caught up on nothing
+        seen_at_wake.append(sorted(index.query.hits_for(index.store.searcher(), ["zoo.md"], [])))
+
+    monkeypatch.setattr(Hybrid, "wake", wake)
+    memory.run().call({"command": "write", "path": "zoo.md", "content": "# Zoo\n\nA wombat.\n"})
+    assert seen_at_wake == [["zoo.md"]]
