@@ -35,7 +35,10 @@ def _is_loopback(host: str) -> bool:
     "--host",
     default=LOOPBACK,
     show_default=True,
-    help="The address to listen on; anything but loopback needs --token (the page is then reachable by others).",
+    help=(
+        "The address to listen on; anything but loopback needs --token (the page is then reachable by "
+        "others, over plain HTTP: prefer an SSH tunnel or a TLS proxy)."
+    ),
 )
 @click.option("--token", default=None, help="The token the page asks for (default: a new one each time).")
 @json_option
