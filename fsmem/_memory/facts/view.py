@@ -187,6 +187,11 @@ class FactView:
             read = reads[path] = self._read_many([path])[path]
             if read.fact is None:
                 return None  # an unreadable file: the full look reports it and freezes its chain
+            if known is not None and known.fact == read.fact:  # read again within its racy window: as it was
+                self.files[path] = read
+                if self._snapshot is not None:
+                    self._snapshot[path] = read.stamp
+                continue
             ops.append(Op("write", path, read.fact))
         if ops:
             snapshot = self._snapshot
@@ -221,7 +226,8 @@ class FactView:
                 return self.resolution
             ops, incremental = looked
             if incremental and self.resolution is not None:
-                self.resolution.apply(ops)
+                if ops:  # none where only files read within their racy window were read again, as they were
+                    self.resolution.apply(ops)
             else:
                 self.resolution = chains.resolve(*self._stored())
                 self._dirty = None  # resolved anew: every chain's rows are written again
@@ -282,6 +288,9 @@ class FactView:
             read = files[path] = changed[path]
             if read.fact is None or (known is not None and known.fact is None):
                 incremental = False
+            elif known is not None and known.fact == read.fact:  # read again within its racy window: as it was
+                if read.stamp != stamps[path]:
+                    changed.pop(path)  # the kept view's row stands; the next look reads it again
             else:
                 ops.append(Op("write", path, read.fact))
         for path, known in self.files.items():
@@ -290,7 +299,8 @@ class FactView:
                     incremental = False
                 ops.append(Op("delete", path))
         self.files = files
-        self._snapshot = stamps  # a file changed between scan and read is simply read again
+        # the stamps kept for what was read: a file read within its racy window is read again next look
+        self._snapshot = {path: read.stamp for path, read in files.items()}
         self._note_dirty([*changed, *(op.path for op in ops if op.kind == "delete")])
         return ops, incremental
 
