@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Container, Hashable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fsmem._core import chains
@@ -21,6 +22,7 @@ from fsmem._core import facts as rules
 from fsmem._core.chains import Op, Resolution
 from fsmem._core.facts import Fact
 from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
+from fsmem._core.versions import version_of
 from fsmem._errors import BadFact
 from fsmem._memory.facts.journal import JOURNAL_FILE, append, journal_end, journal_since
 from fsmem._memory.facts.kept import VIEW_FILE, KeptView, Listing, Read
@@ -126,11 +128,16 @@ class FactView:
                 reads[path] = Read((0, 0, 0), problem="vanished while being read")
                 continue
             data, stamp = found[path]
+            version = version_of(data)
+            known = self.files.get(path)
+            if known is not None and known.version == version:  # read again, as it was: no parse
+                reads[path] = replace(known, stamp=stamp)
+                continue
             try:
-                reads[path] = Read(stamp, location, file_format.parse(data, fid))
+                reads[path] = Read(stamp, location, file_format.parse(data, fid), version=version)
             except BadFact as error:
                 mended, subject = file_format.parse_broken(data, fid)
-                reads[path] = Read(stamp, problem=error.message, mended=mended, subject=subject)
+                reads[path] = Read(stamp, problem=error.message, mended=mended, subject=subject, version=version)
         return reads
 
     def _folder_stamps(self) -> Hashable | None:

@@ -87,25 +87,31 @@ def read_stamped(root: Path, paths: Sequence[str]) -> dict[str, tuple[bytes, Fac
     """Each file's bytes and the stamp of what was read (one open: never a stamp of another save);
     a path where no plain file is is left out."""
     found = {}
+    base = str(root)  # joined as text: a look reads every file read within its racy window again
     for path in paths:
-        read = _read_stamped(root, path)
+        read = _read_stamped(f"{base}/{path}")
         if read is not None:
             found[path] = read
     return found
 
 
-def _read_stamped(root: Path, path: str) -> tuple[bytes, FactStamp] | None:
+def _read_stamped(file: str) -> tuple[bytes, FactStamp] | None:
     try:
-        fd = os.open(root / path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError as error:
         if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EISDIR):
             return None
         raise
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode):
             return None
-        return handle.read(), _kept(info)
+        chunks = []
+        while chunk := os.read(fd, max(info.st_size + 1, 4096)):  # one read for a file that stays put
+            chunks.append(chunk)
+        return b"".join(chunks), _kept(info)
+    finally:
+        os.close(fd)
 
 
 def folders_mark(root: Path, folders: Sequence[str]) -> Hashable | None:
