@@ -59,11 +59,11 @@ class Meaning:
         self._held: tuple[object, dict[str, str]] | None = None
         self._view: View | None = None
         self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # the running worker's: each worker is told by its own
         self._wake = threading.Event()
         # who closes the keep: close() when no worker runs, else the worker on its way out
         self._ending = threading.Lock()
-        self._running = False
+        self._workers = 0  # running, the one told to stop included
         self._closing = False
         self.failure: str | None = None  # the worker's last model failure, said once
 
@@ -150,9 +150,9 @@ class Meaning:
         with self._ending:
             if self._closing:
                 return  # closed: nothing starts again
-            self._stop.clear()
-            self._running = True
-        self._thread = threading.Thread(target=self._run, name="fsmem-embed", daemon=True)
+            self._stop = stop = threading.Event()  # a worker told to stop before keeps its own, set
+            self._workers += 1
+        self._thread = threading.Thread(target=self._run, args=(stop,), name="fsmem-embed", daemon=True)
         self._thread.start()
 
     def wake(self) -> None:
@@ -173,32 +173,32 @@ class Meaning:
         self.stop()
         with self._ending:
             self._closing = True
-            if self._running:
+            if self._workers:
                 return
         self.keep.close()
 
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         try:
-            self._rounds()
+            self._rounds(stop)
         finally:
             with self._ending:
-                self._running = False
-                closing = self._closing
-            if closing:
+                self._workers -= 1
+                last = self._closing and not self._workers
+            if last:
                 self.keep.close()
 
-    def _rounds(self) -> None:
-        while not self._stop.is_set():
+    def _rounds(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
-                done = self.embed_pending(FILES_PER_ROUND, stopping=self._stop.is_set)
+                done = self.embed_pending(FILES_PER_ROUND, stopping=stop.is_set)
                 self.failure = None
             except FsmemError as error:  # the model is down or refused: words alone meanwhile
                 self.failure = error.message  # said once by the next search, shown by `fsmem index status`
-                self._stop.wait(BACK_OFF)
+                stop.wait(BACK_OFF)
                 continue
             except Exception as error:  # noqa: BLE001 - a worker thread that died would leave meaning stale, unsaid
                 self.failure = f"{type(error).__name__}: {error}"
-                self._stop.wait(BACK_OFF)
+                stop.wait(BACK_OFF)
                 continue
             if not done:
                 self._wake.wait(POLL)

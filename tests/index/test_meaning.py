@@ -158,6 +158,34 @@ def test_close_returns_at_once_under_a_slow_embed_and_the_keep_closes_after_the_
     assert events[before:] == ["put", ("close", "fsmem-embed")]  # the file it was on is kept; then it stops, closes
 
 
+def test_a_worker_told_to_stop_is_not_revived_by_the_next_start(memory, monkeypatch):
+    """stop() returns while the worker is still in the model; a start() then runs a new worker, and the
+    old one still stops after its file: one worker embeds at a time, and the keep closes once, last."""
+    meaning = memory.hybrid.meaning()
+    gated = Gated(meaning.embedder)
+    meaning.embedder = gated
+    closes: list[int] = []
+    real_close = meaning.keep.close
+    monkeypatch.setattr(meaning.keep, "close", lambda: closes.append(threading.active_count()) or real_close())
+    meaning.start()
+    assert gated.entered.wait(30)
+    old = next(t for t in threading.enumerate() if t.name == "fsmem-embed")
+    meaning.stop()
+    meaning.start()
+    gated.gate.set()
+    old.join(30)
+    assert not old.is_alive()
+    deadline = time.monotonic() + 60
+    while meaning.backlog() and time.monotonic() < deadline:  # the new worker embeds the rest
+        time.sleep(0.05)
+    assert meaning.backlog() == [] and meaning.status()["worker"]
+    memory.close()
+    workers = [t for t in threading.enumerate() if t.name == "fsmem-embed"]
+    for worker in workers:
+        worker.join(30)
+    assert len(closes) == 1 and meaning.failure is None
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
