@@ -32,6 +32,7 @@ __all__ = [
     "SearchHit",
     "Stamp",
     "file_doc",
+    "racy",
     "fact_note",
     "glob_to_regex",
     "is_indexable_name",
@@ -50,6 +51,13 @@ SCHEMA_VERSION = 9
 # Files whose stat is this close to the moment they were indexed may have changed again within the
 # same timestamp tick: their content hash is checked on the next comparison ("racy" entries).
 RACY_WINDOW_NS = 2_000_000_000
+
+
+def racy(changed_ns: int, read_ns: int) -> bool:
+    """Did a file last changed at ``changed_ns`` (its mtime or ctime, the later) change within one
+    timestamp tick of being read at ``read_ns``? Then a later save of the same size may keep its
+    stamp, and only its content can tell."""
+    return changed_ns + RACY_WINDOW_NS > read_ns
 
 
 # --- what a file becomes -------------------------------------------------------------------------
@@ -289,7 +297,7 @@ class Indexed(NamedTuple):
 
     def racy(self) -> bool:
         """Changed again within one timestamp tick of being read? Then the stamp alone cannot tell."""
-        return max(self.stamp[1], self.stamp[2]) + RACY_WINDOW_NS > self.indexed_ns
+        return racy(max(self.stamp[1], self.stamp[2]), self.indexed_ns)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
-from fsmem._core.search import RACY_WINDOW_NS, Indexed, Plan
+from fsmem._core.search import Indexed, Plan, racy
 from fsmem._core.versions import version_of
 from fsmem._errors import FsmemError
 from fsmem._index.feed import Followed, IndexWatcher
@@ -65,7 +65,7 @@ class FolderFeed:
             entry = seen.get(path)
             if entry is None or stamp_of(root, path) != entry[0]:
                 out.append(path)
-            elif entry[2] < max(entry[0][1], entry[0][2]) + RACY_WINDOW_NS and _hash_of(self.drive, path) != entry[1]:
+            elif racy(max(entry[0][1], entry[0][2]), entry[2]) and _hash_of(self.drive, path) != entry[1]:
                 out.append(path)  # changed within the stamp's tick: only the hash can tell
         return out
 

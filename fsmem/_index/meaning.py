@@ -36,6 +36,7 @@ __all__ = ["FILES_PER_ROUND", "Embeds", "Meaning", "View"]
 FILES_PER_ROUND = 8  # files embedded between two looks at what changed (a round of a few seconds)
 POLL = 2.0  # seconds the worker sleeps with nothing to embed before it looks again
 BACK_OFF = 30.0  # seconds it waits after the model failed
+STOP_WAIT = 0.5  # seconds stop() waits for the worker to end: it stops between two files, never mid-file
 
 
 class Embeds(Protocol):
@@ -58,8 +59,12 @@ class Meaning:
         self._held: tuple[object, dict[str, str]] | None = None
         self._view: View | None = None
         self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # the running worker's: each worker is told by its own
         self._wake = threading.Event()
+        # who closes the keep: close() when no worker runs, else the worker on its way out
+        self._ending = threading.Lock()
+        self._workers = 0  # running, the one told to stop included
+        self._closing = False
         self.failure: str | None = None  # the worker's last model failure, said once
 
     # --- what is embedded ------------------------------------------------------------------------
@@ -98,8 +103,14 @@ class Meaning:
 
     # --- embedding -------------------------------------------------------------------------------
 
-    def embed_pending(self, files: int | None = None, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed up to ``files`` files of the backlog (all when ``None``); the number embedded."""
+    def embed_pending(
+        self,
+        files: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
+    ) -> int:
+        """Embed up to ``files`` files of the backlog (all when ``None``), until ``stopping`` says so
+        (asked before each file); the number embedded."""
         with self._mutex:
             live = self.live()
             self.keep.prune(self.model, live)
@@ -107,6 +118,8 @@ class Meaning:
             todo = waiting if files is None else waiting[:files]
             done = 0
             for path, got in self.index.drive.index_read(todo, MAX_INDEXED_BYTES):
+                if stopping():
+                    break
                 if got is None or version_of(got[1]) != live[path]:
                     continue  # gone or changed since the index read it: the index's next look says what to embed
                 self._embed_file(path, live[path], got[1].decode("utf-8", "replace"))
@@ -134,32 +147,58 @@ class Meaning:
         """Embed the backlog in a thread of this process until :meth:`stop`."""
         if self._thread is not None and self._thread.is_alive():
             return  # a search does not wake it: changes do (``wake``), and it looks every POLL seconds
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="fsmem-embed", daemon=True)
+        with self._ending:
+            if self._closing:
+                return  # closed: nothing starts again
+            self._stop = stop = threading.Event()  # a worker told to stop before keeps its own, set
+            self._workers += 1
+        self._thread = threading.Thread(target=self._run, args=(stop,), name="fsmem-embed", daemon=True)
         self._thread.start()
 
     def wake(self) -> None:
         self._wake.set()
 
     def stop(self) -> None:
+        """Tell the worker to stop (it does between two files) and wait for it a moment only: a file
+        being embedded is finished and kept by the worker on its own."""
         self._stop.set()
         self._wake.set()
         thread, self._thread = self._thread, None
         if thread is not None:
-            thread.join(timeout=30)
+            thread.join(timeout=STOP_WAIT)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def close(self) -> None:
+        """Stop the worker and close the keep: now when no worker runs any more, else by the worker
+        itself once it has ended (never under it)."""
+        self.stop()
+        with self._ending:
+            self._closing = True
+            if self._workers:
+                return
+        self.keep.close()
+
+    def _run(self, stop: threading.Event) -> None:
+        try:
+            self._rounds(stop)
+        finally:
+            with self._ending:
+                self._workers -= 1
+                last = self._closing and not self._workers
+            if last:
+                self.keep.close()
+
+    def _rounds(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
-                done = self.embed_pending(FILES_PER_ROUND)
+                done = self.embed_pending(FILES_PER_ROUND, stopping=stop.is_set)
                 self.failure = None
             except FsmemError as error:  # the model is down or refused: words alone meanwhile
                 self.failure = error.message  # said once by the next search, shown by `fsmem index status`
-                self._stop.wait(BACK_OFF)
+                stop.wait(BACK_OFF)
                 continue
             except Exception as error:  # noqa: BLE001 - a worker thread that died would leave meaning stale, unsaid
                 self.failure = f"{type(error).__name__}: {error}"
-                self._stop.wait(BACK_OFF)
+                stop.wait(BACK_OFF)
                 continue
             if not done:
                 self._wake.wait(POLL)

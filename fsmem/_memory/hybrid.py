@@ -113,8 +113,7 @@ class Hybrid:
         if pool is not None:
             pool.shutdown(wait=False)
         if self._meaning is not None:
-            self._meaning.stop()
-            self._meaning.keep.close()
+            self._meaning.close()  # the keep is closed once its worker has ended
 
     def vectors_bytes(self) -> int:
         """What the folder's keep takes on disk (0 on PostgreSQL, where the rows are the database's)."""

@@ -106,19 +106,28 @@ def read_here(jail: Jail, path: str) -> bytes | None:
 def read_here_when(jail: Jail, path: str) -> tuple[bytes | None, float]:
     """The folder's bytes of ``path`` (None: no file) and when they last changed, looked at after
     the read: a save in place (truncate, then write) under way while it read shows as just now."""
-    target = jail.resolve(path)
+    read = _read_file(jail.resolve(path), path)
+    if read is None:
+        return None, 0.0
+    data, seen = read
+    return data, max(seen.st_mtime, seen.st_ctime)
+
+
+def _read_file(target: Path, path: str) -> tuple[bytes, os.stat_result] | None:
+    """The bytes at ``target`` (``path`` names it to the reader) and its stat after the read; None:
+    no file. Never blocks: what is there may be anything a person (or a swap) put there, and a FIFO
+    opened for reading would wait for a writer; anything but a regular file is refused (``BadPath``)."""
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None, 0.0
+        return None
     except OSError as error:
         raise BadPath(f"{path} cannot be read here ({error.strerror})") from error
     with os.fdopen(fd, "rb") as handle:
         if not stat_module.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise BadPath(f"{path} is not a regular file here; only regular files are mirrored")
         data = handle.read()
-        seen = os.fstat(handle.fileno())
-        return data, max(seen.st_mtime, seen.st_ctime)
+        return data, os.fstat(handle.fileno())
 
 
 def place(
@@ -146,7 +155,14 @@ def place(
             os.rename(target, aside)  # take it out first: whatever it holds now is read, not lost
         except FileNotFoundError:
             return None
-        gone = aside.read_bytes()
+        try:
+            read = _read_file(aside, path)
+        except BadPath:
+            place_new(aside, target)  # a FIFO, a device or a socket: put back, left as it was
+            raise
+        gone = None if read is None else read[0]
+        if gone is None:
+            return None  # removed by someone else meanwhile: nothing of a person's to keep
         if gone != expected:
             return gone  # a person's save: it stays at ``aside`` until the caller has kept it
         aside.unlink()
@@ -170,22 +186,29 @@ def place(
             before = read_here(jail, path)
             os.replace(temp, target)
             return before if before is not None and before != expected else None
-        out = _whole(temp, expected, settle)
+        try:
+            out = _whole(temp, path, expected, settle)
+        except BadPath:
+            exchange(temp, target)  # a FIFO, a device or a socket: swapped back, left as it was
+            raise
     finally:
         if out == expected:  # nothing of a person's in it (or never swapped): gone
             temp.unlink(missing_ok=True)
     return out if out != expected else None
 
 
-def _whole(swapped: Path, expected: bytes | None, settle: float) -> bytes:
-    """What the file swapped out holds once no editor is still writing into it: a save in place
-    under way when the swap came goes on into that file (by its open handle), so it is read again
-    until it has stayed put ``settle`` seconds (at most ``SETTLE_MAX``)."""
+def _whole(swapped: Path, path: str, expected: bytes | None, settle: float) -> bytes | None:
+    """What the file swapped out of ``path`` holds once no editor is still writing into it: a save
+    in place under way when the swap came goes on into that file (by its open handle), so it is read
+    again until it has stayed put ``settle`` seconds (at most ``SETTLE_MAX``). None: it is gone;
+    ``BadPath``: it is no regular file."""
     waited = 0.0
     while True:
-        with open(swapped, "rb") as handle:
-            data = handle.read()
-            changed_at = os.fstat(handle.fileno()).st_mtime  # not ctime: the swap itself sets that
+        read = _read_file(swapped, path)
+        if read is None:
+            return None
+        data, seen = read
+        changed_at = seen.st_mtime  # not ctime: the swap itself sets that
         if data == expected or waited >= SETTLE_MAX or not 0 <= time.time() - changed_at < settle:
             return data
         time.sleep(settle)

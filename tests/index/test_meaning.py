@@ -130,6 +130,62 @@ def test_embedding_runs_in_the_background_and_blocks_neither_writes_nor_searches
     assert paths(found)[:1] == ["pets.md"] and not memory.meaning_status()["worker"]
 
 
+def test_close_returns_at_once_under_a_slow_embed_and_the_keep_closes_after_the_worker(memory, monkeypatch):
+    """A worker in the middle of a batch the model is slow to embed: close() tells it to stop and returns;
+    the worker finishes that file, stops before the next one and closes the keep on its way out."""
+    meaning = memory.hybrid.meaning()
+    gated = Gated(meaning.embedder)
+    meaning.embedder = gated
+    keep, events = meaning.keep, []
+    real_put, real_close = keep.put, keep.close
+    monkeypatch.setattr(keep, "put", lambda *a: events.append("put") or real_put(*a))
+    monkeypatch.setattr(
+        keep, "close", lambda: events.append(("close", threading.current_thread().name)) or real_close()
+    )
+    failures: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    assert memory.start_embedding()
+    assert gated.entered.wait(30)  # the worker is inside the model now
+    worker = next(t for t in threading.enumerate() if t.name == "fsmem-embed")
+    started = time.monotonic()
+    memory.close()
+    assert time.monotonic() - started < 5  # a hang guard: it returns in about half a second
+    assert worker.is_alive() and all(event == "put" for event in events)  # not closed under the worker
+    before = len(events)  # files with no passage, put without the model
+    gated.gate.set()
+    worker.join(30)
+    assert not worker.is_alive() and failures == [] and meaning.failure is None
+    assert events[before:] == ["put", ("close", "fsmem-embed")]  # the file it was on is kept; then it stops, closes
+
+
+def test_a_worker_told_to_stop_is_not_revived_by_the_next_start(memory, monkeypatch):
+    """stop() returns while the worker is still in the model; a start() then runs a new worker, and the
+    old one still stops after its file: one worker embeds at a time, and the keep closes once, last."""
+    meaning = memory.hybrid.meaning()
+    gated = Gated(meaning.embedder)
+    meaning.embedder = gated
+    closes: list[int] = []
+    real_close = meaning.keep.close
+    monkeypatch.setattr(meaning.keep, "close", lambda: closes.append(threading.active_count()) or real_close())
+    meaning.start()
+    assert gated.entered.wait(30)
+    old = next(t for t in threading.enumerate() if t.name == "fsmem-embed")
+    meaning.stop()
+    meaning.start()
+    gated.gate.set()
+    old.join(30)
+    assert not old.is_alive()
+    deadline = time.monotonic() + 60
+    while meaning.backlog() and time.monotonic() < deadline:  # the new worker embeds the rest
+        time.sleep(0.05)
+    assert meaning.backlog() == [] and meaning.status()["worker"]
+    memory.close()
+    workers = [t for t in threading.enumerate() if t.name == "fsmem-embed"]
+    for worker in workers:
+        worker.join(30)
+    assert len(closes) == 1 and meaning.failure is None
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -282,7 +283,11 @@ def test_any_text_round_trips_through_a_fact_file(subject, attribute, source, se
 
 def test_a_new_process_parses_only_what_changed_since_the_kept_view(memory, facts, monkeypatch) -> None:
     import fsmem._memory.facts.files as module  # the view parses through it
+    from fsmem._core.search import RACY_WINDOW_NS
+    from fsmem._store.folder import stamps
 
+    # every read after the files' racy window (one within it reads the file again: see tests/store/folder/test_stamps.py)
+    monkeypatch.setattr(stamps, "_now_ns", lambda: time.time_ns() + 2 * RACY_WINDOW_NS)
     old = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-09-01")
     new = facts.keep("Ana", "role", "Ana works in research.", said="2026-10-12")
     expected = Facts(memory.drive).all()

@@ -7,8 +7,10 @@ of another version."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -166,3 +168,29 @@ def test_a_view_behind_another_never_drops_the_rows_of_facts_it_has_not_seen(mem
     with sqlite3.connect(_sqlite(memory)) as conn:
         assert sorted(row[0] for row in conn.execute("SELECT id FROM facts")) == sorted([first.id, newer.id])
     assert [f.id for f in Facts(memory.drive).current("ana")] == [newer.id]
+
+
+def test_a_same_size_hand_fix_within_the_stamps_tick_shows_in_the_next_listing(memory, monkeypatch) -> None:
+    """A fact file fixed in place with text of the same length and its mtime put back keeps its stamp
+    (size, mtime, inode): what was read of it within the racy window is read again on the next look,
+    by this process's view and by a new one's kept view."""
+    from fsmem._store.folder import stamps
+
+    start = time.time_ns()
+    monkeypatch.setattr(stamps, "_now_ns", lambda: start)  # every read at the moment the test began
+    facts = memory.facts
+    ana = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-05-01").fact
+    assert [f.text for f in facts.listing("ana").facts] == ["Ana leads the data team."]
+    assert [f.text for f in facts.current()] == ["Ana leads the data team."]
+    file = memory.root / ana.path
+    before = file.stat()
+    with open(file, "r+b") as handle:  # in place: same inode, same size
+        data = handle.read()
+        handle.seek(0)
+        handle.write(data.replace(b"Ana leads the", b"Ana heads the"))
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = file.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert [f.text for f in Facts(memory.drive).listing("ana").facts] == ["Ana heads the data team."]
+    assert [f.text for f in facts.listing("ana").facts] == ["Ana heads the data team."]
+    assert [f.text for f in facts.current()] == ["Ana heads the data team."]

@@ -69,6 +69,8 @@ class Read:
     problem: str | None = None  # why the file is no usable fact; then:
     mended: Fact | None = None  # the fact it holds once its id is taken from its name (fsmem check --repair)
     subject: str | None = None  # the subject its front matter names, where it can be read
+    version: str | None = None  # the hash of the bytes read, where this process read them: a file read
+    # again (its stamp could not tell, see fsmem._store.folder.stamps) is parsed again only if it differs
 
 
 @dataclass(frozen=True)

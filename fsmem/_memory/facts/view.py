@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Container, Hashable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fsmem._core import chains
@@ -21,6 +22,7 @@ from fsmem._core import facts as rules
 from fsmem._core.chains import Op, Resolution
 from fsmem._core.facts import Fact
 from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
+from fsmem._core.versions import version_of
 from fsmem._errors import BadFact
 from fsmem._memory.facts.journal import JOURNAL_FILE, append, journal_end, journal_since
 from fsmem._memory.facts.kept import VIEW_FILE, KeptView, Listing, Read
@@ -126,11 +128,16 @@ class FactView:
                 reads[path] = Read((0, 0, 0), problem="vanished while being read")
                 continue
             data, stamp = found[path]
+            version = version_of(data)
+            known = self.files.get(path)
+            if known is not None and known.version == version:  # read again, as it was: no parse
+                reads[path] = replace(known, stamp=stamp)
+                continue
             try:
-                reads[path] = Read(stamp, location, file_format.parse(data, fid))
+                reads[path] = Read(stamp, location, file_format.parse(data, fid), version=version)
             except BadFact as error:
                 mended, subject = file_format.parse_broken(data, fid)
-                reads[path] = Read(stamp, problem=error.message, mended=mended, subject=subject)
+                reads[path] = Read(stamp, problem=error.message, mended=mended, subject=subject, version=version)
         return reads
 
     def _folder_stamps(self) -> Hashable | None:
@@ -187,6 +194,11 @@ class FactView:
             read = reads[path] = self._read_many([path])[path]
             if read.fact is None:
                 return None  # an unreadable file: the full look reports it and freezes its chain
+            if known is not None and known.fact == read.fact:  # read again within its racy window: as it was
+                self.files[path] = read
+                if self._snapshot is not None:
+                    self._snapshot[path] = read.stamp
+                continue
             ops.append(Op("write", path, read.fact))
         if ops:
             snapshot = self._snapshot
@@ -221,7 +233,8 @@ class FactView:
                 return self.resolution
             ops, incremental = looked
             if incremental and self.resolution is not None:
-                self.resolution.apply(ops)
+                if ops:  # none where only files read within their racy window were read again, as they were
+                    self.resolution.apply(ops)
             else:
                 self.resolution = chains.resolve(*self._stored())
                 self._dirty = None  # resolved anew: every chain's rows are written again
@@ -282,6 +295,9 @@ class FactView:
             read = files[path] = changed[path]
             if read.fact is None or (known is not None and known.fact is None):
                 incremental = False
+            elif known is not None and known.fact == read.fact:  # read again within its racy window: as it was
+                if read.stamp != stamps[path]:
+                    changed.pop(path)  # the kept view's row stands; the next look reads it again
             else:
                 ops.append(Op("write", path, read.fact))
         for path, known in self.files.items():
@@ -290,7 +306,8 @@ class FactView:
                     incremental = False
                 ops.append(Op("delete", path))
         self.files = files
-        self._snapshot = stamps  # a file changed between scan and read is simply read again
+        # the stamps kept for what was read: a file read within its racy window is read again next look
+        self._snapshot = {path: read.stamp for path, read in files.items()}
         self._note_dirty([*changed, *(op.path for op in ops if op.kind == "delete")])
         return ops, incremental
 

@@ -38,6 +38,7 @@ from fsmem._store.folder.history import (
     new_stamp,
 )
 from fsmem._store.folder.regular import read_regular
+from fsmem._store.folder.stamps import kept_stamp
 from fsmem._store.types import Entry, FactStamp, HandEdit, LogEntry, log_line, now_iso
 
 
@@ -352,8 +353,8 @@ class Change:
         """What a folder's rename or delete holds: on the folder, the root's lock, held already."""
 
     def stamp(self, path: str) -> FactStamp | None:
-        """The stamp of ``path`` as this change leaves it (see :meth:`Drive.stamp`)."""
-        return self.drive.stamp(path)
+        """The stamp to keep for ``path`` as this change leaves it (see :func:`.stamps.kept_stamp`)."""
+        return kept_stamp(self.drive.root, path)
 
     # ---- internals --------------------------------------------------------------------------
 

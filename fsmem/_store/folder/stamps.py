@@ -2,6 +2,11 @@
 
 A stamp tells that a file changed without reading it; ``folders_mark`` tells that a folder gained,
 lost or had a file saved into it by rename. The facts keep what they parsed by these.
+
+A stamp is kept for what was read (or written) only once it can tell: a file changed within one
+timestamp tick of the read (the index's racy rule, :func:`fsmem._core.search.racy`) may be saved
+again with the same size and mtime, so what was read of it gets a stamp no ``stat`` gives (a fourth
+part) and the next look reads it again.
 """
 
 from __future__ import annotations
@@ -9,10 +14,14 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+import time
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 
+from fsmem._core.search import racy
 from fsmem._store.types import FactStamp
+
+_now_ns = time.time_ns  # the clock a read is stamped by (a test moves it)
 
 
 def stamps(resolve: Callable[[str], Path], folders: Sequence[str]) -> tuple[dict[str, FactStamp], dict[str, str]]:
@@ -58,29 +67,51 @@ def stamp(root: Path, path: str) -> FactStamp | None:
     return (info.st_size, info.st_mtime_ns, info.st_ino) if stat_module.S_ISREG(info.st_mode) else None
 
 
+def kept_stamp(root: Path, path: str) -> FactStamp | None:
+    """The stamp to keep for a file just written (as :func:`read_stamped` gives it for a file read)."""
+    try:
+        info = os.stat(root / path, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return _kept(info) if stat_module.S_ISREG(info.st_mode) else None
+
+
+def _kept(info: os.stat_result) -> FactStamp:
+    """The stamp of what was read of a file whose ``stat`` is ``info``: its plain stamp, or, where
+    it changed within the racy window of now, one that no later ``stat`` matches."""
+    plain = (info.st_size, info.st_mtime_ns, info.st_ino)
+    return (*plain, 0) if racy(max(info.st_mtime_ns, info.st_ctime_ns), _now_ns()) else plain
+
+
 def read_stamped(root: Path, paths: Sequence[str]) -> dict[str, tuple[bytes, FactStamp]]:
     """Each file's bytes and the stamp of what was read (one open: never a stamp of another save);
     a path where no plain file is is left out."""
     found = {}
+    base = str(root)  # joined as text: a look reads every file read within its racy window again
     for path in paths:
-        read = _read_stamped(root, path)
+        read = _read_stamped(f"{base}/{path}")
         if read is not None:
             found[path] = read
     return found
 
 
-def _read_stamped(root: Path, path: str) -> tuple[bytes, FactStamp] | None:
+def _read_stamped(file: str) -> tuple[bytes, FactStamp] | None:
     try:
-        fd = os.open(root / path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError as error:
         if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EISDIR):
             return None
         raise
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode):
             return None
-        return handle.read(), (info.st_size, info.st_mtime_ns, info.st_ino)
+        chunks = []
+        while chunk := os.read(fd, max(info.st_size + 1, 4096)):  # one read for a file that stays put
+            chunks.append(chunk)
+        return b"".join(chunks), _kept(info)
+    finally:
+        os.close(fd)
 
 
 def folders_mark(root: Path, folders: Sequence[str]) -> Hashable | None:
