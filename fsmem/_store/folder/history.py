@@ -77,12 +77,19 @@ def versions(state: Path, path: str, current: str | None) -> list[VersionInfo]:
         if parsed is None or not stat_module.S_ISREG(info.st_mode):
             continue
         kept_at, version, command = parsed
-        if command == LIVE:
-            if version == current:
-                continue
-            command = "hand"  # fsmem wrote it; a person saved over it (or removed it) unseen since
-        kept.append(VersionInfo(path, version, kept_at, command, info.st_size, item))
+        listed = listed_command(command, version, current)
+        if listed is not None:
+            kept.append(VersionInfo(path, version, kept_at, listed, info.st_size, item))
     return kept
+
+
+def listed_command(command: str, version: str, current: str | None) -> str | None:
+    """The command a kept file is listed under, or ``None`` when it is no earlier content: a live copy
+    the file still holds (``current``) is the file itself; one it no longer holds was replaced by hand
+    (a person saved over it, or removed the file, unseen since)."""
+    if command != LIVE:
+        return command
+    return None if version == current else "hand"
 
 
 def live_name(version: str) -> str:

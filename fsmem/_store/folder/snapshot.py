@@ -74,16 +74,15 @@ def _export_versions(state: Path, live: dict[str, str], skipped: list[str]) -> l
                 skipped.append(_readable(where))
                 continue
             kept_at, version, command = parsed
-            if command == history.LIVE:
-                if version == live.get(path):
-                    continue
-                command = "hand"
+            listed = history.listed_command(command, version, live.get(path))
+            if listed is None:
+                continue
             try:
                 data = read_regular(here / name, where)
             except BadPath as error:  # swapped for a FIFO since, or one fsmem may not read
                 raise BadPath(f"{where} cannot be read; nothing was copied. {error.message}") from error
             if data is not None:
-                versions.append(CopiedVersion(path, version, kept_at, command, data))
+                versions.append(CopiedVersion(path, version, kept_at, listed, data))
     versions.sort(key=lambda kept: kept.kept_at)  # stable: each path's own order stays
     return versions
 
