@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from fsmem._core.context import message_text, parse_header
 from fsmem._core.layout import skill_of
+from fsmem._core.requests import CHANGING_COMMANDS, memory_call_arguments
 
 __all__ = [
     "EVERY",
@@ -44,8 +45,6 @@ __all__ = [
 
 EVERY = 10
 SUMMARY_PREFIX = "Summary of the conversation so far (older messages were compacted):\n"
-CHANGING_COMMANDS = frozenset({"write", "rename", "delete"})
-TOOL_NAME = "memory"
 
 TurnEnded = Literal["answered", "stopped", "failed"]
 Half = Literal["memory", "skills"]
@@ -148,16 +147,10 @@ def _changes(message: Mapping[str, Any], results: Mapping[str, bool]) -> tuple[b
     """Whether this reply's memory-tool calls changed memory outside skills, and a skill."""
     memory = skill = False
     for call in message.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping) or function.get("name") != TOOL_NAME:
+        arguments = memory_call_arguments(call)
+        if arguments is None or arguments.get("command") not in CHANGING_COMMANDS:
             continue
         if not results.get(str(call.get("id")), False):
-            continue
-        try:
-            arguments = json.loads(function.get("arguments") or "{}")
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(arguments, Mapping) or arguments.get("command") not in CHANGING_COMMANDS:
             continue
         paths = [str(arguments.get(key) or "").strip("/") for key in ("path", "new_path")]
         if any(skill_of(path) for path in paths if path):

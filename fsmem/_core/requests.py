@@ -6,6 +6,8 @@ turns a checked dict into one of five frozen dataclasses, so dispatch can be exh
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +15,9 @@ from fsmem._core.text import check_text
 from fsmem._errors import BadRequest
 
 __all__ = [
+    "CHANGING_COMMANDS",
+    "TOOL_NAME",
+    "memory_call_arguments",
     "Read",
     "Write",
     "Rename",
@@ -108,3 +113,20 @@ def parse_request(checked: dict[str, Any]) -> Request:
         if fields["end_line"] < fields["start_line"]:
             raise BadRequest("end_line is before start_line; give a range with start_line <= end_line")
     return kind(**fields)
+
+
+TOOL_NAME = "memory"  # the one tool's name, in every form of it
+CHANGING_COMMANDS = frozenset({"write", "rename", "delete"})
+
+
+def memory_call_arguments(call: object) -> Mapping[str, Any] | None:
+    """The arguments of one OpenAI-style tool call of the memory tool, as stored in a conversation;
+    ``None`` for a call of another tool or arguments that are not a JSON object (the tool words those)."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or function.get("name") != TOOL_NAME:
+        return None
+    try:
+        arguments = json.loads(function.get("arguments") or "{}")
+    except (TypeError, ValueError):
+        return None
+    return arguments if isinstance(arguments, Mapping) else None

@@ -9,13 +9,13 @@ the review made also says ``origin: review``, which makes it the curator's.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fsmem._core.layout import SKILL_FILE, skill_of
+from fsmem._core.requests import memory_call_arguments
 from fsmem._errors import BadSkill
 
 __all__ = [
@@ -121,14 +121,8 @@ def skills_read(conversation: Iterable[Mapping[str, Any]]) -> list[str]:
         if not isinstance(message, Mapping) or message.get("role") != "assistant":
             continue
         for call in message.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if not isinstance(function, Mapping) or function.get("name") != "memory":
-                continue
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                continue
-            if not isinstance(arguments, Mapping) or arguments.get("command") != "read":
+            arguments = memory_call_arguments(call)
+            if arguments is None or arguments.get("command") != "read":
                 continue
             path = str(arguments.get("path") or "").strip("/")
             where = skill_of(path)

@@ -16,7 +16,6 @@ as ``review`` in ``fsmem usage``; each review ends with one log line (logger ``f
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from fsmem._core import layout
 from fsmem._core.due import Half, estimate_tokens, input_budget
 from fsmem._core.extract import turns_of
+from fsmem._core.requests import CHANGING_COMMANDS, TOOL_NAME, memory_call_arguments
 from fsmem._core.review import CONVERSATION_LIMIT, review_turns
 from fsmem._core.skills import skills_read
 from fsmem._errors import ModelError, NotFound
@@ -394,17 +394,13 @@ def _outside_skills(call: dict[str, Any], halves: tuple[Half, ...]) -> ToolStep 
     """A review due for skills alone changes nothing else: its call to change other memory is refused."""
     if "memory" in halves:
         return None
-    function = call.get("function") or {}
-    try:
-        arguments = json.loads(function.get("arguments") or "{}")
-    except (TypeError, ValueError):
-        return None  # execute_call words the malformed call
-    if not isinstance(arguments, dict) or arguments.get("command") not in ("write", "rename", "delete"):
+    arguments = memory_call_arguments(call)  # None: another tool, or malformed (execute_call words it)
+    if arguments is None or arguments.get("command") not in CHANGING_COMMANDS:
         return None
     if layout.skill_of(str(arguments.get("path") or "").strip("/")) is not None:
         return None
     message = "this review keeps skills only; change files under a skills/ folder, or answer"
-    return ToolStep(str(function.get("name", "")), arguments, refusal("PROTECTED", message))
+    return ToolStep(TOOL_NAME, dict(arguments), refusal("PROTECTED", message))
 
 
 def _applied(memory: Any, thread_id: str, started: str) -> list[Applied]:

@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fsmem._core.requests import TOOL_NAME
 from fsmem._env.resources import data_dir
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
 SCHEMA_DIR = data_dir("tool_schema")
 PROMPTS_DIR = data_dir("prompts")
 DESCRIPTION_PROMPT = "tool.md"  # the same text fsmem._memory.prompts.tool_description() renders
-TOOL_NAME = "memory"
 
 # Top-level keywords a provider's tool schema does not take: identity, and the combinators and
 # conditionals that the Anthropic API refuses at the top level.
