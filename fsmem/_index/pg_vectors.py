@@ -72,6 +72,9 @@ class PgVectors:
         self.pg.run(work, write=True, alone=True)
         return len(gone)
 
+    def holds_any(self) -> bool:
+        return self.pg.one("SELECT 1 FROM fsmem.embedded WHERE project = %s LIMIT 1", ()) is not None
+
     def mark(self) -> object:
         """Any worker's put or prune changes the count or the newest time (one indexed query)."""
         return self.pg.one("SELECT count(*), max(made) FROM fsmem.embedded WHERE project = %s", ())

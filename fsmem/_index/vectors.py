@@ -50,6 +50,10 @@ class VectorKeep(Protocol):
         """Changes whenever what is kept may have changed (any process's put or prune)."""
         ...
 
+    def holds_any(self) -> bool:
+        """Whether any file's passages are kept at all (asked before a model is loaded for nothing)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -146,6 +150,15 @@ class FolderVectors:
                 raise
             self._writes += 1
         return len(gone)
+
+    def holds_any(self) -> bool:
+        try:
+            if self._db is None and os.stat(self.file).st_size == 0:
+                return False
+        except FileNotFoundError:
+            return False  # never made: nothing was ever embedded here
+        with self._lock:
+            return self._connect().execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
 
     def mark(self) -> object:
         with self._lock:

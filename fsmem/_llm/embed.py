@@ -11,6 +11,7 @@ so a process that never embeds loads neither numpy nor onnxruntime.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +25,7 @@ from fsmem._llm.model_files import MODEL_FILE, TOKENIZER_FILE, default_folder, i
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["MEANING_MODES", "Embedder", "build_embedder", "meaning_wanted"]
+__all__ = ["MEANING_MODES", "Embedder", "build_embedder", "local_model_in_reach", "meaning_wanted"]
 
 MEANING_MODES = ("auto", "off")
 
@@ -46,6 +47,15 @@ def meaning_wanted(settings: Settings) -> bool:
     if settings.meaning not in MEANING_MODES:
         raise SetupError(f"setting meaning must be one of {', '.join(MEANING_MODES)}, not {settings.meaning!r}")
     return settings.meaning != "off"
+
+
+def local_model_in_reach(settings: Settings) -> bool:
+    """Whether a search by meaning would load a local model (its files and the ``meaning`` extra are
+    there), found without loading anything; an endpoint is not a local model."""
+    if settings.embed_endpoint or not meaning_wanted(settings):
+        return False
+    folder = Path(settings.embed_model).expanduser() if settings.embed_model else default_folder()
+    return installed(folder) and importlib.util.find_spec("onnxruntime") is not None
 
 
 def build_embedder(settings: Settings) -> Embedder | None:

@@ -27,7 +27,7 @@ from fsmem._index.index import Index
 from fsmem._index.query import SNIPPET_CHARS
 from fsmem._index.state import index_dir
 from fsmem._index.vectors import FolderVectors, VectorKeep
-from fsmem._llm.embed import build_embedder, meaning_wanted
+from fsmem._llm.embed import build_embedder, local_model_in_reach, meaning_wanted
 from fsmem._store.folder.drive import Drive
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ class Hybrid:
         self._down_until = 0.0
         self._warned = False
         self._pool: ThreadPoolExecutor | None = None  # the query's vector, made while words search
+        self._keep: VectorKeep | None = None  # where passages are kept: made once, the meaning's too
         self._stopped = False  # the memory was closed: searches go on, nothing starts in the background
 
     def meaning(self) -> Meaning | None:
@@ -91,7 +92,8 @@ class Hybrid:
                 if embedder is not None:
                     from fsmem._index.meaning import Meaning  # numpy: only once there is an embedder
 
-                    self._meaning = Meaning(self.index, embedder, keep_of(self.index))
+                    self._keep = self._keep or keep_of(self.index)
+                    self._meaning = Meaning(self.index, embedder, self._keep)
                 self._built = True
         return self._meaning
 
@@ -114,6 +116,8 @@ class Hybrid:
             pool.shutdown(wait=False)
         if self._meaning is not None:
             self._meaning.close()  # the keep is closed once its worker has ended
+        elif self._keep is not None:
+            self._keep.close()  # only asked whether it held anything
 
     def vectors_bytes(self) -> int:
         """What the folder's keep takes on disk (0 on PostgreSQL, where the rows are the database's)."""
@@ -136,6 +140,8 @@ class Hybrid:
     ) -> SearchResults:
         """``words(depth)`` is the words search (it brings the index up to date first); ``filters()`` the
         index's clauses for include, exclude and since, which files found by meaning alone pass too."""
+        if mode != "words" and self._nothing_embedded():
+            return SearchResults(words(limit), "partial")
         meaning = self.meaning() if mode != "words" else None
         if meaning is None or time.monotonic() < self._down_until:
             return SearchResults(words(limit), "off")
@@ -171,6 +177,16 @@ class Hybrid:
             known.update(self._meaning_hits(missing, near, filters))
         hits = [known[path]._replace(score=round(score, 4)) for path, score in order if path in known]
         return SearchResults(holding_first(hits)[:limit], "full" if not view.waiting else "partial")
+
+    def _nothing_embedded(self) -> bool:
+        """A process that embeds nothing itself (a one-shot command) before any passage is kept: the
+        query's vector could change no answer, so the local model is not loaded for it (most of a cold
+        search's time). An endpoint costs nothing to ask of, and is asked (a server down is said)."""
+        if self._built or self.settings.watch or not local_model_in_reach(self.settings):
+            return False
+        if self._keep is None:
+            self._keep = keep_of(self.index)
+        return not self._keep.holds_any()
 
     def _meaning_hits(
         self, paths: list[str], near: dict[str, tuple[float, int, str]], filters: Callable[[], list[Any]]

@@ -257,3 +257,34 @@ def test_the_embedding_is_woken_once_the_change_is_in_the_index(memory, monkeypa
     monkeypatch.setattr(Hybrid, "wake", wake)
     memory.run().call({"command": "write", "path": "zoo.md", "content": "# Zoo\n\nA wombat.\n"})
     assert seen_at_wake == [["zoo.md"]]
+
+
+def test_a_one_shot_search_loads_no_model_while_nothing_is_embedded(tmp_path, embedding_model):
+    """A process that embeds nothing itself (the shell's) and a root with no passage kept: the query's
+    vector could change no answer, so the model is not loaded for it; once passages are kept, it is."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    memory = _open(tmp_path / "root", embedding_model)
+    memory.run().call({"command": "write", "path": "pets.md", "content": PETS})
+    memory.close()
+    code = (
+        "import sys, fsmem\nfrom fsmem._env.config import Settings\n"
+        f"m = fsmem.open(sys.argv[1], settings=Settings(watch=False, embed_model={str(embedding_model)!r}))\n"
+        "found = m.search('golden retriever puppy')\n"
+        "print(found.meaning, [h.path for h in found], 'onnxruntime' in sys.modules)\n"
+    )
+    run = lambda: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", code, str(tmp_path / "root")], capture_output=True, text=True, cwd=REPO
+    )
+    done = run()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["partial", "['pets.md']", "False"]
+    embedded = _open(tmp_path / "root", embedding_model)
+    assert embedded.embed_pending() == 2  # MEMORY.md too
+    embedded.close()
+    done = run()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["full", "['pets.md']", "True"]
