@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from typing import Literal
 
 from fsmem._core.search import SearchHit
+from fsmem._errors import BadRequest
 
-__all__ = ["MEANING_STATES", "MODES", "Meaning", "SearchResults", "fuse", "holding_first"]
+__all__ = ["MODES", "Meaning", "SearchResults", "check_mode", "fuse", "holding_first"]
 
 Meaning = Literal["off", "partial", "full"]
-MEANING_STATES: tuple[Meaning, ...] = ("off", "partial", "full")
 MODES = ("words", "meaning", "both")
 
 
@@ -58,3 +58,10 @@ def fuse(words: Mapping[str, float], meaning: Mapping[str, float], weight: float
 def holding_first(hits: list[SearchHit]) -> list[SearchHit]:
     """Facts that were replaced after everything else, each side in its own order (as words rank them)."""
     return [hit for hit in hits if hit.kind != "replaced_fact"] + [hit for hit in hits if hit.kind == "replaced_fact"]
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` if it is one of ``MODES`` (``BadRequest`` otherwise)."""
+    if mode not in MODES:
+        raise BadRequest(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode

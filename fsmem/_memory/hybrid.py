@@ -19,21 +19,20 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from fsmem._core.fusion import MODES, SearchResults, fuse, holding_first
+from fsmem._core.fusion import SearchResults, fuse, holding_first
 from fsmem._core.search import SearchHit
 from fsmem._env.config import Settings
-from fsmem._errors import BadRequest, FsmemError
-from fsmem._index.index import Index
-from fsmem._index.query import SNIPPET_CHARS
+from fsmem._errors import FsmemError
 from fsmem._index.state import index_dir
 from fsmem._index.vectors import FolderVectors, VectorKeep
 from fsmem._llm.embed import build_embedder, local_model_in_reach, meaning_wanted
 from fsmem._store.folder.drive import Drive
 
 if TYPE_CHECKING:
+    from fsmem._index.index import Index
     from fsmem._index.meaning import Meaning
 
-__all__ = ["FUSE_DEPTH", "Hybrid", "MeaningWarning", "check_mode"]
+__all__ = ["FUSE_DEPTH", "Hybrid", "MeaningWarning"]
 
 FUSE_DEPTH = 20  # files meaning brings to the fusion
 WORDS_DEPTH = 10  # files words bring (each with its snippet: more cost more than the model's vector)
@@ -44,12 +43,6 @@ VECTORS_FILE = "vectors.sqlite3"
 
 class MeaningWarning(UserWarning):
     """Recall by meaning is set up but cannot be used now: the search went on by words alone."""
-
-
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise BadRequest(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    return mode
 
 
 def keep_of(index: Index) -> VectorKeep:
@@ -192,6 +185,8 @@ class Hybrid:
         self, paths: list[str], near: dict[str, tuple[float, int, str]], filters: Callable[[], list[Any]]
     ) -> dict[str, SearchHit]:
         """Hits for files found by meaning alone (those the filters let through), shown by their passage."""
+        from fsmem._index.query import SNIPPET_CHARS  # tantivy's: loaded by the index already
+
         found = self.index.query.hits_for(self.index.store.searcher(), paths, filters())
         shown = {}
         for path, hit in found.items():

@@ -324,8 +324,7 @@ class Memory:
         """Ranked files with snippets (text mode), or matching lines (``regex=True``). ``mode``: rank
         by ``"words"``, ``"meaning"`` or ``"both"`` (default ``settings.search_mode``); the result's
         ``meaning`` says how much meaning took part (``off``, ``partial``, ``full``)."""
-        from fsmem._core.fusion import SearchResults
-        from fsmem._memory.hybrid import check_mode
+        from fsmem._core.fusion import SearchResults, check_mode
 
         check_text("query", query)  # before anything is opened or started
         mode = check_mode(self.settings.search_mode if mode is None else mode)

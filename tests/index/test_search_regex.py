@@ -42,3 +42,21 @@ def test_the_shell_search_reads_the_root_s_settings(memory: fsmem.Memory) -> Non
     (memory.root / ".fsmem" / "config.toml").write_text("no_such_setting = 1\n", encoding="utf-8")
     result = invoke(memory.root, "search", "deploy")
     assert result.exit_code != 0 and "no_such_setting" in result.output
+
+
+def test_a_regex_search_loads_no_tantivy(tmp_path):
+    """Regex mode reads the files themselves: the index (and tantivy) is not loaded for it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = (
+        "import sys, fsmem\nfrom fsmem._env.config import Settings\n"
+        "m = fsmem.open(sys.argv[1], create=True, settings=Settings(watch=False))\n"
+        "m.run().call({'command': 'write', 'path': 'a.md', 'content': 'deploy on friday\\n'})\n"
+        "print([h.path for h in m.search('depl.y', regex=True)], 'tantivy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r")], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['a.md']", "False"]
