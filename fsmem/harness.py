@@ -111,7 +111,7 @@ class Session:
         self.routines = dict(routines or {})  # routine id -> name, from the harness's records
         self.temperature = temperature  # None: the model's own setting (--temperature)
         self.messages: list[dict[str, Any]] = [dict(m) for m in messages]
-        self.curated = _curate(memory)  # a session starts after the memory was idle, if ever: the curator's time
+        _curate(memory)  # a session starts after the memory was idle, if ever: the curator's time
         # review=False: the harness runs `fsmem.review` itself (`fsmem.review_due` says when)
         self.reviews = (
             BackgroundReviews(

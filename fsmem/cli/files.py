@@ -388,7 +388,7 @@ def tool(root: str | None, scope_text: str, thread_id: str | None) -> None:
         result = error_result(for_the_shell(error))
     click.echo(json_line(result))
     if not result["ok"]:
-        sys.exit(exit_code_for(from_code(result["error"]["code"], result["error"]["message"])))
+        sys.exit(exit_code_for(from_code(**result["error"])))
 
 
 def _request_from_stdin() -> object:

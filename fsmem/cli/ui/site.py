@@ -45,9 +45,7 @@ class Site:
         """One tool call; a refusal raises, to become the page's error (or be caught by the page)."""
         result = self.run().call(request)
         if not result["ok"]:
-            error = result["error"]
-            details = {k: v for k, v in error.items() if k not in ("code", "message")}
-            raise from_code(error["code"], error["message"], **details)
+            raise from_code(**result["error"])
         return result
 
     def page(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
