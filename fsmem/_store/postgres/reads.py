@@ -86,12 +86,13 @@ def entries(db: PgProject, path: str) -> list[Entry]:
 
 def walk_files(db: PgProject, path: str = "") -> Iterator[Entry]:
     """Every file under a folder, in path order."""
+    prefix = folder_prefix(path)
     for child, size, modified in db.rows(
         "SELECT path, octet_length(content), modified FROM fsmem.files WHERE project = %s "
         "AND path >= %s AND path < %s ORDER BY path",
-        key_range(folder_prefix(path)),
+        key_range(prefix),
     ):
-        if not in_hidden_folder(child[len(folder_prefix(path)) :]):
+        if not in_hidden_folder(child[len(prefix) :]):
             yield Entry(child, False, size, modified.timestamp())
 
 
