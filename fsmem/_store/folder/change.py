@@ -29,9 +29,9 @@ from fsmem._errors import Exists, NotFound, Storage
 from fsmem._store.atomic import exchange, fsync_dir, make_dirs, place_new, write_atomic, write_temp
 from fsmem._store.disk_faults import storage_error
 from fsmem._store.folder.history import (
+    LIVE,
     LOG_FILE,
     VERSIONS_DIR,
-    is_live_name,
     kept_name,
     live_copies,
     live_name,
@@ -444,7 +444,7 @@ class Change:
             # Only kept versions count: the folder may also hold the version folders of files that
             # lived under a folder of this name once, or a crash's temp file.
             try:
-                names = sorted(name for name in os.listdir(folder) if kept_name(name) and not is_live_name(name))
+                names = sorted(name for name in os.listdir(folder) if (parsed := kept_name(name)) and parsed[2] != LIVE)
                 for extra in names[: max(0, len(names) - self.drive.settings.versions_kept)]:
                     os.unlink(folder / extra)
             except OSError:

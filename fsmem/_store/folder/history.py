@@ -107,11 +107,6 @@ def live_copies(folder: Path) -> list[tuple[str, str]]:
     return [(name, parsed[1]) for name in names if (parsed := kept_name(name)) and parsed[2] == LIVE]
 
 
-def is_live_name(name: str) -> bool:
-    parsed = kept_name(name)
-    return parsed is not None and parsed[2] == LIVE
-
-
 def read_version(kept: VersionInfo) -> bytes:
     data = None if kept.file is None else read_regular(kept.file, f"{VERSIONS_DIR}/{kept.path}/{kept.file.name}")
     if data is None:
