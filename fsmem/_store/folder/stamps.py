@@ -60,20 +60,22 @@ def stamps(resolve: Callable[[str], Path], folders: Sequence[str]) -> tuple[dict
 
 def stamp(root: Path, path: str) -> FactStamp | None:
     """The stamp of one file (as :func:`stamps` gives it); None when no plain file is there."""
-    try:
-        info = os.stat(root / path, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return (info.st_size, info.st_mtime_ns, info.st_ino) if stat_module.S_ISREG(info.st_mode) else None
+    info = _plain_file(root, path)
+    return None if info is None else (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 def kept_stamp(root: Path, path: str) -> FactStamp | None:
     """The stamp to keep for a file just written (as :func:`read_stamped` gives it for a file read)."""
+    info = _plain_file(root, path)
+    return None if info is None else _kept(info)
+
+
+def _plain_file(root: Path, path: str) -> os.stat_result | None:
     try:
         info = os.stat(root / path, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return _kept(info) if stat_module.S_ISREG(info.st_mode) else None
+    return info if stat_module.S_ISREG(info.st_mode) else None
 
 
 def _kept(info: os.stat_result) -> FactStamp:
