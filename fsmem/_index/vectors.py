@@ -81,6 +81,15 @@ class FolderVectors:
         if self._db is not None:
             return self._db
         self.file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = self._open()
+        except sqlite3.DatabaseError:
+            self._remove()  # not a database (or damaged): derived state, made again
+            db = self._open()
+        self._db = db
+        return db
+
+    def _open(self) -> sqlite3.Connection:
         os.close(os.open(self.file, os.O_CREAT | os.O_WRONLY, 0o600))  # SQLite gives its WAL the same mode
         db = sqlite3.connect(self.file, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
         try:
@@ -89,17 +98,12 @@ class FolderVectors:
             db.executescript(_SCHEMA)
         except sqlite3.DatabaseError:
             db.close()
-            self._remove()  # not a database (or damaged): derived state, made again
-            db = sqlite3.connect(self.file, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
-        self._db = db
+            raise
         return db
 
     def _remove(self) -> None:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.file}{suffix}").unlink(missing_ok=True)
-        os.close(os.open(self.file, os.O_CREAT | os.O_WRONLY, 0o600))
 
     def held(self, model: str) -> dict[str, str]:
         with self._lock:
