@@ -12,9 +12,7 @@ check, 20 versions a file, the log.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from fsmem._core import layout
 from fsmem._core.context import Document
 from fsmem._core.skills import SkillHead, check_head, listing
 from fsmem._errors import BadSkill, Protected
+from fsmem._store.atomic import append_line, json_lines
 from fsmem._store.interface import Store
 from fsmem._store.types import now_iso
 
@@ -152,13 +151,8 @@ def note_use(run: Any, path: str) -> None:
 
 def record_use(state: Path, skill_folder: str, time: str) -> None:
     """Append one use of the skill in ``skill_folder`` (a restore counts as one)."""
-    line = json.dumps({"time": time, "skill": skill_folder}) + "\n"
     try:
-        fd = os.open(state / USES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        append_line(state / USES_FILE, {"time": time, "skill": skill_folder})
     except OSError as error:  # a read-only root is still read: the use goes unrecorded
         _log.warning("a skill's use could not be recorded in %s: %s", state / USES_FILE, error)
 
@@ -166,15 +160,10 @@ def record_use(state: Path, skill_folder: str, time: str) -> None:
 def read_uses(state: Path) -> dict[str, str]:
     """``{skill folder: time of its last recorded use}``."""
     uses: dict[str, str] = {}
-    try:
-        with open(state / USES_FILE, encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                try:
-                    record = json.loads(line)
-                    skill, time = str(record["skill"]), str(record["time"])
-                except (ValueError, KeyError, TypeError):
-                    continue
-                uses[skill] = max(uses.get(skill, ""), time)
-    except FileNotFoundError:
-        pass
+    for record in json_lines(state / USES_FILE):
+        try:
+            skill, time = str(record["skill"]), str(record["time"])  # type: ignore[index]
+        except (KeyError, TypeError):
+            continue
+        uses[skill] = max(uses.get(skill, ""), time)
     return uses

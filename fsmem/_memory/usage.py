@@ -11,15 +11,14 @@ record that cannot be written (a read-only root) is logged, never raised: counti
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from fsmem._core.due import input_tokens
+from fsmem._store.atomic import append_line, json_lines
 from fsmem._store.types import now_iso
 
 __all__ = ["PURPOSES", "USAGE_FILE", "Call", "Metered", "Usage", "read_calls", "record", "summarize"]
@@ -54,28 +53,19 @@ class Usage:
 
 
 def record(state: Path, call: Call) -> None:
-    line = (json.dumps(asdict(call), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     try:
-        fd = os.open(state / USAGE_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line)  # one write of a short line: whole, never interleaved with another's
-        finally:
-            os.close(fd)
+        append_line(state / USAGE_FILE, asdict(call))
     except OSError as error:
         _log.warning("a model call's usage could not be recorded in %s: %s", state / USAGE_FILE, error)
 
 
 def read_calls(state: Path) -> Iterator[Call]:
     """Every recorded call, oldest first; a line that is not a record (cut short by a crash) is skipped."""
-    try:
-        with open(state / USAGE_FILE, encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                try:
-                    yield Call(**json.loads(line))
-                except (ValueError, TypeError):
-                    continue
-    except FileNotFoundError:
-        return
+    for record in json_lines(state / USAGE_FILE):
+        try:
+            yield Call(**record)  # type: ignore[arg-type]  # a line that is not a mapping: TypeError
+        except TypeError:
+            continue
 
 
 def summarize(calls: Iterable[Call]) -> list[Usage]:

@@ -6,8 +6,10 @@ Standard library only and cheap to import: the cold ``fsmem search`` path uses i
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +180,28 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def append_line(file: Path, record: object) -> None:
+    """Append ``record`` as one JSON line to ``file`` (made 0600): one write of a short line, whole and
+    never interleaved with another process's. ``OSError`` when it cannot be written."""
+    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def json_lines(file: Path) -> Iterator[object]:
+    """Each JSON line of ``file``, oldest first (none when it is missing); a line cut short by a crash
+    is skipped."""
+    try:
+        with open(file, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue
+    except FileNotFoundError:
+        return
