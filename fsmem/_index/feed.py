@@ -55,6 +55,11 @@ class IndexFeed(Protocol):
         """What differs between the memory and ``seen`` (what the index holds), and the file count."""
         ...
 
+    def stamps(self, paths: Iterable[str]) -> object:
+        """What tells whether ``paths`` changed since a delta read them, besides the probe (the folder:
+        their stamps, for a person's save; PostgreSQL: nothing, rows change only through the log)."""
+        ...
+
     def unsettled(self, paths: Iterable[str], seen: Mapping[str, Indexed]) -> list[str]:
         """``paths`` less those the index holds exactly as they are now."""
         ...

@@ -58,6 +58,9 @@ class FolderFeed:
 
         return Watcher(index, **options)
 
+    def stamps(self, paths: Iterable[str]) -> object:
+        return tuple(stamp_of(self.drive.root, path) for path in paths)
+
     def unsettled(self, paths: Iterable[str], seen: Mapping[str, Indexed]) -> list[str]:
         out = []
         root = self.drive.root

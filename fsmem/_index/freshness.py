@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fsmem._core.search import Plan
+from fsmem._index.delta import Delta
 from fsmem._index.feed import IndexFeed
 from fsmem._index.generations import BIG_BATCH, MAX_INDEXED_BYTES, IndexStore
 from fsmem._index.state import (
@@ -31,6 +32,7 @@ from fsmem._index.state import (
 )
 
 RECONCILE_CHUNK = 5000  # files re-indexed per batch: a checkout of thousands never holds one writer long
+DELTA_LIMIT = 2000  # paths a search reads for itself; past it (a bulk change left uncommitted) it applies them
 
 
 class Freshness:
@@ -41,6 +43,7 @@ class Freshness:
         self.feed = feed
         self.files_seen = 0
         self._probed: tuple[str | None, object] | None = None  # (generation, probe) last found applied
+        self.probed: object = None  # what the feed's probe last answered (a delta read for it holds)
         self._mutex = threading.Lock()  # one comparison at a time per process (they share the walk cache)
 
     # --- what the feed noted ---------------------------------------------------------------------
@@ -72,26 +75,72 @@ class Freshness:
         self._probed = (self.store.generation, probe)
         return changed
 
+    def noted(self) -> set[str] | None:
+        """The paths the feed noted since the live generation's last commit, applied by no one yet: a
+        search reads them for itself (its delta) and commits nothing. ``None``: too many to read per search
+        (a first build's whole memory, a bulk change whose process died before committing it), which
+        are applied here, once, as a rebuild would be."""
+        probe = self.probed = self.feed.probe()
+        if probe is None:
+            return set()
+        self.store.open()
+        key = (self.store.generation, probe)
+        if key == self._probed:
+            return set()
+        got = self.feed.noted(read_applied(self.store.folder))  # the mark first: the searcher taken after holds it
+        if got is None or not got[0]:
+            self._probed = key
+            return set()
+        if "" in got[0] or len(got[0]) > DELTA_LIMIT:
+            self.apply_pending()
+            return None
+        return got[0]
+
+    def settle_others(self, watched: set[str] | None, delta: Delta | None) -> bool:
+        """Bring the index level with what changed besides the paths ``delta`` reads (a person's edits:
+        the text each replaced is kept as a version, then the edit committed, as the index holds the text
+        it last read): those this process's own watcher saw (``watched``), or, with no watcher of its own
+        and none vouching, what a comparison finds. Whether anything was committed."""
+        skip = delta.hidden if delta is not None else frozenset()
+        if watched is not None:
+            return bool(watched - skip) and self.refresh(watched - skip) > 0
+        if self.feed.vouched():
+            return False
+        return bool(self.reconcile(delta))
+
     # --- the comparison --------------------------------------------------------------------------
 
-    def compare(self) -> Plan:
-        """What differs between the files and the index (no lock, no index writes)."""
+    def compare(self, delta: Delta | None = None) -> Plan:
+        """What differs between the files and the index (no lock, no index writes); with ``delta``, the
+        index as it holds it (the folders of its paths are listed again, the root is not walked)."""
         self.store.open()
         manifest = self.store.manifest
         assert manifest is not None
+        held = manifest.load()
+        seen = held if delta is None else delta.overlay(held)
+        unrecorded = set(delta.hidden) if delta is not None else set()
         with self._mutex:
             plan, self.files_seen = self.feed.compare(
-                manifest.load(), _Memo(manifest, self.store.walk_cache), MAX_INDEXED_BYTES
+                seen, _Memo(manifest, self.store.walk_cache, unrecorded), MAX_INDEXED_BYTES
             )
         return plan
 
-    def reconcile(self) -> Plan:
+    def reconcile(self, delta: Delta | None = None) -> Plan:
         """Compare, keep what hand edits replaced, re-index what differs. Returns what it found.
+        ``delta``: what a search read for itself (changes through the store, their commit on its way):
+        compared as the delta holds them, and left to that commit.
 
         A large difference (a `git checkout`, thousands of files moved in) is applied in chunks, one
         commit each, so other batches wait seconds, not minutes.
         """
-        plan = self.compare()
+        plan = self.compare(delta)
+        if delta is not None:
+            skip = delta.hidden
+            plan = Plan(
+                tuple(p for p in plan.changed if p not in skip),
+                tuple(p for p in plan.removed if p not in skip),
+                tuple(p for p in plan.racy if p not in skip),
+            )
         if not (plan or plan.racy):
             return plan
         self.keep_hand_edits(plan.changed)
@@ -158,9 +207,10 @@ class Freshness:
 class _Memo:
     """The walk cache of a generation, keyed by its manifest (which says what was re-read since)."""
 
-    def __init__(self, manifest: Manifest, file: Path) -> None:
+    def __init__(self, manifest: Manifest, file: Path, unrecorded: set[str]) -> None:
         self.manifest = manifest
         self.file = file
+        self.unrecorded = unrecorded  # paths a delta holds, which the manifest does not record yet
 
     def key(self) -> tuple[int, int] | None:
         return self.manifest.key()

@@ -206,6 +206,11 @@ class IndexStore:
         self._meta_key = None
 
     @property
+    def commit_key(self) -> object:
+        """What tells one commit of the live generation from the next (its meta.json as last seen)."""
+        return self._meta_key
+
+    @property
     def folder(self) -> Path:
         return index_dir(self.state) / str(self.generation)
 
@@ -407,6 +412,33 @@ class IndexStore:
         except FsmemError:  # refused (a link leading out, a name no tool could give) or gone meanwhile
             return None
 
+    def expand(self, paths: Iterable[str], files: bool = False) -> tuple[list[str], list[str]]:
+        """The files to (re)read for ``paths`` (files or folders, root-relative; ``""`` the whole memory),
+        and the paths held that are gone: a path that no longer exists goes with everything under it; a
+        folder path stands for every file under it. ``files``: every path but ``""`` names a file."""
+        assert self.manifest is not None
+        manifest = self.manifest
+        indexed = manifest.load()
+        changed: set[str] = set()
+        removed: set[str] = set()
+        for raw in paths:
+            path = raw.strip("/")
+            if files and path:  # a file: read, or found gone, when it is read
+                changed.add(path)
+                continue
+            present = self.files_under(path)
+            held = not path or manifest.holds_under(path)  # else no path held lies under it
+            if present is not None:
+                prefix = path + "/" if path else ""
+                changed |= present
+                if held:
+                    removed |= {p for p in indexed if p.startswith(prefix) and p not in present}
+            else:  # a file (read, or found gone, when it is read), or nothing any more
+                changed.add(path)
+                if held:
+                    removed |= {p for p in indexed if p.startswith(path + "/")}
+        return sorted(changed), sorted(removed - changed)
+
     # --- documents -------------------------------------------------------------------------------
 
     def read(self, paths: Iterable[str]) -> Iterator[tuple[str, tuple[tantivy.Document, Indexed] | None]]:
@@ -500,26 +532,8 @@ class Batch:
         """Bring ``paths`` (files or folders, root-relative; ``""`` the whole memory) up to date: a path
         that no longer exists is removed with everything under it; a folder path refreshes every file
         under it. ``files``: every path but ``""`` names a file (none needs listing as a folder)."""
-        indexed = self.seen()
-        changed: set[str] = set()
-        removed: set[str] = set()
-        for raw in paths:
-            path = raw.strip("/")
-            if files and path:  # a file: read, or found gone, by ``apply``
-                changed.add(path)
-                continue
-            present = self.store.files_under(path)
-            held = not path or self.manifest.holds_under(path)  # else no path held lies under it
-            if present is not None:
-                prefix = path + "/" if path else ""
-                changed |= present
-                if held:
-                    removed |= {p for p in indexed if p.startswith(prefix) and p not in present}
-            else:  # a file (read, or found gone, by ``apply``), or nothing any more
-                changed.add(path)
-                if held:
-                    removed |= {p for p in indexed if p.startswith(path + "/")}
-        return self.apply(sorted(changed), sorted(removed - changed))
+        changed, removed = self.store.expand(paths, files)
+        return self.apply(changed, removed)
 
     def settle(self, paths: Iterable[str]) -> None:
         """Record verified racy entries as settled (same stamp, same hash, indexed "now")."""

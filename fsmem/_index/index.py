@@ -8,8 +8,14 @@
     query       (``query``)        clauses, ranking, hits
 
     index = memory.index                      # Index(drive): the drive brings its settings
-    index.search("deploy staging", limit=5)   # fresh first: what the feed noted, then a comparison unless vouched
+    index.search("deploy staging", limit=5)   # the last commit, plus what changed since (read, not committed)
+    index.commit_soon()                       # a change returned: its commit, in the background
     index.refresh({"seo/titles.md"}); index.reconcile(); index.rebuild(progress); index.status()
+
+No commit on a search's path: a search answers from the last commit plus a delta of what the feed noted
+since (``delta``: those files read now, indexed in RAM, ranked with the committed documents as one
+ranking); the commit is made off every acknowledged path by the process that changed something
+(``committer``), or by a searching process once the delta has waited ``committer.GRACE`` for it.
 
 The one lock is the feed's (the folder's root lock): only a rebuild's swap and the keeping of hand edits
 take it. Index writes are kept apart by tantivy's own writer lock, so a search never waits behind a
@@ -27,6 +33,8 @@ from typing import Any
 from fsmem._core.search import SCHEMA_VERSION, Plan, SearchHit
 from fsmem._core.text import check_text
 from fsmem._errors import BadRequest
+from fsmem._index.committer import GRACE, Committer
+from fsmem._index.delta import Delta, average_lengths
 from fsmem._index.faults import disk_fault
 from fsmem._index.feed import IndexFeed, IndexWatcher
 from fsmem._index.folder_feed import FolderFeed
@@ -40,6 +48,7 @@ from fsmem._store.interface import Store
 __all__ = ["Index", "IndexWarning", "SearchHit"]
 
 MAX_LIMIT = 10_000  # more hits than anyone reads; a bigger limit is taken as this one
+_NOT_COMPARED = object()  # a search that brings in nothing but what the feed noted (``fresh=False``)
 
 
 def feed_of(store: Store) -> IndexFeed:
@@ -65,6 +74,17 @@ class Index:
         self.store = IndexStore(drive, self.feed)
         self.freshness = Freshness(self.store, self.feed)
         self.query = TextQuery(self.store.schema, self.store.analyzer)
+        self.committer = Committer(lambda: self.freshness.apply_pending())
+        self._delta: tuple[object, Delta] | None = None  # the last delta read, and what it was read for
+        self._averages: tuple[object, dict[str, float]] | None = None  # the committed field lengths
+
+    def commit_soon(self) -> None:
+        """A change through the store returned: commit what it noted, in the background."""
+        self.committer.wake()
+
+    def close(self, timeout: float) -> None:
+        """Wait (up to ``timeout`` seconds) for the commit of this process's changes; commit no more."""
+        self.committer.close(timeout)
 
     def search(
         self,
@@ -87,17 +107,15 @@ class Index:
         limit = min(limit, MAX_LIMIT)
         filters = self.query.filters(include, exclude, since)  # refused before anything is touched
         behind = None
+        paths: set[str] = set()
         try:
-            if fresh:
-                self.freshness.ensure_fresh(watched)
-            else:
-                self.freshness.apply_pending()
+            paths = self.freshness.noted() or set()
         except Exception as error:  # noqa: BLE001 - only a disk fault is answered here
             behind = disk_fault(error, "bringing the search index up to date")
             if behind is None:
                 raise
         try:
-            hits = self._answer(query, filters, limit)
+            hits = self._answer(query, filters, limit, paths, watched if fresh else _NOT_COMPARED)
         except (OSError, ValueError) as error:  # no index to answer from, and no room to build one
             fault = disk_fault(error, "searching the index")
             if fault is None:
@@ -118,12 +136,67 @@ class Index:
     def linking_to(self, keys: Iterable[str], *, watched: set[str] | None = None) -> list[str]:
         """Paths of the files holding a link with any of ``keys`` (``core.links.link_keys``), fresh as
         :meth:`search` is."""
-        self.freshness.ensure_fresh(watched)
-        return self.query.linking_to(self.store.searcher(), keys, MAX_LIMIT)
+        searcher, delta = self._view(self.freshness.noted() or set(), watched)
+        return self.query.linking_to(searcher, keys, MAX_LIMIT, delta)
 
-    def _answer(self, query: str, filters: list[Any], limit: int) -> list[SearchHit]:
+    def hits_for(self, paths: Iterable[str], filters: list[Any]) -> dict[str, SearchHit]:
+        """The hits of ``paths`` that pass ``filters`` (score 0): files found by meaning alone."""
+        searcher, delta = self._view(self.freshness.noted() or set())
+        return self.query.hits_for(searcher, paths, filters, delta)
+
+    def changed_since_commit(self) -> frozenset[str]:
+        """The paths changed through the store since the index's last commit (what a search reads for
+        itself): what was derived from the committed index for them (passages) may be older than the file."""
+        delta = self._view(self.freshness.noted() or set())[1]
+        return delta.hidden if delta is not None else frozenset()
+
+    def _view(self, paths: set[str], watched: set[str] | None | object = _NOT_COMPARED) -> tuple[Any, Delta | None]:
+        """The committed searcher (taken after the feed's mark was read, so it holds at least what that
+        mark says), and the delta of ``paths`` read now (``None``: nothing changed since the commit).
+        Unless ``watched`` is ``_NOT_COMPARED``, what else changed (a person's edits, found by this
+        process's watcher, ``watched``, or by a comparison) is brought in first (``Freshness.settle_others``)."""
+        searcher = self.store.searcher()
+        delta = self._delta_of(paths, searcher) if paths else None
+        if watched is not _NOT_COMPARED:
+            try:
+                settled = self.freshness.settle_others(watched, delta)  # type: ignore[arg-type]
+            except Exception as error:  # noqa: BLE001 - only a disk fault: the answer is from what is committed
+                fault = disk_fault(error, "bringing the search index up to date")
+                if fault is None:
+                    raise
+                warnings.warn(
+                    IndexWarning(
+                        f"the search index could not be brought up to date ({fault.message}); these "
+                        "results are from its last commit and may miss a person's latest edits"
+                    ),
+                    stacklevel=4,
+                )
+                settled = False
+            if settled:
+                searcher = self.store.searcher()
+        return searcher, delta
+
+    def _delta_of(self, paths: set[str], searcher: Any) -> Delta:
+        self.committer.wake(GRACE)  # the process that changed them commits first; if it died, this one does
+        changed, removed = self.store.expand(paths, self.feed.noted_files)
+        commit = (self.store.generation, self.store.commit_key)
+        key = (commit, self.freshness.probed, tuple(changed), tuple(removed), self.feed.stamps(changed))
+        known = self._delta
+        if known is not None and known[0] == key:
+            return known[1]
+        averages = self._averages
+        if averages is None or averages[0] != commit:
+            averages = self._averages = (commit, average_lengths(searcher, self.store.schema, self.store.analyzer))
+        delta = Delta.build(self.store, changed, removed, searcher, averages[1])
+        self._delta = (key, delta)
+        return delta
+
+    def _answer(
+        self, query: str, filters: list[Any], limit: int, paths: set[str], watched: set[str] | None | object
+    ) -> list[SearchHit]:
         try:
-            return self.query.search(self.store.searcher(), query, filters, limit)
+            searcher, delta = self._view(paths, watched)
+            return self.query.search(searcher, query, filters, limit, delta)
         except ValueError as error:  # a segment file gone or damaged under a live index
             if disk_fault(error, "searching the index") is not None:
                 raise

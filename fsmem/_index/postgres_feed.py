@@ -93,6 +93,9 @@ class PgFeed:
         removed = sorted(path for path in seen if path not in present)
         return Plan(tuple(sorted(changed)), tuple(removed), ()), len(present)
 
+    def stamps(self, paths: Iterable[str]) -> object:
+        return ()  # rows change only through fsmem, each change a new sequence number (the probe)
+
     def unsettled(self, paths: Iterable[str], seen: Mapping[str, Indexed]) -> list[str]:
         return sorted(paths)  # re-reading a row costs what checking it would
 

@@ -192,6 +192,7 @@ class Share:
             if last and _registry.get(root.key) is root:
                 del _registry[root.key]
         with root.mutex:
+            index = root.index
             if last:
                 watcher, root.watcher, root.index = root.watcher, None, None
             elif successor is not None and root.index is not None and root.index.drive is self.drive:
@@ -205,6 +206,8 @@ class Share:
             watcher.stop()
         for each in attached:
             each.stop()
+        if last and index is not None:
+            index.close(self.drive.settings.lock_timeout)  # this process's changes committed before it goes
 
     def _hand_over(self, drive: Store) -> IndexWatcher | None:
         """Under the root's mutex: rebuild the index on ``drive`` once the calls on this one have

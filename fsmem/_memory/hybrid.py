@@ -70,6 +70,7 @@ class Hybrid:
         self._pool: ThreadPoolExecutor | None = None  # the query's vector, made while words search
         self._keep: VectorKeep | None = None  # where passages are kept: made once, the meaning's too
         self._stopped = False  # the memory was closed: searches go on, nothing starts in the background
+        index.committer.after.append(lambda: self.wake())  # each commit may hold passages to embed
 
     def meaning(self) -> Meaning | None:
         """The memory's meaning (built once), or ``None`` when it is off or cannot be set up."""
@@ -155,10 +156,11 @@ class Hybrid:
             self._warn(error.message if isinstance(error, FsmemError) else f"{type(error).__name__}: {error}")
             return SearchResults(word_hits[:limit], "off")
         known = {hit.path: hit for hit in word_hits}
+        newer = self.index.changed_since_commit()  # their passages may be older than the files: words only
         near = {
             path: found
             for path, found in view.nearest(vector, depth).items()
-            if found[0] >= MIN_COSINE or (mode == "both" and path in known)
+            if (found[0] >= MIN_COSINE or (mode == "both" and path in known)) and path not in newer
         }
         if mode == "meaning":
             order = sorted(((path, found[0]) for path, found in near.items()), key=lambda item: (-item[1], item[0]))
@@ -169,7 +171,8 @@ class Hybrid:
         if missing:
             known.update(self._meaning_hits(missing, near, filters))
         hits = [known[path]._replace(score=round(score, 4)) for path, score in order if path in known]
-        return SearchResults(holding_first(hits)[:limit], "full" if not view.waiting else "partial")
+        whole = not view.waiting and not newer  # a file changed since the commit is not embedded yet
+        return SearchResults(holding_first(hits)[:limit], "full" if whole else "partial")
 
     def _nothing_embedded(self) -> bool:
         """A process that embeds nothing itself (a one-shot command) before any passage is kept: the
@@ -187,7 +190,7 @@ class Hybrid:
         """Hits for files found by meaning alone (those the filters let through), shown by their passage."""
         from fsmem._index.query import SNIPPET_CHARS  # tantivy's: loaded by the index already
 
-        found = self.index.query.hits_for(self.index.store.searcher(), paths, filters())
+        found = self.index.hits_for(paths, filters())
         shown = {}
         for path, hit in found.items():
             _, line, text = near[path]

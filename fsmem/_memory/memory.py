@@ -118,7 +118,7 @@ class Memory:
         self._closed = False
         self._share_mutex = threading.Lock()
         if isinstance(drive, Drive):
-            self._open_folder(drive)  # the embedding is woken once the writer's index commit is done
+            self._open_folder(drive)
         else:
             drive.on_commit.append(self._wake_embedding)  # a worker's index catches up on its next look
             _sweep_derived_state(drive.state)
@@ -126,12 +126,12 @@ class Memory:
     def _open_folder(self, drive: Drive) -> None:
         """What a folder needs before use: notes for the index, folders a dead ``deleting_*`` block
         left parked, a killed change's repair, debris of derived state, ``.fsmem/`` kept private."""
-        # Every change notes its paths, under its lock, then commits them to the index once the lock is
-        # let go, before the call returns: searchable from any process, and no search commits for it.
-        # A change whose commit did not happen (a kill, a full disk) is committed by the next search.
+        # Every change notes its paths, under its lock: searchable from any process when it returns (a
+        # search reads what was noted since the index's last commit). Once the lock is let go, the
+        # index's committer commits them in the background; a change whose commit did not happen (a
+        # kill, a full disk) is committed by the next commit of any process.
         drive.on_commit.append(self._note_for_index)
-        drive.after_change.append(self._commit_for_index)
-        drive.after_change.append(self._wake_embedding)  # after the commit: the worker finds the change
+        drive.after_change.append(self._commit_for_index)  # the embedding is woken by the commit
         drive.restore_parked()
         if drive.crash_left():
             self._repair_after_crash(drive)
@@ -176,14 +176,7 @@ class Memory:
         share = self._shared()
         if share is None or read_current(self.drive.state) is None:
             return  # closed, or no index built yet (the first search builds one, the change in it)
-        try:
-            with share.lease() as index:
-                index.apply_pending()
-        except (FsmemError, OSError) as error:
-            warnings.warn(
-                f"could not commit a change to the search index ({error}); the next search commits it",
-                stacklevel=4,
-            )
+        share.index.commit_soon()  # searches read the change for themselves until it lands
 
     @property
     def root(self) -> Path | None:

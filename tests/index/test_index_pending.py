@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-
-import pytest
+import warnings
 
 import fsmem
 from fsmem._index.freshness import Freshness
+from fsmem._index.index import Index
 from fsmem._index.state import file_key, index_dir, pending_mark, read_applied, read_current
 from tests.conftest import run_fsmem
 
@@ -16,24 +16,40 @@ def _generation(root):
     return index_dir(root / ".fsmem") / read_current(root / ".fsmem")["generation"]
 
 
-def test_a_write_is_noted_and_committed_by_the_writer_so_a_search_in_another_process_commits_nothing(tmp_path):
+def test_a_write_is_noted_and_found_by_a_search_in_another_process_that_commits_nothing(tmp_path, monkeypatch):
     memory = fsmem.open(tmp_path, create=True)
     memory.search("anything")  # the index exists from here on
+    monkeypatch.setattr(Index, "commit_soon", lambda self: None)  # the writer's commit is late
     run = memory.run(thread_id="t-1")
     assert run.call({"command": "write", "path": "seo/plan.md", "content": "# Plan\nzephyrine launch\n"})["ok"]
     pending = tmp_path / ".fsmem" / "index.pending"
     token, noted = pending.read_text().splitlines()
     assert token.startswith("#") and json.loads(noted) == "seo/plan.md"
     generation = _generation(tmp_path)
-    assert read_applied(generation) == pending_mark(tmp_path / ".fsmem")  # committed before the write returned
+    applied = read_applied(generation)
+    assert applied != pending_mark(tmp_path / ".fsmem")  # returned before its commit
     meta = file_key(str(generation / "meta.json"))
     found = run_fsmem("search", "zephyrine", "--root", str(tmp_path), "--json")
     assert found.returncode == 0, found.stderr
-    assert [hit["path"] for hit in json.loads(found.stdout)] == ["seo/plan.md"]
+    assert [hit["path"] for hit in json.loads(found.stdout)] == ["seo/plan.md"]  # read from the delta
     assert file_key(str(generation / "meta.json")) == meta  # the reader committed nothing
+    assert read_applied(generation) == applied
+    monkeypatch.undo()
+    memory.index.commit_soon()
+    memory.index.committer.flush(30)
+    assert read_applied(generation) == pending_mark(tmp_path / ".fsmem")  # the writer's commit, in the background
+    memory.close()
 
 
-def test_a_change_whose_commit_failed_is_committed_by_the_next_search_anywhere(tmp_path, monkeypatch):
+def test_the_writer_commits_its_change_after_it_returned(tmp_path):
+    memory = fsmem.open(tmp_path, create=True)
+    memory.search("anything")
+    assert memory.run().call({"command": "write", "path": "a.md", "content": "# A\nokapiword\n"})["ok"]
+    memory.close()  # waits for the commit asked for now
+    assert read_applied(_generation(tmp_path)) == pending_mark(tmp_path / ".fsmem")
+
+
+def test_a_change_whose_commit_failed_is_found_and_committed_by_the_next_commit_anywhere(tmp_path, monkeypatch):
     memory = fsmem.open(tmp_path, create=True)
     memory.search("anything")
 
@@ -41,13 +57,23 @@ def test_a_change_whose_commit_failed_is_committed_by_the_next_search_anywhere(t
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Freshness, "apply_pending", full_disk)
-    with pytest.warns(UserWarning, match="could not commit a change to the search index"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         assert memory.run().call({"command": "write", "path": "a.md", "content": "# A\nokapiword\n"})["ok"]
+        memory.index.committer.flush(30)
+    assert any("could not commit a change to the search index" in str(w.message) for w in caught)
+    assert memory.index.committer.errors
+    monkeypatch.undo()
     assert read_applied(_generation(tmp_path)) != pending_mark(tmp_path / ".fsmem")
     found = run_fsmem("search", "okapiword", "--root", str(tmp_path), "--json")
     assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)] == ["a.md"]
-    assert read_applied(_generation(tmp_path)) == pending_mark(tmp_path / ".fsmem")
+    assert read_applied(_generation(tmp_path)) != pending_mark(tmp_path / ".fsmem")  # a one-shot commits nothing
+    other = fsmem.open(tmp_path)
+    assert other.run().call({"command": "write", "path": "b.md", "content": "# B\nbilbyword\n"})["ok"]
+    other.close()
+    assert read_applied(_generation(tmp_path)) == pending_mark(tmp_path / ".fsmem")  # both, in one commit
+    memory.close()
 
 
 def test_a_write_to_a_root_never_indexed_builds_no_index(tmp_path):

@@ -243,8 +243,8 @@ def test_a_keep_that_cannot_be_read_means_words_alone(memory, monkeypatch):
 
 
 def test_the_embedding_is_woken_once_the_change_is_in_the_index(memory, monkeypatch):
-    """The worker is woken after the writer's index commit, so it finds the change at once (woken
-    before, it found nothing new and slept its poll)."""
+    """The worker is woken after the writer's index commit (in the background), so it finds the change
+    at once (woken before, it found nothing new and slept its poll)."""
     from fsmem._memory.hybrid import Hybrid
 
     memory.search("dog")  # the memory's search by meaning is made (and would be woken from now on)
@@ -256,6 +256,7 @@ def test_the_embedding_is_woken_once_the_change_is_in_the_index(memory, monkeypa
 
     monkeypatch.setattr(Hybrid, "wake", wake)
     memory.run().call({"command": "write", "path": "zoo.md", "content": "# Zoo\n\nA wombat.\n"})
+    index.committer.flush(30)  # the commit runs after the write returned; the wake follows it
     assert seen_at_wake == [["zoo.md"]]
 
 

@@ -286,6 +286,8 @@ class Memo(Protocol):
     def key(self) -> tuple[int, int] | None:
         """The identity of ``seen`` as it is now (``None``: do not cache)."""
 
+    unrecorded: set[str]  # paths ``seen`` holds as they are now, beyond what ``key`` records
+
     def paths_since(self, key: tuple[int, int]) -> set[str] | None:
         """The paths ``seen`` changed for since it had ``key`` (``None``: cannot tell)."""
 
@@ -333,9 +335,10 @@ def _unchanged_since_cached_walk(
     if cached is None:
         return None
     cached_key, taken_ns, count, folders, racy = cached
-    moved = cached_key != key
+    moved = cached_key != key or bool(memo.unrecorded)
     if moved:  # the index re-read some paths since: bring their folders' records level, or give up
-        paths = memo.paths_since(cached_key)
+        paths = memo.paths_since(cached_key) if cached_key != key else set()
+        paths = None if paths is None else paths | memo.unrecorded
         advanced = None if paths is None else _advance(root, folders, paths, seen)
         if paths is None or advanced is None:
             return None

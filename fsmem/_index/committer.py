@@ -1,0 +1,108 @@
+"""The index's commits, off every acknowledged path: one thread a process per index, batching what it
+finds noted (the folder's pending list, PostgreSQL's log) into one commit.
+
+    committer = Committer(index.apply_pending)
+    committer.wake()                  # a change of this process returned: commit it now, in the background
+    committer.wake(after=GRACE)       # a search read a delta: commit it if nobody has by then
+    committer.close(timeout)          # before a Memory lets go: the commit asked for now is done
+
+A search never waits for it: until the commit lands, every search reads what changed for itself
+(``fsmem._index.delta``). The files and the log are the record, so a commit that never happens (a
+process killed after its change returned) is only late: the next commit of any process applies it.
+A process that exits waits for a commit it was asked for now; one asked for later is left to the next
+(the thread does not hold the exit for it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Callable
+
+GRACE = 0.5  # seconds a search's delta waits for the process that made it to commit it
+_POLL = 0.05  # how often a thread waiting for later checks whether its process is exiting
+
+
+class Committer:
+    """Runs ``commit`` (which applies everything noted so far) in a thread of its own, when woken."""
+
+    def __init__(self, commit: Callable[[], object]) -> None:
+        self._commit = commit
+        self._condition = threading.Condition()
+        self._now = False  # a commit asked for now (a change of this process)
+        self._due: float | None = None  # when a commit asked for later is due
+        self._running = False  # a commit is under way
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.after: list[Callable[[], None]] = []  # called after each commit (the embedding's wake)
+        self.commits = 0  # commits run (the tests watch it)
+        self.errors: list[str] = []
+
+    def wake(self, after: float = 0.0) -> None:
+        with self._condition:
+            if self._closed:
+                return
+            if after <= 0:
+                self._now = True
+            else:
+                due = time.monotonic() + after
+                self._due = due if self._due is None else min(self._due, due)
+            if self._thread is None:
+                # Not a daemon: an exiting process finishes the commit it asked for now.
+                self._thread = threading.Thread(target=self._loop, name="fsmem-commit", daemon=False)
+                self._thread.start()
+            else:
+                self._condition.notify_all()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until no commit asked for now is waiting or running; whether that happened in time."""
+        deadline = time.monotonic() + timeout
+        with self._condition:
+            while self._now or (self._running and self._thread is not None):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._condition.wait(min(left, _POLL))
+        return True
+
+    def close(self, timeout: float) -> None:
+        """Finish the commit asked for now (up to ``timeout`` seconds), drop one asked for later, and
+        take no more: the index is let go (its store may be closed next)."""
+        self.flush(timeout)
+        with self._condition:
+            self._closed = True
+            self._due = None
+            self._condition.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self._condition:
+                while not self._now:
+                    exiting = not threading.main_thread().is_alive()
+                    if self._due is None or exiting:  # nothing asked, or only later and the process goes
+                        self._due = None
+                        self._thread = None
+                        self._condition.notify_all()
+                        return
+                    left = self._due - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._condition.wait(min(left, _POLL))
+                self._now, self._due, self._running = False, None, True
+            try:
+                self._commit()
+                self.commits += 1
+                for hook in self.after:
+                    hook()
+            except Exception as error:  # noqa: BLE001 - a thread of its own: nothing above it to tell
+                self.errors.append(f"{type(error).__name__}: {error}")
+                warnings.warn(
+                    f"could not commit a change to the search index ({error}); searches read it for "
+                    "themselves until a later commit lands",
+                    stacklevel=2,
+                )
+            finally:
+                with self._condition:
+                    self._running = False
+                    self._condition.notify_all()
