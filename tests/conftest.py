@@ -77,6 +77,9 @@ def tree_snapshot(folder: Path) -> dict[str, tuple[str, object]]:
     links with their target, others (FIFOs, devices) by kind only, never opened. The index's walk
     cache is listed without its bytes: a derived stat cache that any search re-saves while a file is
     younger than the racy window (``RACY_WINDOW_NS``), not memory, index content or history."""
+    from fsmem._index.committer import at_rest
+
+    at_rest(30)  # the index's background commits of earlier changes are done first
     seen: dict[str, tuple[str, object]] = {}
     for here, dirs, files in os.walk(folder, followlinks=False):
         for name in dirs + files:

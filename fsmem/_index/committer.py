@@ -18,10 +18,25 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 
 GRACE = 0.5  # seconds a search's delta waits for the process that made it to commit it
 _POLL = 0.05  # how often a thread waiting for later checks whether its process is exiting
+
+
+_committers: weakref.WeakSet[Committer] = weakref.WeakSet()  # this process's, for ``at_rest``
+
+
+def at_rest(timeout: float) -> bool:
+    """Wait until no committer of this process has a commit asked for, due or under way (for a caller
+    that must see every index at rest: a test's snapshot of a root); whether that happened in time."""
+    deadline = time.monotonic() + timeout
+    while any(committer.busy() for committer in list(_committers)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_POLL / 5)
+    return True
 
 
 class Committer:
@@ -38,6 +53,12 @@ class Committer:
         self.after: list[Callable[[], None]] = []  # called after each commit (the embedding's wake)
         self.commits = 0  # commits run (the tests watch it)
         self.errors: list[str] = []
+        _committers.add(self)
+
+    def busy(self) -> bool:
+        """Whether a commit is asked for, due or under way."""
+        with self._condition:
+            return self._now or self._due is not None or self._running
 
     def wake(self, after: float = 0.0) -> None:
         with self._condition:

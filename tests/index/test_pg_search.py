@@ -357,3 +357,35 @@ def test_memories_on_one_worker_share_its_index_and_closing_the_first_breaks_non
     assert paths(third.search("egret")) == ["birds.md"]
     third.close()
     assert not last.watching and not handed.watching
+
+
+def test_a_search_reads_new_log_rows_into_its_delta_and_commits_its_cache_index_off_its_path(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nteal and sand\n")
+    assert paths(b.search("teal")) == ["brand.md"]
+    b.index.apply_pending()
+    b.index.committer.close(0)  # b's own background commits are held off: only its searches run
+    generation = index_dir(b.drive.state) / read_current(b.drive.state)["generation"]
+    meta = (generation / "meta.json").stat().st_mtime_ns, (generation / "meta.json").stat().st_ino
+    applied = read_applied(generation)
+    write(a, "brand.md", "# Brand\nteal, sand and coral\n")
+    write(a, "gone.md", "# Gone\ncoral reef\n")
+    run = a.run()
+    run.call({"command": "read", "path": "gone.md"})
+    assert run.call({"command": "delete", "path": "gone.md"})["ok"]
+    assert paths(b.search("coral")) == ["brand.md"]  # the new row, read into the delta; the deleted one hidden
+    assert paths(b.search("sand")) == ["brand.md"]
+    assert read_applied(generation) == applied  # the search committed nothing
+    assert ((generation / "meta.json").stat().st_mtime_ns, (generation / "meta.json").stat().st_ino) == meta
+
+
+def test_a_workers_delta_is_committed_in_the_background_once_it_has_waited(open_worker) -> None:
+    a, b = open_worker("a"), open_worker("b")
+    write(a, "brand.md", "# Brand\nteal and sand\n")
+    assert paths(b.search("teal")) == ["brand.md"]
+    b.index.apply_pending()
+    write(a, "brand.md", "# Brand\nteal, sand and coral\n")
+    assert paths(b.search("coral")) == ["brand.md"]
+    wait_until(lambda: applied_seq(b.index) == a.drive.pg.newest_seq())  # b's committer, after its grace
+    assert b.index.committer.commits >= 1
+    assert paths(b.search("coral")) == ["brand.md"]

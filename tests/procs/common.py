@@ -21,6 +21,9 @@ def snapshot(*folders: Path) -> Snapshot:
 
     Two equal snapshots mean nothing was created, removed, changed, or replaced by a link.
     """
+    from fsmem._index.committer import at_rest
+
+    at_rest(30)  # the index's background commits of earlier changes are done first
     seen: Snapshot = {}
     for index, folder in enumerate(folders):
         folder = Path(folder)

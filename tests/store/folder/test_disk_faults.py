@@ -24,6 +24,9 @@ from fsmem._errors import Storage
 
 def _snapshot(root: Path) -> dict[str, bytes]:
     """Every file under the root, ``.fsmem/`` included (the lock file's signature aside)."""
+    from fsmem._index.committer import at_rest
+
+    at_rest(30)  # the index's background commits of earlier changes are done first
     found = {}
     for folder, _, names in os.walk(root):
         for name in names:
