@@ -3,13 +3,18 @@ until another's next search finds it.
 
     python -m bench.processes --files 10000        # or: bin/bench processes ...
     python -m bench.processes --quick              # 1,000 files, fewer rounds
+    bin/bench processes --found-only --sizes 10000,100000 [--store postgres]
 
 - *many objects*: 50 threads of one process search the same root, through one ``Memory`` they share,
   then through 50 ``Memory`` objects (one each, as a server that opens one per request): p50/p95 of a
   search, and the first search of the 50 (each opens its index and its watcher, or shares them).
 - *write in A → found by B*: process A writes through the memory tool; process B (long-lived,
-  watching by default) searches for the new word until it finds it: p50/p95 from the write's start.
-  The same with another process reading the disk hard meanwhile (``--busy``, a "busy disk").
+  watching by default; on PostgreSQL a worker with a cache folder of its own) searches once for the new
+  word, which it must find. Three numbers: A's write (its call), from A's ack to B's answer (the
+  target: "a change acknowledged by A is found by B's next search"), and from A's start to B's answer.
+  Quiet, and with another process rewriting 64 MiB with fsync in a loop (a busy disk). ``--sizes
+  10000,100000`` for each corpus size, ``--store postgres`` on a throwaway cluster (fsync on, as
+  ``bin/bench store`` starts it) or ``--url``; ``--found-only`` for these rows alone.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 
-from bench.search import RACY_AGE_S, SEARCHER, child_env, fsmem_cold, generate, queries, rg_search
+from bench.search import RACY_AGE_S, child_env, fsmem_cold, generate, queries, rg_search
 from bench.timing import median_p95
 
 THREADS = 50
@@ -77,20 +83,33 @@ while True:
 """
 
 
-def write_in_a_found_by_b(root: Path, n: int, tag: str) -> list[float]:
-    """A write through the memory tool here, then process B's next search, which must find it (ms)."""
-    import fsmem
+# Process B of "a write in A, found by B's next search": a long-lived process (the harness, `fsmem mcp`)
+# with the default settings (watching), on the folder or on PostgreSQL with a cache folder of its own
+# (another machine). It reads a word a line, searches once, answers with the paths.
+SEARCHER_B = """
+import sys, fsmem
+place, project, cache = sys.argv[1], sys.argv[2] or None, sys.argv[3] or None
+memory = fsmem.open(place, project=project, cache=cache) if project else fsmem.open(place)
+memory.search("warm")
+print("ready", flush=True)
+for line in sys.stdin:
+    print(",".join(hit.path for hit in memory.search(line.strip())), flush=True)
+memory.close()
+"""
 
-    memory = fsmem.open(root)
+
+def write_in_a_found_by_b(memory, b_args: list[str], n: int, tag: str) -> dict[str, list[float]]:
+    """A write through the memory tool here (A), then process B's next search, which must find it: ms
+    of A's call, from its return (the ack) to B's answer, and from its start to B's answer."""
     run = memory.run(thread_id="bench")
     searcher = subprocess.Popen(
-        [sys.executable, "-c", SEARCHER, str(root)],
+        [sys.executable, "-c", SEARCHER_B, *b_args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env=child_env(),
+        env={**child_env(), "FSMEM_MEANING": memory.settings.meaning},
     )
-    samples = []
+    samples: dict[str, list[float]] = {"write": [], "ack_found": [], "start_found": []}
     try:
         assert searcher.stdin is not None and searcher.stdout is not None
         assert searcher.stdout.readline() == "ready\n"
@@ -98,30 +117,88 @@ def write_in_a_found_by_b(root: Path, n: int, tag: str) -> list[float]:
             word, path = f"zqx{tag}{i}word", f"bench/{tag}{i}.md"
             start = time.perf_counter()
             result = run.call({"command": "write", "path": path, "content": f"# W {i}\n\n{word}\n"})
+            acked = time.perf_counter()
             assert result["ok"], result
             searcher.stdin.write(word + "\n")
             searcher.stdin.flush()
             found = searcher.stdout.readline().strip()
-            samples.append((time.perf_counter() - start) * 1000)
-            assert found == path, found
+            done = time.perf_counter()
+            assert path in found.split(","), found  # words, or fused with meaning
+            samples["write"].append((acked - start) * 1000)
+            samples["ack_found"].append((done - acked) * 1000)
+            samples["start_found"].append((done - start) * 1000)
+            time.sleep(0.05)  # as a model's calls arrive: not back to back
     finally:
-        searcher.communicate("", timeout=60)
-        memory.close()
+        searcher.communicate("", timeout=120)
     return samples
 
 
-def write_to_b(root: Path, n: int, busy: bool) -> tuple[float, float]:
+def write_to_b(memory, b_args: list[str], n: int, busy: bool, scratch: Path) -> dict[str, tuple[float, float]]:
     hog = None
     if busy:
-        hog = subprocess.Popen([sys.executable, "-c", DISK_HOG, str(root.parent / "hog.bin")], env=child_env())
+        hog = subprocess.Popen([sys.executable, "-c", DISK_HOG, str(scratch / "hog.bin")], env=child_env())
         time.sleep(0.5)
     try:
-        return median_p95(write_in_a_found_by_b(root, n, "busy" if busy else "quiet"))
+        found = write_in_a_found_by_b(memory, b_args, n, "busy" if busy else "quiet")
+        return {name: median_p95(values) for name, values in found.items()}
     finally:
         if hog is not None:
             hog.kill()
             hog.wait()
-            (root.parent / "hog.bin").unlink(missing_ok=True)
+            (scratch / "hog.bin").unlink(missing_ok=True)
+
+
+def found_rows(store: str, sizes: list[int], writes: int, url: str | None, meaning: str) -> list[tuple]:
+    """Each size: a corpus of that many files on the store, then A → B quiet and with the disk busy.
+    ``meaning``: the setting A and B run with ("off": words alone; "auto": B embeds the new corpus in
+    its background meanwhile, and fuses each search with the query's vector)."""
+    import dataclasses
+
+    import fsmem
+    from fsmem._env.config import load_settings
+
+    rows = []
+    for files in sizes:
+        with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as temp:
+            scratch = Path(temp)
+            corpus = scratch / "corpus"
+            corpus.mkdir()
+            started = time.perf_counter()
+            generate(corpus, files)
+            time.sleep(max(0.0, RACY_AGE_S - (time.perf_counter() - started)))
+            if store == "folder":
+                settings = dataclasses.replace(load_settings(corpus), meaning=meaning)
+                memory = fsmem.open(corpus, settings=settings)
+                memory.index.rebuild()
+                b_args = [str(corpus), "", ""]
+            else:
+                project = f"bench-found-{uuid.uuid4().hex[:8]}"
+                settings = dataclasses.replace(load_settings(None), meaning=meaning)
+                memory = fsmem.open(url, project=project, create=True, cache=scratch / "cache-a", settings=settings)
+                with memory.drive.change("seed") as tx:
+                    for file in sorted(corpus.rglob("*.md")):
+                        tx.write(file.relative_to(corpus).as_posix(), file.read_bytes())
+                b_args = [url, project, str(scratch / "cache-b")]
+            try:
+                for busy in (False, True):
+                    rows.append((store, files, busy, write_to_b(memory, b_args, writes, busy, scratch)))
+            finally:
+                memory.close()
+    return rows
+
+
+def print_found(rows: list[tuple]) -> None:
+    print(
+        "| store | files | disk | A's write p50/p95 ms | A's ack → found by B p50/p95 ms (target p95 ≤ 50) "
+        "| A's start → found by B p50/p95 ms |"
+    )
+    print("|---|---|---|---|---|---|")
+    for store, files, busy, got in rows:  # B searches by words (--meaning off) unless told
+        write, ack, start = got["write"], got["ack_found"], got["start_found"]
+        print(
+            f"| {store} | {files:,} | {'busy' if busy else 'quiet'} | {write[0]:.1f} / {write[1]:.1f} "
+            f"| {ack[0]:.1f} / {ack[1]:.1f} | {start[0]:.1f} / {start[1]:.1f} |"
+        )
 
 
 def cold_searches(root: Path, qs: list[str]) -> dict[str, tuple[float, float]]:
@@ -166,10 +243,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench processes", description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=None, help="files in the corpus (default 10000)")
     parser.add_argument("--quick", action="store_true", help="1,000 files, fewer rounds")
-    parser.add_argument("--writes", type=int, default=None, help="writes of the A → B row (default 40)")
+    parser.add_argument("--writes", type=int, default=None, help="writes of the A → B rows (default 40)")
+    parser.add_argument("--sizes", default="", help="corpus sizes of the A → B rows, e.g. 10000,100000 (default --files)")
+    parser.add_argument("--store", choices=("folder", "postgres"), default="folder", help="the store of the A → B rows")
+    parser.add_argument("--url", default="", help="a PostgreSQL conninfo (default: a throwaway cluster, fsync on)")
+    parser.add_argument("--found-only", action="store_true", help="only the A → B rows")
+    parser.add_argument("--meaning", choices=("off", "auto"), default="off", help="meaning in A and B (default off)")
     args = parser.parse_args(argv)
     files = args.files or (1000 if args.quick else 10000)
     writes = args.writes or (10 if args.quick else 40)
+    sizes = [int(size) for size in args.sizes.split(",")] if args.sizes else [files]
+    if args.store == "postgres":
+        from bench.store import throwaway_server
+
+        if args.url:
+            print_found(found_rows("postgres", sizes, writes, args.url, args.meaning))
+        else:
+            with throwaway_server() as url:
+                if url is not None:
+                    print_found(found_rows("postgres", sizes, writes, url, args.meaning))
+        return 0
+    found = found_rows("folder", sizes, writes, None, args.meaning)
+    if args.found_only:
+        print_found(found)
+        return 0
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as temp:
         root = Path(temp) / "corpus"
         root.mkdir()
@@ -182,22 +279,21 @@ def main(argv: list[str] | None = None) -> int:
             memory.index.rebuild()
         qs = queries(words, random.Random(11), n=10)
         many = many_objects(root, qs, rounds=1 if args.quick else 3)
-        quiet = write_to_b(root, writes, busy=False)
-        busy = write_to_b(root, writes, busy=True)
         cold = cold_searches(root, qs)
         shutil.rmtree(root, ignore_errors=True)
     print(
         f"| files | search p50/p95 ms, {THREADS} threads on 1 `Memory` | on {THREADS} `Memory` objects "
-        f"| first search p50/p95 ms, 1 / {THREADS} objects | write in A → found by B p50/p95 ms, quiet / busy disk |"
+        f"| first search p50/p95 ms, 1 / {THREADS} objects |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|")
     s1, s50 = many["search_1"], many[f"search_{THREADS}"]
     f1, f50 = many["first_1"], many[f"first_{THREADS}"]
     print(
         f"| {files:,} | {s1[0]:.1f} / {s1[1]:.1f} | {s50[0]:.1f} / {s50[1]:.1f} "
-        f"| {f1[0]:.0f} / {f1[1]:.0f} · {f50[0]:.0f} / {f50[1]:.0f} "
-        f"| {quiet[0]:.1f} / {quiet[1]:.1f} · {busy[0]:.1f} / {busy[1]:.1f} |"
+        f"| {f1[0]:.0f} / {f1[1]:.0f} · {f50[0]:.0f} / {f50[1]:.0f} |"
     )
+    print()
+    print_found(found)
     if cold:
         served, grep, alone = cold["served"], cold["rg"], cold["alone"]
         print()
@@ -210,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {files:,} | {served[0]:.0f} / {served[1]:.0f} | {grep[0]:.0f} / {grep[1]:.0f} "
             f"| {served[0] / grep[0]:.2f}× | {alone[0]:.0f} / {alone[1]:.0f} | {alone[0] / grep[0]:.2f}× |"
         )
-    print(f"(cores: {os.cpu_count()}; the machine's other load is not controlled)")
+    print(f"(cores: {os.cpu_count()}; load {os.getloadavg()[0]:.2f} at the end; the machine's other load is not controlled)")
     return 0
 
 

@@ -29,6 +29,7 @@ Then the same through ``Memory`` and the tool (``run.call``), as a model's calls
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import multiprocessing
 import os
@@ -39,7 +40,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench.timing import median_p95
@@ -52,6 +53,7 @@ FOUND_TARGET_MS = 50.0
 def main(argv: list[str]) -> None:
     options = _options(argv)
     rounds = options.rounds or (60 if options.quick else 400)
+    options.files = options.files or (1000 if options.quick else 10000)
     seconds = options.seconds or (1.0 if options.quick else 3.0)
     workers = [int(count) for count in options.workers.split(",")]
     try:
@@ -60,8 +62,18 @@ def main(argv: list[str]) -> None:
         print("skipped: psycopg is not installed (pip install -e '.[postgres]')")
         return
     if options.url:
-        _run(options.url, rounds, seconds, workers, "the server given with --url")
+        _run(options.url, rounds, seconds, workers, "the server given with --url", options.files)
         return
+    with throwaway_server() as url:
+        if url is None:
+            return
+        _run(url, rounds, seconds, workers, "a throwaway cluster, fsync on, unix socket", options.files)
+
+
+@contextlib.contextmanager
+def throwaway_server() -> Iterator[str | None]:
+    """A throwaway PostgreSQL cluster with fsync on (``bin/pg-throwaway``, as durable as the folder
+    drive's fsync'd writes), removed afterwards; ``None`` (said why) when none can start."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the cluster below is still removed
     folder = tempfile.mkdtemp(prefix="fsmem-pg.", dir="/tmp")
     script = str(REPO / "bin" / "pg-throwaway")
@@ -75,10 +87,28 @@ def main(argv: list[str]) -> None:
     try:
         if started.returncode != 0:
             print(f"skipped: no PostgreSQL server could start ({started.stderr.strip()})")
-            return
-        _run(started.stdout.strip(), rounds, seconds, workers, "a throwaway cluster, fsync on, unix socket")
+            yield None
+        else:
+            yield started.stdout.strip()
     finally:
         subprocess.run([script, "stop", folder], capture_output=True, check=False)
+
+
+def seed_project(tx, count: int, scratch: Path, prefix: str = "") -> list[str]:
+    """Write ``count`` files of realistic size (``bench.search.generate``'s corpus) through ``tx`` (one
+    change of either store); their paths."""
+    from bench.search import generate
+
+    corpus = scratch / f"corpus-{count}"
+    if not corpus.exists():
+        corpus.mkdir(parents=True)
+        generate(corpus, count)
+    paths = []
+    for file in sorted(corpus.rglob("*.md")):
+        path = prefix + file.relative_to(corpus).as_posix()
+        tx.write(path, file.read_bytes())
+        paths.append(path)
+    return paths
 
 
 def _options(argv: list[str]) -> argparse.Namespace:
@@ -88,21 +118,29 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=0, help="length of each throughput row")
     parser.add_argument("--url", default="", help="a PostgreSQL conninfo to use instead of a throwaway cluster")
     parser.add_argument("--workers", default="1,2,4,8", help="worker counts of the throughput rows")
+    parser.add_argument("--files", type=int, default=0, help="files the project holds first (default 10000)")
     return parser.parse_args(argv)
 
 
-def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where: str) -> None:
+def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where: str, files: int) -> None:
     import fsmem
     from fsmem._core.versions import version_of
     from fsmem._store.folder.drive import Drive
     from fsmem._store.postgres.store import PgStore
 
-    print(f"PostgreSQL: {where}; {rounds} timed calls a latency row, {seconds:g} s a throughput row")
+    print(
+        f"PostgreSQL: {where}; {rounds} timed calls a latency row, {seconds:g} s a throughput row; "
+        f"each store holds {files:,} files of realistic size first"
+    )
     project = f"bench-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch, PgStore.open(url, project) as store:
         root = Path(scratch) / "root"
         settings = fsmem.open(root, create=True).settings
         drive = Drive(root, settings)  # no on_commit hooks: the file work alone, as in the store
+        with drive.change("seed") as folder_tx:  # the project a user writes into: files of realistic size
+            seed_project(folder_tx, files, Path(scratch))
+        with store.change("seed") as pg_tx:
+            seed_project(pg_tx, files, Path(scratch))
         paths = [f"notes/page-{n:03d}.md" for n in range(50)]
         with drive.change("write") as folder_tx, store.change("write") as pg_tx:
             for path in paths:
@@ -169,7 +207,7 @@ def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where:
         distinct = _throughput(url, workers, seconds, shared=False)[0]
         shared, conflict_rate = _throughput(url, workers, seconds, shared=True)
         print(f"{workers:<8} {distinct:>26.0f} {shared:>27.0f} {conflict_rate:>9.1%}")
-    _tool_rows(url, rounds, seconds, worker_counts)
+    _tool_rows(url, rounds, seconds, worker_counts, files)
 
 
 # ---- through Memory and the tool ------------------------------------------------------------------
@@ -186,7 +224,7 @@ def _open(kind: str, place: str, project: str, cache: str):
     return fsmem.open(place, create=True, project=project, cache=cache)
 
 
-def _tool_rows(url: str, rounds: int, seconds: float, worker_counts: list[int]) -> None:
+def _tool_rows(url: str, rounds: int, seconds: float, worker_counts: list[int], files: int) -> None:
     print("Through Memory and the tool (run.call), PostgreSQL beside the folder store:")
     project = f"bench-tool-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch:
@@ -194,6 +232,10 @@ def _tool_rows(url: str, rounds: int, seconds: float, worker_counts: list[int]) 
             "folder store": _open("folder", str(Path(scratch) / "root"), "", ""),
             "PostgreSQL": _open("pg", url, project, str(Path(scratch) / "cache")),
         }
+        for memory in stores.values():
+            with memory.drive.change("seed") as tx:
+                seed_project(tx, files, Path(scratch))
+            memory.search("warm")  # its index holds the project (a worker's cache is built from the rows)
         paths = [f"notes/page-{n:03d}.md" for n in range(50)]
         runs = {name: memory.run(thread_id="bench") for name, memory in stores.items()}
         for run in runs.values():
@@ -320,7 +362,7 @@ def _search_rows(url: str, rounds: int) -> None:
             for number in range(rounds + 5):
                 b.search("plain")  # after the last round's commit: a searcher on it is open
                 start = time.perf_counter()
-                b.index.freshness.apply_pending()
+                b.index.freshness.noted()  # what a search asks first (the newest-seq query)
                 checked = time.perf_counter()
                 b.search("plain")
                 searched = time.perf_counter()

@@ -27,6 +27,8 @@ def test_store_bench_runs_and_reports(postgres) -> None:
             "0.3",
             "--workers",
             "1,2",
+            "--files",
+            "200",
         ],
         check=False,
         cwd=REPO,
@@ -38,6 +40,7 @@ def test_store_bench_runs_and_reports(postgres) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("== store\nPostgreSQL: the server given with --url; 3 timed calls a latency row")
+    assert "each store holds 200 files of realistic size first" in out
     for row in (
         "folder drive conditional write",
         "PostgreSQL conditional write",
