@@ -2,15 +2,15 @@
 finds noted (the folder's pending list, PostgreSQL's log) into one commit.
 
     committer = Committer(index.apply_pending)
-    committer.wake()                  # a change of this process returned: commit it now, in the background
-    committer.wake(after=GRACE)       # a search read a delta: commit it if nobody has by then
+    committer.wake()                  # a change of this process returned: commit it soon (BATCH), in the background
+    committer.wake(GRACE, must=False) # a search read a delta: commit it if nobody has by then
     committer.close(timeout)          # before a Memory lets go: the commit asked for now is done
 
 A search never waits for it: until the commit lands, every search reads what changed for itself
 (``fsmem._index.delta``). The files and the log are the record, so a commit that never happens (a
 process killed after its change returned) is only late: the next commit of any process applies it.
-A process that exits waits for a commit it was asked for now; one asked for later is left to the next
-(the thread does not hold the exit for it).
+A process that exits makes the commit its own changes asked for first; one a search asked for is left
+to the next (the thread does not hold the exit for it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import warnings
 import weakref
 from collections.abc import Callable
 
+BATCH = 0.05  # seconds a change's commit waits for others to join it (and for a search right after it)
 GRACE = 0.5  # seconds a search's delta waits for the process that made it to commit it
 _POLL = 0.05  # how often a thread waiting for later checks whether its process is exiting
 
@@ -45,8 +46,8 @@ class Committer:
     def __init__(self, commit: Callable[[], object]) -> None:
         self._commit = commit
         self._condition = threading.Condition()
-        self._now = False  # a commit asked for now (a change of this process)
-        self._due: float | None = None  # when a commit asked for later is due
+        self._due: float | None = None  # when the next commit is due
+        self._must = False  # it was asked for by a change of this process: done even as the process exits
         self._running = False  # a commit is under way
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -56,31 +57,35 @@ class Committer:
         _committers.add(self)
 
     def busy(self) -> bool:
-        """Whether a commit is asked for, due or under way."""
+        """Whether a commit is due or under way."""
         with self._condition:
-            return self._now or self._due is not None or self._running
+            return self._due is not None or self._running
 
-    def wake(self, after: float = 0.0) -> None:
+    def wake(self, after: float = BATCH, must: bool = True) -> None:
+        """Commit in ``after`` seconds (what is noted meanwhile joins the commit). ``must``: a change of
+        this process asked for it, so an exiting process still makes it; otherwise it is left to the next."""
         with self._condition:
             if self._closed:
                 return
-            if after <= 0:
-                self._now = True
-            else:
-                due = time.monotonic() + after
-                self._due = due if self._due is None else min(self._due, due)
+            due = time.monotonic() + after
+            self._due = due if self._due is None else min(self._due, due)
+            self._must = self._must or must
             if self._thread is None:
-                # Not a daemon: an exiting process finishes the commit it asked for now.
+                # Not a daemon: an exiting process finishes the commit its own change asked for.
                 self._thread = threading.Thread(target=self._loop, name="fsmem-commit", daemon=False)
                 self._thread.start()
             else:
                 self._condition.notify_all()
 
     def flush(self, timeout: float) -> bool:
-        """Wait until no commit asked for now is waiting or running; whether that happened in time."""
+        """Make the commit this process's changes asked for now, and wait until it is done (up to
+        ``timeout`` seconds); whether that happened in time."""
         deadline = time.monotonic() + timeout
         with self._condition:
-            while self._now or (self._running and self._thread is not None):
+            if self._must:
+                self._due = time.monotonic()
+                self._condition.notify_all()
+            while self._must or (self._running and self._thread is not None):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -88,8 +93,8 @@ class Committer:
         return True
 
     def close(self, timeout: float) -> None:
-        """Finish the commit asked for now (up to ``timeout`` seconds), drop one asked for later, and
-        take no more: the index is let go (its store may be closed next)."""
+        """Finish the commit this process's changes asked for (up to ``timeout`` seconds), drop one a
+        search asked for, and take no more: the index is let go (its store may be closed next)."""
         self.flush(timeout)
         with self._condition:
             self._closed = True
@@ -99,18 +104,18 @@ class Committer:
     def _loop(self) -> None:
         while True:
             with self._condition:
-                while not self._now:
+                while True:
                     exiting = not threading.main_thread().is_alive()
-                    if self._due is None or exiting:  # nothing asked, or only later and the process goes
-                        self._due = None
+                    if self._due is None or (exiting and not self._must):
+                        self._due = None  # nothing asked, or only by a search and the process goes
                         self._thread = None
                         self._condition.notify_all()
                         return
                     left = self._due - time.monotonic()
-                    if left <= 0:
+                    if left <= 0 or exiting:
                         break
                     self._condition.wait(min(left, _POLL))
-                self._now, self._due, self._running = False, None, True
+                self._due, self._must, self._running = None, False, True
             try:
                 self._commit()
                 self.commits += 1

@@ -158,7 +158,8 @@ class Freshness:
     def refresh(self, paths: Iterable[str]) -> int:
         """Bring ``paths`` (files or folders) up to date, keeping what hand edits among them replaced.
         Files the index already holds as they are (a change through fsmem a search applied) are skipped."""
-        paths = self._unsettled(paths)
+        noted = self.noted() or set()  # changes through the store: their writer commits them
+        paths = self._unsettled(path for path in paths if path not in noted)
         if not paths:
             return 0
         self.keep_hand_edits(paths)

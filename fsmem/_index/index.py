@@ -177,7 +177,7 @@ class Index:
         return searcher, delta
 
     def _delta_of(self, paths: set[str], searcher: Any) -> Delta:
-        self.committer.wake(GRACE)  # the process that changed them commits first; if it died, this one does
+        self.committer.wake(GRACE, must=False)  # the process that changed them commits first; if it died, this one
         changed, removed = self.store.expand(paths, self.feed.noted_files)
         commit = (self.store.generation, self.store.commit_key)
         key = (commit, self.freshness.probed, tuple(changed), tuple(removed), self.feed.stamps(changed))
