@@ -99,7 +99,8 @@ class Index:
     ) -> list[SearchHit]:
         """Ranked files for ``query``. ``fresh``: compare with the files first, unless ``watched`` (the
         paths the caller's own watcher saw change and has not applied yet) or another process's
-        watcher vouches; changes through fsmem are applied either way."""
+        watcher vouches; changes through fsmem since the last commit are read either way (the delta),
+        never committed here."""
         if not isinstance(limit, int) or limit < 1:
             raise BadRequest("limit must be a whole number of at least 1")
         check_text("query", query)  # the Python API and the shell come here without the tool's checks
