@@ -172,12 +172,13 @@ def found_rows(store: str, sizes: list[int], writes: int, url: str | None, meani
                 memory.index.rebuild()
                 b_args = [str(corpus), "", ""]
             else:
+                from fsmem._memory.copy import copy
+
                 project = f"bench-found-{uuid.uuid4().hex[:8]}"
+                copy(str(corpus), url, project)  # `fsmem copy`: the project's rows in one transaction
                 settings = dataclasses.replace(load_settings(None), meaning=meaning)
-                memory = fsmem.open(url, project=project, create=True, cache=scratch / "cache-a", settings=settings)
-                with memory.drive.change("seed") as tx:
-                    for file in sorted(corpus.rglob("*.md")):
-                        tx.write(file.relative_to(corpus).as_posix(), file.read_bytes())
+                memory = fsmem.open(url, project=project, cache=scratch / "cache-a", settings=settings)
+                memory.search("warm")  # A's cache is built (a worker that has searched before)
                 b_args = [url, project, str(scratch / "cache-b")]
             try:
                 for busy in (False, True):

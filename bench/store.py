@@ -34,6 +34,7 @@ import functools
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,21 +95,29 @@ def throwaway_server() -> Iterator[str | None]:
         subprocess.run([script, "stop", folder], capture_output=True, check=False)
 
 
-def seed_project(tx, count: int, scratch: Path, prefix: str = "") -> list[str]:
-    """Write ``count`` files of realistic size (``bench.search.generate``'s corpus) through ``tx`` (one
-    change of either store); their paths."""
+def realistic_corpus(scratch: Path, count: int) -> Path:
+    """A folder of ``count`` files of realistic size (``bench.search.generate``'s corpus), made once."""
     from bench.search import generate
 
     corpus = scratch / f"corpus-{count}"
     if not corpus.exists():
         corpus.mkdir(parents=True)
         generate(corpus, count)
-    paths = []
-    for file in sorted(corpus.rglob("*.md")):
-        path = prefix + file.relative_to(corpus).as_posix()
-        tx.write(path, file.read_bytes())
-        paths.append(path)
-    return paths
+    return corpus
+
+
+def seed_folder(root: Path, count: int, scratch: Path) -> None:
+    """Put the realistic corpus's files into the folder ``root`` (as a person's project holds them)."""
+    import shutil
+
+    shutil.copytree(realistic_corpus(scratch, count), root, dirs_exist_ok=True)
+
+
+def seed_database(url: str, project: str, count: int, scratch: Path) -> None:
+    """Make ``project`` on PostgreSQL holding the realistic corpus (``fsmem copy``: one transaction)."""
+    from fsmem._memory.copy import copy
+
+    copy(str(realistic_corpus(scratch, count)), url, project)
 
 
 def _options(argv: list[str]) -> argparse.Namespace:
@@ -133,14 +142,15 @@ def _run(url: str, rounds: int, seconds: float, worker_counts: list[int], where:
         f"each store holds {files:,} files of realistic size first"
     )
     project = f"bench-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch, PgStore.open(url, project) as store:
+    scratch_dir = tempfile.mkdtemp(prefix="fsmem-bench-")
+    seed_database(url, project, files, Path(scratch_dir))  # the project a user writes into
+    with contextlib.ExitStack() as cleanup, PgStore.open(url, project) as store:
+        cleanup.callback(shutil.rmtree, scratch_dir, True)
+        scratch = scratch_dir
         root = Path(scratch) / "root"
+        seed_folder(root, files, Path(scratch))
         settings = fsmem.open(root, create=True).settings
         drive = Drive(root, settings)  # no on_commit hooks: the file work alone, as in the store
-        with drive.change("seed") as folder_tx:  # the project a user writes into: files of realistic size
-            seed_project(folder_tx, files, Path(scratch))
-        with store.change("seed") as pg_tx:
-            seed_project(pg_tx, files, Path(scratch))
         paths = [f"notes/page-{n:03d}.md" for n in range(50)]
         with drive.change("write") as folder_tx, store.change("write") as pg_tx:
             for path in paths:
@@ -228,13 +238,13 @@ def _tool_rows(url: str, rounds: int, seconds: float, worker_counts: list[int], 
     print("Through Memory and the tool (run.call), PostgreSQL beside the folder store:")
     project = f"bench-tool-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as scratch:
+        seed_folder(Path(scratch) / "root", files, Path(scratch))
+        seed_database(url, project, files, Path(scratch))
         stores = {
             "folder store": _open("folder", str(Path(scratch) / "root"), "", ""),
             "PostgreSQL": _open("pg", url, project, str(Path(scratch) / "cache")),
         }
         for memory in stores.values():
-            with memory.drive.change("seed") as tx:
-                seed_project(tx, files, Path(scratch))
             memory.search("warm")  # its index holds the project (a worker's cache is built from the rows)
         paths = [f"notes/page-{n:03d}.md" for n in range(50)]
         runs = {name: memory.run(thread_id="bench") for name, memory in stores.items()}
