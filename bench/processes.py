@@ -200,6 +200,7 @@ def print_found(rows: list[tuple]) -> None:
             f"| {store} | {files:,} | {'busy' if busy else 'quiet'} | {write[0]:.1f} / {write[1]:.1f} "
             f"| {ack[0]:.1f} / {ack[1]:.1f} | {start[0]:.1f} / {start[1]:.1f} |"
         )
+    print(f"(load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores as the rows ended)")
 
 
 def cold_searches(root: Path, qs: list[str]) -> dict[str, tuple[float, float]]:
@@ -245,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=None, help="files in the corpus (default 10000)")
     parser.add_argument("--quick", action="store_true", help="1,000 files, fewer rounds")
     parser.add_argument("--writes", type=int, default=None, help="writes of the A → B rows (default 40)")
-    parser.add_argument("--sizes", default="", help="corpus sizes of the A → B rows, e.g. 10000,100000 (default --files)")
+    parser.add_argument(
+        "--sizes", default="", help="corpus sizes of the A → B rows, e.g. 10000,100000 (default --files)"
+    )
     parser.add_argument("--store", choices=("folder", "postgres"), default="folder", help="the store of the A → B rows")
     parser.add_argument("--url", default="", help="a PostgreSQL conninfo (default: a throwaway cluster, fsync on)")
     parser.add_argument("--found-only", action="store_true", help="only the A → B rows")
@@ -307,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             f"| {files:,} | {served[0]:.0f} / {served[1]:.0f} | {grep[0]:.0f} / {grep[1]:.0f} "
             f"| {served[0] / grep[0]:.2f}× | {alone[0]:.0f} / {alone[1]:.0f} | {alone[0] / grep[0]:.2f}× |"
         )
-    print(f"(cores: {os.cpu_count()}; load {os.getloadavg()[0]:.2f} at the end; the machine's other load is not controlled)")
+    load = os.getloadavg()[0]
+    print(f"(cores: {os.cpu_count()}; load {load:.2f} at the end; the machine's other load is not controlled)")
     return 0
 
 

@@ -1,6 +1,10 @@
 """The PostgreSQL store beside the folder drive: a conditional write, the freshness query, throughput.
 
-    bin/bench store [--quick] [--rounds N] [--seconds S] [--workers 1,2,4,8] [--url CONNINFO]
+    bin/bench store [--quick] [--rounds N] [--seconds S] [--workers 1,2,4,8] [--url CONNINFO] [--files 10000]
+
+Both stores first hold a project of ``--files`` files of realistic size (``bench.search.generate``'s
+corpus: 10,000, or 1,000 with ``--quick``), as the project a user writes into; PostgreSQL's is made by
+``fsmem copy`` (one transaction), the folder's by copying the files in.
 
 Without ``--url`` it starts its own throwaway cluster with fsync on (``bin/pg-throwaway``, as durable
 as the folder drive's fsync'd writes) and removes it afterwards. Rows:
