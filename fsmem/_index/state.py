@@ -21,7 +21,6 @@ import array
 import json
 import marshal
 import os
-import secrets
 import threading
 import time
 import zlib
@@ -220,7 +219,7 @@ class Manifest:
                 array.array("q", folders.values()).tobytes(),
             )
         )
-        head = _BASE_MAGIC + secrets.token_bytes(8) + zlib.crc32(payload).to_bytes(4, "big")
+        head = _BASE_MAGIC + os.urandom(8) + zlib.crc32(payload).to_bytes(4, "big")
         atomic_write(self.file, head + len(payload).to_bytes(8, "big") + payload + b"\n")
 
     def needs_compaction(self) -> bool:
@@ -329,7 +328,7 @@ def note_pending(state: Path, paths: set[str]) -> None:
     except FileNotFoundError:
         size = -1
     if size < 0 or (size > PENDING_ROTATE_BYTES and _fully_applied(state, file)):
-        atomic_write(file, f"#{secrets.token_hex(8)}\n".encode())
+        atomic_write(file, f"#{os.urandom(8).hex()}\n".encode())
     lines = "".join(json.dumps(path) + "\n" for path in sorted(paths)).encode()
     with open(file, "ab+") as journal:
         if journal.seek(0, os.SEEK_END) and os.pread(journal.fileno(), 1, journal.tell() - 1) != b"\n":
