@@ -81,7 +81,7 @@ class Freshness:
         assert manifest is not None
         with self._mutex:
             plan, self.files_seen = self.feed.compare(
-                manifest.load(), _Memo(manifest, self.store.walk_cache), MAX_INDEXED_BYTES
+                manifest.view(), _Memo(manifest, self.store.walk_cache), MAX_INDEXED_BYTES
             )
         return plan
 

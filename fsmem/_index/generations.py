@@ -203,7 +203,7 @@ class IndexStore:
             raise IndexError_(f"tantivy could not open it ({error})") from error
         tv.register_tokenizer("fsmem", self.analyzer)
         manifest = Manifest(folder / MANIFEST)
-        manifest.load()  # DamagedManifest (an IndexError_): what the index holds is unknown, so rebuilt
+        manifest.check()  # DamagedManifest (an IndexError_): what the index holds is unknown, so rebuilt
         self._tv, self.generation = tv, generation
         self.manifest = manifest
         self._meta_file = str(folder / "meta.json")
