@@ -91,10 +91,10 @@ class Manifest:
             return self._load()
 
     def check(self) -> None:
-        """Know the file's ``key`` and check its base's checksum, without building the entries: a search
-        whose walk cache holds for that key needs none of them (at 10,000 files, building them costs a
-        cold search more than the rest of opening the index). ``load`` builds them when first asked.
-        Raises ``DamagedManifest`` as ``load`` does."""
+        """Know the file's ``key`` and check its base (checksum and shape) without building the entries:
+        a search whose walk cache holds for that key needs none of them (at 10,000 files, building them
+        costs a cold search more than the rest of opening the index). ``load`` builds them when first
+        asked. Raises ``DamagedManifest`` as ``load`` does."""
         with self._lock:
             if self._seen is not None:
                 self._load()
@@ -269,21 +269,15 @@ class Manifest:
         return self.lines > len(self.entries) // 4 + 1000
 
 
-def _check_base(data: bytes) -> bytes:
-    """The payload of the base at the start of ``data``; ``DamagedManifest`` when its CRC does not match."""
+def _check_base(data: bytes) -> tuple[list, list, array.array, array.array, list, array.array, int]:
+    """The columns of the base at the start of ``data`` (paths, versions, stamps and indexed times,
+    inodes, folders, their counts) and its payload's length; ``DamagedManifest`` when it does not check
+    out (its CRC, its shape). Builds no entry: opening the index asks this alone."""
     crc = int.from_bytes(data[_BASE_HEAD - 12 : _BASE_HEAD - 8], "big")
     length = int.from_bytes(data[_BASE_HEAD - 8 : _BASE_HEAD], "big")
     payload = data[_BASE_HEAD : _BASE_HEAD + length]
     if len(payload) != length or zlib.crc32(payload) != crc:
         raise DamagedManifest("its manifest's base is damaged (a checksum does not match)")
-    return payload
-
-
-def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int], int]:
-    """The entries of the base at the start of ``data``, its count of paths per folder, and where the
-    journal's lines start; ``DamagedManifest`` when it does not check out (its CRC, its shape)."""
-    payload = _check_base(data)
-    length = len(payload)
     try:
         paths, versions, packed, packed_inodes, folder_names, packed_counts = marshal.loads(payload)
         numbers, inodes, counts = array.array("q"), array.array("Q"), array.array("q")
@@ -301,6 +295,13 @@ def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int], int]:
         and {str} >= set(map(type, paths)) | set(map(type, versions)) | set(map(type, folder_names))
     ):
         raise DamagedManifest("its manifest's base is not shaped as fsmem writes it")
+    return paths, versions, numbers, inodes, folder_names, counts, length
+
+
+def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int], int]:
+    """The entries of the base at the start of ``data``, its count of paths per folder, and where the
+    journal's lines start; ``DamagedManifest`` when it does not check out."""
+    paths, versions, numbers, inodes, folder_names, counts, length = _check_base(data)
     stamps = zip(numbers[0::4], numbers[1::4], numbers[2::4], inodes, strict=True)
     entries = dict(zip(paths, zip(stamps, versions, numbers[3::4], strict=True), strict=True))
     return entries, dict(zip(folder_names, counts, strict=True)), _BASE_HEAD + length + 1

@@ -99,6 +99,8 @@ def test_a_base_planted_with_a_valid_checksum_but_another_shape_is_refused(tmp_p
     (tmp_path / "files").write_bytes(head + data + b"\n")
     with pytest.raises(DamagedManifest):
         Manifest(tmp_path / "files").load()
+    with pytest.raises(DamagedManifest):  # what opening the index asks: refused there, so rebuilt
+        Manifest(tmp_path / "files").check()
 
 
 def test_a_manifest_replaced_by_one_that_took_its_inode_is_loaded_again(tmp_path):
