@@ -116,8 +116,9 @@ class Freshness:
         self.store.open()
         manifest = self.store.manifest
         assert manifest is not None
-        held = manifest.load()
-        seen = held if delta is None else delta.overlay(held)
+        # With no delta the manifest's entries load only if the comparison looks into them (a walk cache
+        # that holds needs none); a delta overlays them.
+        seen = manifest.view() if delta is None else delta.overlay(manifest.load())
         unrecorded = set(delta.hidden) if delta is not None else set()
         with self._mutex:
             plan, self.files_seen = self.feed.compare(

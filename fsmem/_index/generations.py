@@ -13,7 +13,7 @@ Everything here lives under the memory store's ``state`` and reads the memory th
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import os
 import shutil
 import threading
@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tantivy
 
@@ -46,6 +47,9 @@ from fsmem._index.state import (
 from fsmem._store.atomic import make_dirs
 from fsmem._store.folder.walk import WALK_CACHE
 from fsmem._store.interface import Store
+
+if TYPE_CHECKING:
+    import ctypes
 
 MAX_INDEXED_BYTES = 1 << 20  # hand-made giants are indexed by their first MiB
 LONGEST_WORD = 40  # longer tokens (hashes, base64) are left out of the index
@@ -199,7 +203,7 @@ class IndexStore:
             raise IndexError_(f"tantivy could not open it ({error})") from error
         tv.register_tokenizer("fsmem", self.analyzer)
         manifest = Manifest(folder / MANIFEST)
-        manifest.load()  # DamagedManifest (an IndexError_): what the index holds is unknown, so rebuilt
+        manifest.check()  # DamagedManifest (an IndexError_): what the index holds is unknown, so rebuilt
         self._tv, self.generation = tv, generation
         self.manifest = manifest
         self._meta_file = str(folder / "meta.json")
@@ -576,16 +580,18 @@ def _release_heap() -> None:
     """Give the freed writer heap back to the system. Each batch's writer allocates its heap from its
     own threads; glibc keeps what those threads freed in per-thread arenas, so a long-lived process's
     memory would creep up batch after batch. ``malloc_trim`` costs microseconds."""
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
-def _load_libc() -> ctypes.CDLL | None:
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    """glibc, loaded by the first batch (ctypes is no cost of a process that only searches)."""
+    import ctypes
+
     try:
         libc = ctypes.CDLL("libc.so.6")  # by name: find_library would run ldconfig at every start
         return libc if hasattr(libc, "malloc_trim") else None  # glibc only
     except OSError:
         return None
-
-
-_LIBC = _load_libc()

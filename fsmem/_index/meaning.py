@@ -14,6 +14,10 @@ lock, and never runs in a search: a search uses what is kept at that moment.
 
 from __future__ import annotations
 
+# The keep's SQLite, loaded here, in the thread that builds the meaning, not by its worker: an import
+# in the worker holds the GIL for milliseconds the main thread may need (`fsmem watch` installing its
+# SIGTERM handler). A one-shot search that builds no meaning loads neither.
+import sqlite3  # noqa: F401
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

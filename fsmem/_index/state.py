@@ -21,11 +21,12 @@ import array
 import json
 import marshal
 import os
-import secrets
 import threading
 import time
 import zlib
+from collections.abc import Iterator, KeysView, Mapping
 from pathlib import Path
+from typing import Any
 
 from fsmem._core.search import SCHEMA_VERSION, Indexed
 from fsmem._errors import IndexError_
@@ -81,12 +82,40 @@ class Manifest:
         self._base_end = 0  # where the journal's lines start (after the base, if the file has one)
         self._lock = threading.Lock()  # threads of one process share it: a search and the watcher
         self._folders: dict[str, int] | None = None  # folder -> paths held under it, once asked (holds_under)
+        self._checked: tuple[tuple[int, int, int], tuple[int, int]] | None = None  # (file key, key) of check()
 
     def load(self) -> dict[str, Indexed]:
         """Bring ``entries`` up to date with the file (only the new tail when it only grew). Raises
         ``DamagedManifest`` when its base does not check out."""
         with self._lock:
             return self._load()
+
+    def check(self) -> None:
+        """Know the file's ``key`` and check its base (checksum and shape) without building the entries:
+        a search whose walk cache holds for that key needs none of them (at 10,000 files, building them
+        costs a cold search more than the rest of opening the index). ``load`` builds them when first
+        asked. Raises ``DamagedManifest`` as ``load`` does."""
+        with self._lock:
+            if self._seen is not None:
+                self._load()
+                return
+            try:
+                with open(self.file, "rb") as handle:
+                    info = os.fstat(handle.fileno())
+                    data = handle.read()
+            except FileNotFoundError:
+                self._load()
+                return
+            if data.startswith(_BASE_MAGIC):
+                _check_base(data)
+            self._checked = (
+                (info.st_ino, info.st_size, info.st_mtime_ns),
+                ((info.st_ino << 32) | zlib.crc32(data[:_HEAD]), data.rfind(b"\n") + 1),
+            )
+
+    def view(self) -> Mapping[str, Indexed]:
+        """The entries as a mapping that loads them when first looked into (what a comparison is given)."""
+        return _Entries(self)
 
     def _load(self) -> dict[str, Indexed]:
         try:
@@ -140,7 +169,7 @@ class Manifest:
 
     def _reset(self, inode: int | None) -> None:
         self.entries, self.lines, self._offset, self._inode, self._folders = {}, 0, 0, inode, None
-        self._head, self._seen, self._base_end = b"", None, 0
+        self._head, self._seen, self._base_end, self._checked = b"", None, 0, None
 
     def _same_head(self, fd: int) -> bool:
         return os.pread(fd, len(self._head), 0) == self._head
@@ -163,6 +192,7 @@ class Manifest:
 
     def paths_since(self, key: tuple[int, int]) -> set[str] | None:
         """The paths recorded since the journal had ``key`` (as loaded), ``None`` if it was replaced."""
+        self.load()
         ident, offset = key
         if self._inode is None or ident != self._ident() or offset > self._offset or offset < self._base_end:
             return None
@@ -182,8 +212,19 @@ class Manifest:
         return paths
 
     def key(self) -> tuple[int, int] | None:
-        """``(identity, length)`` of the journal as loaded: it only grows, or is replaced whole."""
-        return None if self._inode is None else (self._ident(), self._offset)
+        """``(identity, length)`` of the journal as it is now (it only grows, or is replaced whole): as
+        ``check`` found it while the file is still as it was then, else as loaded."""
+        with self._lock:
+            if self._seen is None and self._checked is not None:
+                checked, key = self._checked
+                try:
+                    info = os.stat(self.file)
+                except OSError:
+                    info = None
+                if info is not None and (info.st_ino, info.st_size, info.st_mtime_ns) == checked:
+                    return key
+            self._load()
+            return None if self._inode is None else (self._ident(), self._offset)
 
     def _ident(self) -> int:
         """The file as loaded, as a number: its inode and its first bytes (a base's nonce among them)."""
@@ -220,7 +261,7 @@ class Manifest:
                 array.array("q", folders.values()).tobytes(),
             )
         )
-        head = _BASE_MAGIC + secrets.token_bytes(8) + zlib.crc32(payload).to_bytes(4, "big")
+        head = _BASE_MAGIC + os.urandom(8) + zlib.crc32(payload).to_bytes(4, "big")
         atomic_write(self.file, head + len(payload).to_bytes(8, "big") + payload + b"\n")
 
     def needs_compaction(self) -> bool:
@@ -228,9 +269,10 @@ class Manifest:
         return self.lines > len(self.entries) // 4 + 1000
 
 
-def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int], int]:
-    """The entries of the base at the start of ``data``, its count of paths per folder, and where the
-    journal's lines start; ``DamagedManifest`` when it does not check out (its CRC, its shape)."""
+def _check_base(data: bytes) -> tuple[list, list, array.array, array.array, list, array.array, int]:
+    """The columns of the base at the start of ``data`` (paths, versions, stamps and indexed times,
+    inodes, folders, their counts) and its payload's length; ``DamagedManifest`` when it does not check
+    out (its CRC, its shape). Builds no entry: opening the index asks this alone."""
     crc = int.from_bytes(data[_BASE_HEAD - 12 : _BASE_HEAD - 8], "big")
     length = int.from_bytes(data[_BASE_HEAD - 8 : _BASE_HEAD], "big")
     payload = data[_BASE_HEAD : _BASE_HEAD + length]
@@ -253,9 +295,47 @@ def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int], int]:
         and {str} >= set(map(type, paths)) | set(map(type, versions)) | set(map(type, folder_names))
     ):
         raise DamagedManifest("its manifest's base is not shaped as fsmem writes it")
+    return paths, versions, numbers, inodes, folder_names, counts, length
+
+
+def _read_base(data: bytes) -> tuple[dict[str, Indexed], dict[str, int], int]:
+    """The entries of the base at the start of ``data``, its count of paths per folder, and where the
+    journal's lines start; ``DamagedManifest`` when it does not check out."""
+    paths, versions, numbers, inodes, folder_names, counts, length = _check_base(data)
     stamps = zip(numbers[0::4], numbers[1::4], numbers[2::4], inodes, strict=True)
     entries = dict(zip(paths, zip(stamps, versions, numbers[3::4], strict=True), strict=True))
     return entries, dict(zip(folder_names, counts, strict=True)), _BASE_HEAD + length + 1
+
+
+class _Entries(Mapping[str, Indexed]):
+    """A manifest's entries, loaded from its file when first looked into."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self._manifest = manifest
+        self._entries: dict[str, Indexed] | None = None
+
+    def _loaded(self) -> dict[str, Indexed]:
+        if self._entries is None:
+            self._entries = self._manifest.load()
+        return self._entries
+
+    def __getitem__(self, path: str) -> Indexed:
+        return self._loaded()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._loaded()
+
+    def get(self, path: str, default: Any = None) -> Any:
+        return self._loaded().get(path, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._loaded().keys()
 
 
 def _count_folders(folders: dict[str, int], path: str, delta: int) -> None:
@@ -329,7 +409,7 @@ def note_pending(state: Path, paths: set[str]) -> None:
     except FileNotFoundError:
         size = -1
     if size < 0 or (size > PENDING_ROTATE_BYTES and _fully_applied(state, file)):
-        atomic_write(file, f"#{secrets.token_hex(8)}\n".encode())
+        atomic_write(file, f"#{os.urandom(8).hex()}\n".encode())
     lines = "".join(json.dumps(path) + "\n" for path in sorted(paths)).encode()
     with open(file, "ab+") as journal:
         if journal.seek(0, os.SEEK_END) and os.pread(journal.fileno(), 1, journal.tell() - 1) != b"\n":

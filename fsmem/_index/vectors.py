@@ -19,11 +19,13 @@ again, like the index.
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["FolderVectors", "Passage", "VectorKeep"]
 
@@ -80,6 +82,8 @@ class FolderVectors:
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
+        import sqlite3  # once there are passages to keep or look up: a search asks ``holds_any`` first
+
         self.file.parent.mkdir(parents=True, exist_ok=True)
         try:
             db = self._open()
@@ -90,6 +94,8 @@ class FolderVectors:
         return db
 
     def _open(self) -> sqlite3.Connection:
+        import sqlite3
+
         os.close(os.open(self.file, os.O_CREAT | os.O_WRONLY, 0o600))  # SQLite gives its WAL the same mode
         db = sqlite3.connect(self.file, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
         try:

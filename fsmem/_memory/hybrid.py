@@ -16,7 +16,6 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from fsmem._core.fusion import SearchResults, fuse, holding_first
@@ -29,6 +28,8 @@ from fsmem._llm.embed import build_embedder, local_model_in_reach, meaning_wante
 from fsmem._store.folder.drive import Drive
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from fsmem._index.index import Index
     from fsmem._index.meaning import Meaning
 
@@ -144,6 +145,8 @@ class Hybrid:
             meaning.start()
         if meaning.failure:
             self._warn(meaning.failure)
+        from concurrent.futures import ThreadPoolExecutor  # only once the query's vector is wanted
+
         with self._mutex:
             pool = self._pool = self._pool or ThreadPoolExecutor(1, thread_name_prefix="fsmem-query-vector")
         asked = pool.submit(meaning.embedder.embed_query, query)  # the model runs while words search

@@ -25,10 +25,7 @@ from fsmem._core.paths import normalize_path
 from fsmem._core.text import check_text
 from fsmem._env.config import Settings, load_settings
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, RequestError, RootNotFound, Storage
-from fsmem._index.grep import grep
 from fsmem._index.state import index_dir, note_pending, read_current
-from fsmem._memory import levels
-from fsmem._memory.levels import Scope
 from fsmem._store.atomic import remove_dead_temps
 from fsmem._store.folder.drive import Drive
 from fsmem._store.folder.rootlock import CRASH_MARK
@@ -42,6 +39,7 @@ if TYPE_CHECKING:
     from fsmem._index.shared import Share
     from fsmem._memory.facts import Facts
     from fsmem._memory.hybrid import Hybrid
+    from fsmem._memory.levels import Scope
     from fsmem._memory.tool import Run
 
 
@@ -199,6 +197,7 @@ class Memory:
         With ``review=True`` (a background reviewer), a write that only adds lines applies at once and
         every other change becomes a proposal for a person (:meth:`approve` / :meth:`discard`).
         """
+        from fsmem._memory.levels import Scope
         from fsmem._memory.tool import Run
 
         return Run(self, scope or Scope.chat(), thread_id, review=review)
@@ -220,6 +219,8 @@ class Memory:
 
     def create_agent(self, agent_id: str, name: str, *, exist_ok: bool = False) -> str:
         """Make the agent's folder; with ``exist_ok``, an agent that has one keeps it (get-or-create)."""
+        from fsmem._memory import levels
+
         try:
             return levels.create_agent(self, agent_id, name)
         except Exists:
@@ -230,6 +231,8 @@ class Memory:
 
     def create_routine(self, agent_id: str, routine_id: str, name: str, *, exist_ok: bool = False) -> str:
         """Make the routine's folder; with ``exist_ok``, a routine of this agent that has one keeps it."""
+        from fsmem._memory import levels
+
         try:
             return levels.create_routine(self, agent_id, routine_id, name)
         except Exists:
@@ -239,24 +242,34 @@ class Memory:
             return folder
 
     def delete_agent(self, agent_id: str) -> dict[str, str]:
+        from fsmem._memory import levels
+
         return levels.delete_agent(self, agent_id)
 
     def delete_routine(self, routine_id: str) -> dict[str, str]:
+        from fsmem._memory import levels
+
         return levels.delete_routine(self, routine_id)
 
     def deleting_agent(self, agent_id: str):
+        from fsmem._memory import levels
+
         folder = levels.find_agent(self, agent_id)
         if folder is None:
             raise NotFound(f"agent {agent_id!r} has no folder")
         return levels.deleting(self, folder, "delete_agent")
 
     def deleting_routine(self, routine_id: str):
+        from fsmem._memory import levels
+
         folder = levels.find_routine(self, routine_id)
         if folder is None:
             raise NotFound(f"routine {routine_id!r} has no folder")
         return levels.deleting(self, folder, "delete_routine")
 
     def scope_files(self, scope: Scope) -> list[str]:
+        from fsmem._memory import levels
+
         return levels.scope_files(self, scope)
 
     # ---- search -----------------------------------------------------------------------------
@@ -322,6 +335,8 @@ class Memory:
         check_text("query", query)  # before anything is opened or started
         mode = check_mode(self.settings.search_mode if mode is None else mode)
         if regex:
+            from fsmem._index.grep import grep
+
             return SearchResults(
                 grep(
                     self.drive,
@@ -345,6 +360,8 @@ class Memory:
                 raise
         # A read-only root: its index cannot be opened (tantivy takes a lock file to read), so scan the
         # files for lines holding any of the words, as a regex search would.
+        from fsmem._index.grep import grep
+
         words = [re.escape(word) for word in query.split() if word]
         return SearchResults(
             grep(
@@ -479,6 +496,7 @@ class Memory:
         """Apply a proposal as a change like any other, if what it changes is as it was."""
         from fsmem._core.requests import parse_request
         from fsmem._memory import proposals
+        from fsmem._memory.levels import Scope
 
         proposal = proposals.load(self, proposal_id)
         stale = proposals.stale_paths(self, proposal)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fsmem._core.search import SearchHit
 from fsmem._errors import BadPattern
 from fsmem._memory import render as _render
 from fsmem.cli import EXIT_NO_MATCH
@@ -19,6 +18,7 @@ from fsmem.cli.options import asked_resident, echo_json, json_option, open_root,
 
 if TYPE_CHECKING:
     from fsmem._core.fusion import SearchResults
+    from fsmem._core.search import SearchHit
 
 
 @contextmanager

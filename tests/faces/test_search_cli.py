@@ -194,6 +194,10 @@ def test_the_cold_search_path_imports_only_what_it_needs(root: Path) -> None:
     assert "fsmem._memory.memory" in imported  # through Memory, like every other command
     for heavy in ("jsonschema", "frontmatter", "watchdog", "regex", "fsmem._memory.facts", "mcp", "anthropic"):
         assert heavy not in imported
+    # Nor what only writing, embedding or fetching the model needs (issue 24: a one-shot search's imports).
+    for unused in ("yaml", "sqlite3", "concurrent.futures", "ctypes", "subprocess", "zipfile", "secrets", "logging",
+                   "numpy", "fsmem._memory.levels", "fsmem._index.grep"):
+        assert unused not in imported, unused
 
 
 @pytest.mark.slow

@@ -99,6 +99,8 @@ def test_a_base_planted_with_a_valid_checksum_but_another_shape_is_refused(tmp_p
     (tmp_path / "files").write_bytes(head + data + b"\n")
     with pytest.raises(DamagedManifest):
         Manifest(tmp_path / "files").load()
+    with pytest.raises(DamagedManifest):  # what opening the index asks: refused there, so rebuilt
+        Manifest(tmp_path / "files").check()
 
 
 def test_a_manifest_replaced_by_one_that_took_its_inode_is_loaded_again(tmp_path):
@@ -145,3 +147,35 @@ def test_a_damaged_base_rebuilds_the_index_from_the_files_with_a_warning(tmp_pat
         assert [hit.path for hit in fresh.search("okapiword")] == ["a.md"]
     assert fresh.index.status()["stale"] == 0
     fresh.close()
+
+
+@pytest.mark.parametrize("based", [True, False])
+def test_the_key_check_finds_is_the_one_a_load_finds_and_it_follows_the_file(tmp_path, based):
+    """A search whose walk cache holds goes by ``check``'s key alone; it must be the key a load gives."""
+    if based:
+        Manifest(tmp_path / "files").rewrite({"a.md": _entry(), "b/c.md": _entry()})
+    Manifest(tmp_path / "files").append({"d.md": _entry(), "f/g.md": _entry()}, ["a.md"])  # past the head's 64 bytes
+    checked = Manifest(tmp_path / "files")
+    checked.check()
+    loaded = Manifest(tmp_path / "files")
+    loaded.load()
+    assert checked.key() == loaded.key() is not None
+    assert checked.entries == {}  # nothing was built for it
+    before = loaded.key()
+    Manifest(tmp_path / "files").append({"e.md": _entry()}, [])  # another process indexed a file
+    assert checked.key() == loaded.key() != before  # both follow the file
+    assert checked.paths_since(before) == {"e.md"}
+    assert (
+        sorted(checked.load())
+        == sorted(loaded.entries)
+        == (["b/c.md", "d.md", "e.md", "f/g.md"] if based else ["d.md", "e.md", "f/g.md"])
+    )
+
+
+def test_check_refuses_a_damaged_base_without_building_anything(tmp_path):
+    Manifest(tmp_path / "files").rewrite({"a.md": _entry()})
+    data = bytearray((tmp_path / "files").read_bytes())
+    data[-3] ^= 0xFF  # deep inside the payload: the head (and so the key) is as it was
+    (tmp_path / "files").write_bytes(bytes(data))
+    with pytest.raises(DamagedManifest, match="checksum"):
+        Manifest(tmp_path / "files").check()

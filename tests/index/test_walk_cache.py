@@ -206,3 +206,20 @@ def test_changes_through_fsmem_never_make_anyone_walk_the_whole_root(tree: Path,
     target.write_text("# New\n\nwombat\n")  # same size
     os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
     assert [hit.path for hit in index.search("wombat")] == ["seo/deep/new.md"]
+
+
+def test_a_new_process_whose_walk_cache_holds_builds_no_manifest_and_still_sees_a_same_size_edit(tree: Path) -> None:
+    """What a cold ``fsmem search`` with no watcher does: the manifest's entries are built only when
+    the cached walk does not hold; an edit in place that keeps the size and the mtime is still found."""
+    index_of(tree).search("friday")  # builds the index
+    time.sleep(2.2)  # past the racy window
+    for _ in range(2):  # a comparison that settles the files, then one that saves the walk as settled
+        index_of(tree).search("friday")
+    fresh = index_of(tree)
+    assert [hit.path for hit in fresh.search("friday")] == ["MEMORY.md"]
+    assert fresh.store.manifest is not None and fresh.store.manifest.entries == {}  # the cache held
+
+    same_size_edit(tree)  # "Under" -> "Below": size and mtime as they were
+    again = index_of(tree)
+    assert [hit.path for hit in again.search("below")] == ["seo/titles.md"]
+    assert again.store.manifest is not None and "seo/titles.md" in again.store.manifest.entries

@@ -199,20 +199,22 @@ def unchanged_since(
 
     A folder is listed again unless its stamp is the recorded one and older than ``window_ns`` before
     the record was taken (a change within the same timestamp tick would leave the stamp as it was).
+    Otherwise its files are only stat'ed, by name, and their stamps packed and compared in one go: a
+    file replaced by anything else (another file, a FIFO, a folder) has another inode or ctime.
+    This is the one cost a search pays without a watcher, one ``lstat`` a folder and a file, so it
+    builds no path object and no tuple per file.
     """
     base = str(root)
     root_real = os.path.realpath(root)
-    stat = os.stat
+    lstat = os.lstat
     pack = _PACK
-    regular = 0o100000
     now: list[FolderRecord] = []
     try:
         for record in folders:
             prefix, stamp, joined, packed, links, _subfolders = record
             folder = f"{base}/{prefix}"
-            info = stat(folder, follow_symlinks=False)
+            info = lstat(folder)
             seen = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            names = joined.split("\0") if joined else []
             if seen != stamp or max(seen[0], seen[1]) + window_ns >= taken_ns:
                 scanned = _scan(folder, root_real)
                 if scanned is None or _record_folder(prefix, seen, *scanned) != (prefix, seen, *record[2:]):
@@ -220,16 +222,17 @@ def unchanged_since(
                 now.append((prefix, seen, *record[2:]))
                 continue
             now.append(record)
-            for name in links:
-                if not _link_stays_inside(folder + name, root_real):
+            if not joined:
+                continue
+            if links:  # rare: a symlink is followed (and must still lead inside the root)
+                if not all(_link_stays_inside(folder + name, root_real) for name in links):
                     return None
-            parts = []
-            for name in names:
-                info = stat(folder + name, follow_symlinks=bool(links) and name in links)
-                if info.st_mode & 0o170000 != regular:
+                infos = [os.stat(folder + name) for name in joined.split("\0")]
+                if any(info.st_mode & 0o170000 != 0o100000 for info in infos):
                     return None
-                parts.append(pack(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino))
-            if b"".join(parts) != packed:
+            else:
+                infos = [lstat(folder + name) for name in joined.split("\0")]
+            if b"".join([pack(i.st_size, i.st_mtime_ns, i.st_ctime_ns, i.st_ino) for i in infos]) != packed:
                 return None
     except (OSError, ValueError, TypeError, struct.error):
         return None
