@@ -12,6 +12,7 @@ check, 20 versions a file, the log.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,13 +72,21 @@ def skills_in(drive: Store, folder: str) -> Iterator[tuple[str, SkillHead]]:
         data = drive.read(path)
         if data is None:
             continue
-        from fsmem._index.front_matter import fields, split  # YAML: loaded only once there is a skill
+        head = _checked_head(path, entry.path.rsplit("/", 1)[-1], data)  # named by its own folder
+        if head is not None:
+            yield path, head
 
-        text = data.decode("utf-8", errors="replace")
-        try:  # named by its own folder: an archived skill sits one folder deeper
-            yield path, check_head(path, entry.path.rsplit("/", 1)[-1], fields(split(text)[0]))
-        except BadSkill:
-            continue
+
+@functools.lru_cache(maxsize=512)
+def _checked_head(path: str, folder_name: str, data: bytes) -> SkillHead | None:
+    """The checked head of a ``SKILL.md`` holding ``data``, ``None`` when broken. Kept by its bytes:
+    every turn lists the scope's skills, and only a changed file is parsed again."""
+    from fsmem._index.front_matter import fields, split  # YAML: loaded only once there is a skill
+
+    try:
+        return check_head(path, folder_name, fields(split(data.decode("utf-8", errors="replace"))[0]))
+    except BadSkill:
+        return None
 
 
 def listing_documents(run: Any) -> list[Document]:

@@ -71,7 +71,7 @@ from fsmem._memory.sync_folder import (
     take_folder,
 )
 from fsmem._memory.sync_notes import conflict_note, level_note, refused_note
-from fsmem._store.atomic import make_dirs, write_atomic
+from fsmem._store.atomic import append_line, json_lines, make_dirs, write_atomic
 from fsmem._store.folder.ondisk import nfc
 from fsmem._store.postgres.errors import StoreUnavailable
 from fsmem._store.postgres.store import PgStore
@@ -129,7 +129,6 @@ class Sync:
         self.base: dict[str, str] = {}
         self.kept: dict[str, str] = {}  # path: the version of a person's text kept by a conflict not yet done
         self.held: list[dict[str, str | None]] = []  # persons' saves a swap took out, not yet kept (_conflict)
-        self._swaps: list[dict[str, str | None]] = []  # folder writes since the last save (_put, SWAPS_FILE)
         self._levels_noted: set[str] = set()  # level folders a pass put back (one note each)
         self._levels_gone: set[str] = set()  # level folders synced before, gone from the folder at a pass's start
         self.seq = 0
@@ -195,8 +194,7 @@ class Sync:
             "held": self.held,
         }
         write_atomic(self.meta / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=1).encode("utf-8"))
-        self._swaps.clear()  # each one's base is in the state now
-        (self.meta / SWAPS_FILE).unlink(missing_ok=True)
+        (self.meta / SWAPS_FILE).unlink(missing_ok=True)  # each journaled write's base is in the state now
 
     # ---- a folder write and a kill after it ------------------------------------------------------
     #
@@ -204,7 +202,9 @@ class Sync:
     # between would find the folder's file at a version its base does not name, and take the
     # person's next save over it for a conflict (or, with a save the swap took out still in its temp
     # file, lose that save). So each write is journaled first, with the temp name the swap uses
-    # (``SWAPS_FILE``), and the next pass reads what that name holds to tell what happened.
+    # (``SWAPS_FILE``), and the next pass reads what that name holds to tell what happened. The journal
+    # only grows (one line a write; a refused write adds a line taking its own back) until the state is
+    # saved: a pass of N writes costs N short appends, never N rewrites of the whole journal.
 
     def _put(self, path: str, data: bytes | None, expected: bytes | None, report: Report, base: str | None) -> bool:
         """Make the folder's file hold ``data`` and its base follow; a save swapped out meanwhile is
@@ -219,15 +219,13 @@ class Sync:
 
         def journal(temp: Path) -> None:
             entry["temp"] = temp.relative_to(self.jail.root).as_posix()
-            self._swaps.append(entry)
-            self._write_swaps()
+            append_line(self.meta / SWAPS_FILE, entry)
 
         try:
             late = place(self.jail, path, data, expected, self.settle, journal)
         except BaseException:
-            if entry in self._swaps:  # refused or failed: nothing to tell the next pass
-                self._swaps.remove(entry)
-                self._write_swaps()
+            if entry["temp"] is not None:  # refused or failed: nothing to tell the next pass
+                append_line(self.meta / SWAPS_FILE, {"cancelled": entry["temp"]})
             raise
         self._set_base(path, entry["to"])
         if late is None:
@@ -237,24 +235,18 @@ class Sync:
             (self.jail.root / entry["temp"]).unlink(missing_ok=True)  # kept now: the swapped-out file can go
         return True
 
-    def _write_swaps(self) -> None:
-        lines = "".join(json.dumps(swap, ensure_ascii=False) + "\n" for swap in self._swaps)
-        if lines:
-            write_atomic(self.meta / SWAPS_FILE, lines.encode("utf-8"), durable=False)
-        else:
-            (self.meta / SWAPS_FILE).unlink(missing_ok=True)
-
     def _recover_swaps(self) -> None:
         """Finish the folder writes a killed sync journaled but did not save the state of: a temp file
         still holding the new bytes means the swap never came (the base stays); otherwise it came, and
         the base follows, and what the temp file holds, if it is neither what the pass had seen nor
         the new bytes, is a person's save the swap took out: held, kept like any (``_finish_held``)."""
-        try:
-            text = (self.meta / SWAPS_FILE).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        journal = self.meta / SWAPS_FILE
+        if not journal.exists():
             return
+        records = [record for record in json_lines(journal) if isinstance(record, dict)]
+        cancelled = {record["cancelled"] for record in records if "cancelled" in record}
         leftovers = []
-        for swap in (json.loads(line) for line in text.splitlines() if line.strip()):
+        for swap in (record for record in records if "path" in record and record.get("temp") not in cancelled):
             path, to = str(swap["path"]), swap["to"]
             try:
                 temp, out = self.jail.resolve(str(swap["temp"])), read_here(self.jail, str(swap["temp"]))

@@ -56,6 +56,20 @@ def test_the_listing_is_capped_and_leaves_out_a_broken_skill(memory):
     assert "broken" not in text and "x" * 240 not in text  # a description is cut in the listing
 
 
+def test_a_turn_parses_only_the_skills_that_changed_and_a_hand_edit_shows(memory, monkeypatch):
+    import fsmem._index.front_matter as front_matter
+
+    listing(memory)  # the first turn parses each skill once
+    parsed: list[str] = []
+    split = front_matter.split
+    monkeypatch.setattr(front_matter, "split", lambda text: parsed.append(text) or split(text))
+    assert "Writing the weekly report." in listing(memory)
+    assert parsed == []  # unchanged: nothing parsed again
+    (memory.root / SKILL).write_text(skill("weekly-report", "Writing the monthly report, by hand."))
+    assert "Writing the monthly report, by hand." in listing(memory)
+    assert len(parsed) == 1  # the one file that changed
+
+
 def test_no_skills_no_listing(tmp_path):
     memory = fsmem.open(tmp_path / "empty", create=True)
     assert listing(memory) == ""

@@ -69,3 +69,25 @@ def test_a_save_the_killed_swap_took_out_is_kept_by_the_next_pass(synced, postgr
     assert store.read("notes.md") == b"# Notes\n\n- v1\n- v2\n"
     assert [name for name in os.listdir(synced) if name.endswith(".tmp")] == []  # the swapped-out file is gone
     assert not once(synced, store).changed  # done once
+
+
+def test_a_journaled_write_taken_back_is_not_finished_by_the_next_pass(synced, store) -> None:
+    """A folder write journaled, then refused before its swap, adds a line taking itself back (the
+    journal only grows): the next pass leaves the base where it was and pulls, not pushes."""
+    import json
+
+    v2 = version_of(b"# Notes\n\n- v1\n- v2\n")
+    journal = synced / ".fsmem-sync" / "swaps.jsonl"
+    entry = {"path": "notes.md", "to": v2, "expected": None, "base": None, "temp": ".notes.md.refused.tmp"}
+    journal.write_text(json.dumps(entry) + "\n" + json.dumps({"cancelled": entry["temp"]}) + "\n")
+    report = once(synced, store)
+    assert report.pulled == ["notes.md"] and report.pushed == [] and report.conflicts == [], report
+    assert store.read("notes.md") == b"# Notes\n\n- v1\n- v2\n"
+    assert not journal.exists()  # the state was saved: the journal goes
+
+
+def test_a_journal_line_cut_short_by_a_kill_is_skipped(synced, store) -> None:
+    journal = synced / ".fsmem-sync" / "swaps.jsonl"
+    journal.write_text('{"path": "notes.md", "to": "abc')
+    report = once(synced, store)
+    assert report.pulled == ["notes.md"] and report.errors == [], report

@@ -4,6 +4,8 @@ The record is what ``fsmem._memory.proposals.ChangeProposal`` turns into; the fo
 A file there that is not such a record (cut short, edited, not UTF-8, a link, a FIFO, too large) is
 ``BadProposal`` when read, and left as it is: listing shows it as broken, approving it is refused,
 a copy stops, ``delete_proposal`` (a person's discard) is the only thing that removes it.
+``proposals/`` itself is never followed when it is a link (or anything but a folder): every use of it is
+``BadProposal`` until a person moves it away, so nothing is read, written or removed outside the root.
 """
 
 from __future__ import annotations
@@ -28,7 +30,28 @@ PROPOSAL_LIMIT = 64 << 20  # bytes: far above any proposal fsmem writes, so a pl
 def _proposal_file(state: Path, proposal_id: str) -> Path | None:
     if not proposal_id or "/" in proposal_id or proposal_id.startswith("."):
         return None
+    _checked_folder(state)
     return state / PROPOSALS_DIR / f"{proposal_id}.json"
+
+
+def _checked_folder(state: Path) -> None:
+    """``BadProposal`` when ``proposals/`` is there but is not a plain folder (a link, a file, …)."""
+    try:
+        mode = os.lstat(state / PROPOSALS_DIR).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as error:
+        raise storage_error(f"reading .fsmem/{PROPOSALS_DIR}/", error, changed=False) from error
+    if stat_module.S_ISDIR(mode):
+        return
+    what = "a symbolic link" if stat_module.S_ISLNK(mode) else "not a folder"
+    problem = f".fsmem/{PROPOSALS_DIR} is {what}, not the folder fsmem made"
+    raise BadProposal(
+        f"the proposals cannot be used: {problem}; fsmem neither follows nor changes it. Move it away by hand "
+        "(the next proposal makes the folder again)",
+        proposal=None,
+        problem=problem,
+    )
 
 
 def save_proposal(state: Path, record: dict[str, Any], durable: bool) -> None:
@@ -94,6 +117,7 @@ def broken(proposal_id: str, problem: str) -> BadProposal:
 def proposal_ids(state: Path) -> list[str]:
     """The ids of ``<id>.json`` entries of proposals/, whatever they hold (a dot-name is a crash's temp
     file; a name that is not UTF-8 no id fsmem makes)."""
+    _checked_folder(state)
     folder = state / PROPOSALS_DIR
     try:
         names = os.listdir(folder)

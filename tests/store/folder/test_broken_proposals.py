@@ -164,3 +164,23 @@ def test_temp_files_and_names_that_are_not_utf8_are_no_proposals(drive: Drive) -
     os.close(os.open(os.fsencode(folder) + b"/\xff\xfe.json", os.O_CREAT | os.O_WRONLY, 0o600))
     assert drive.proposal_ids() == [ID]
     assert drive.load_proposal(".hidden") is None  # as for an id there is no file for
+
+
+@pytest.mark.parametrize("planted", ["a link to a folder of good records", "a file"])
+def test_the_proposals_folder_itself_is_never_followed(drive: Drive, tmp_path: Path, planted: str) -> None:
+    """``.fsmem/proposals`` planted as a link (or a file): listing, reading, saving and discarding are
+    each refused, and nothing outside the root is read, written or removed."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / f"{ID}.json").write_bytes(GOOD)
+    if planted == "a file":
+        (drive.state / "proposals").write_bytes(b"not a folder")
+    else:
+        os.symlink(outside, drive.state / "proposals")
+    before, outside_before = tree_snapshot(drive.root), tree_snapshot(outside)
+    for attempt in (drive.proposal_ids, lambda: drive.load_proposal(ID), lambda: drive.save_proposal(record(id="x-1")),
+                    lambda: drive.delete_proposal(ID)):
+        with pytest.raises(BadProposal, match="Move it away by hand") as caught:
+            attempt()
+        assert caught.value.code == "BAD_PROPOSAL" and ".fsmem/proposals is " in caught.value.message
+    assert tree_snapshot(drive.root) == before and tree_snapshot(outside) == outside_before
