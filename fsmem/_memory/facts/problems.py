@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from fsmem._core import facts as rules
-from fsmem._core.chains import Resolution, rejoinable
 from fsmem._core.layout import FACTS_DIR
 from fsmem._errors import FsmemError
+
+if TYPE_CHECKING:
+    from fsmem._core.chains import Resolution
 
 __all__ = ["Problem", "check", "limit_problems", "ID_REPAIR", "FINISH_REPAIR"]
 
@@ -46,6 +49,8 @@ def limit_problems(facts: Iterable[rules.Fact]) -> list[Problem]:
 
 def check(resolution: Resolution, found: Iterable[Problem], now: Callable[[], datetime]) -> list[Problem]:
     """``found`` (the files the last look could not use) and what ``resolution`` breaks, sorted by path."""
+    from fsmem._core.chains import rejoinable  # the chains' rules: not for a listing the kept view answers
+
     problems = list(found)
     for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
         try:
