@@ -75,8 +75,9 @@ def test_a_cold_listing_loads_no_yaml_index_or_memory(memory, monkeypatch) -> No
         "try:\n"
         "    main(['facts', 'list', 'ana', '--root', sys.argv[1]], standalone_mode=False)\n"
         "finally:\n"
-        "    loaded = [m for m in ('yaml', 'tantivy', 'frontmatter', 'jsonschema', 'fsmem._memory.memory',\n"
-        "              'fsmem._store.folder.drive', 'fsmem._memory.facts.view', 'fsmem._core.chains') if m in sys.modules]\n"
+        "    heavy = ('yaml', 'tantivy', 'frontmatter', 'jsonschema', 'fsmem._memory.memory',\n"
+        "             'fsmem._store.folder.drive', 'fsmem._memory.facts.view', 'fsmem._core.chains')\n"
+        "    loaded = [m for m in heavy if m in sys.modules]\n"
         "    print('LOADED', loaded)\n"
     )
     done = subprocess.run(
