@@ -32,7 +32,7 @@ import fsmem
 from bench.timing import measure, median_p95
 from fsmem._env.config import Settings
 from fsmem._memory.facts import Facts
-from fsmem._memory.facts.recheck import ASKED_FILE
+from fsmem._memory.facts.recheck import ASKED_FILE, settled
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -87,9 +87,8 @@ def _touch(path: Path) -> None:
 def _settle(state: Path) -> None:
     """Wait for the checks the cold rows started, so they do not run beside the next rows."""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (state / ASKED_FILE).exists():
+    while time.monotonic() < deadline and not settled(state.parent):
         time.sleep(0.05)
-    time.sleep(1.0)  # the last checker lets go of its lock
 
 
 def _sentence(file: Path) -> str:

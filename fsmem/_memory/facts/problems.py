@@ -37,11 +37,20 @@ class Problem:
         return {"path": self.path, "message": self.message, "repair": self.repair, "subject": self.subject}
 
 
-def limit_problems(facts: Iterable[rules.Fact]) -> list[Problem]:
-    """The facts that break a limit (a person wrote more by hand): used as they are, and marked."""
+def limit_problems(
+    facts: Iterable[rules.Fact], known: dict[str, tuple[rules.Fact, str | None]] | None = None
+) -> list[Problem]:
+    """The facts that break a limit (a person wrote more by hand): used as they are, and marked.
+    ``known``: what was found of each fact before, by id (kept for the fact it was found of)."""
     found = []
     for fact in facts:
-        message = rules.limit_problem(fact)
+        if known is None:
+            message = rules.limit_problem(fact)
+        else:
+            seen = known.get(fact.id)
+            if seen is None or seen[0] is not fact:
+                seen = known[fact.id] = (fact, rules.limit_problem(fact))
+            message = seen[1]
         if message is not None:
             found.append(Problem(fact.path, message, subject=fact.subject))
     return found

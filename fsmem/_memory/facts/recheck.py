@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fsmem._core.layout import STATE_DIR
 
-__all__ = ["ask_recheck", "recheck", "ASKED_FILE", "RUNNING_FILE"]
+__all__ = ["ask_recheck", "recheck", "settled", "ASKED_FILE", "RUNNING_FILE"]
 
 ASKED_FILE = "cache/facts.recheck"  # under .fsmem/: exists while a check is owed
 RUNNING_FILE = "cache/facts.recheck.lock"  # locked (flock) while a checker runs
@@ -58,6 +58,18 @@ def ask_recheck(root: Path) -> None:
         _start_checker(root)
     except OSError:
         pass
+
+
+def settled(root: Path) -> bool:
+    """Whether no check is owed and none runs (every answer's check is done): for tests and the bench."""
+    state = root / STATE_DIR
+    if (state / ASKED_FILE).exists():
+        return False
+    fd = _lock(state)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
 
 
 def _start_checker(root: Path) -> None:

@@ -53,8 +53,8 @@ def _about_facts(path: str) -> bool:
     return path.startswith(FACTS_DIR + "/") or path == FACTS_DIR or FACTS_DIR.startswith(path + "/")
 
 
-def _listed(facts: list[Fact], broken: list[Problem], limits: bool) -> Listing:
-    over = limit_problems(facts) if limits else []
+def _listed(facts: list[Fact], broken: list[Problem], limits: dict[str, tuple[Fact, str | None]] | None) -> Listing:
+    over = limit_problems(facts, limits) if limits is not None else []
     return Listing(facts, sorted([*broken, *over], key=lambda p: (p.path, p.message)))
 
 
@@ -98,6 +98,7 @@ class FactView:
         self._word_from: object | None = None
         self._heard: set[str] | None = None
         self._ear = threading.Lock()
+        self._limits: dict[str, tuple[Fact, str | None]] = {}  # each fact's limit broken, found once
         self.guard = threading.RLock()
         self.files: dict[str, Read] = {}
         self._snapshot: dict[str, FactStamp] | None = None
@@ -409,7 +410,7 @@ class FactView:
                 if kept is not None:
                     return kept
             if subject is None:
-                return _listed(self.load().current(), self.problems(), limits)
+                return _listed(self.load().current(), self.problems(), self._limits if limits else None)
             resolution = self.load(
                 lambda resolution: [
                     path for fact in resolution.current(subject) for path in chain_paths(resolution, fact.id)
@@ -419,7 +420,7 @@ class FactView:
             broken = [
                 p for p in self.problems() if p.subject is None or rules.clean_name(p.subject).casefold() == wanted
             ]
-            return _listed(resolution.current(subject), broken, limits)
+            return _listed(resolution.current(subject), broken, self._limits if limits else None)
 
     def mendable_ids(self) -> list[Op]:
         """The writes that mend the files whose only fault is their id (the id taken from the name)."""
