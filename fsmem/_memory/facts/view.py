@@ -491,5 +491,7 @@ class FactView:
         self._folders = None
 
     def want_full_look(self) -> None:
-        """The next load looks at every file's stamp, whatever the journal says."""
+        """The next load looks at every file's stamp, whatever the journal or the watcher says."""
         self._snapshot = None
+        with self._ear:
+            self._heard = None
