@@ -302,3 +302,31 @@ def test_a_process_whose_watcher_runs_follows_its_word_not_every_files_stat(memo
     until(lambda: sorted(f.id for f in facts.listing(None).facts) == sorted([ana.id, "20260101T000000-0000cafe"]))
     assert [f.to_dict() for f in facts.current()] == [f.to_dict() for f in Facts(drive).current()]
     memory.close()
+
+
+def test_a_checker_killed_mid_look_leaves_the_view_rebuilt_or_right(memory, tmp_path) -> None:
+    """The check after an answer, killed while it brings the view up to many saves in place: the next
+    check (after the next answer) finishes the work, and the answers after it are right."""
+    from fsmem._memory.facts.recheck import ASKED_FILE
+
+    kept = memory.facts.keep_many(
+        [{"subject": f"P{n % 9}", "attribute": f"a{n}", "fact": f"P{n % 9} has a{n} one."} for n in range(300)]
+    )
+    root = memory.root
+    memory.facts.current()
+    for number, result in enumerate(kept):
+        if number % 2 == 0:
+            _in_place(root / result.fact.path, " one.", " two.")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["PYTHONPATH"] = str(REPO)
+    for delay in (0.3, 0.6):
+        (root / STATE_DIR / ASKED_FILE).touch()
+        checker = subprocess.Popen([sys.executable, "-m", "fsmem._memory.facts.recheck", str(root)], env=env)
+        time.sleep(delay)
+        checker.send_signal(signal.SIGKILL)
+        checker.wait(timeout=30)
+    _listed(root)  # an answer: it asks for the check again
+    settle(root)
+    for args in ((), ("p3",)):
+        assert _listed(root, *args) == _truth(root, tmp_path, *args), args
+    settle(root)
