@@ -330,3 +330,21 @@ def test_a_checker_killed_mid_look_leaves_the_view_rebuilt_or_right(memory, tmp_
     for args in ((), ("p3",)):
         assert _listed(root, *args) == _truth(root, tmp_path, *args), args
     settle(root)
+
+
+def test_links_planted_for_the_checks_files_do_not_turn_the_checks_off(memory, tmp_path) -> None:
+    from fsmem._memory.facts.recheck import ASKED_FILE, RUNNING_FILE
+
+    bruno = memory.facts.keep("Bruno", "team", "Bruno is in ops.").fact
+    memory.facts.current()
+    root = memory.root
+    target = tmp_path / "target"
+    target.write_text("left alone\n")
+    for name in (ASKED_FILE, RUNNING_FILE):
+        (root / STATE_DIR / name).symlink_to(target)
+    _in_place(root / bruno.path, "Bruno is in ops.", "Bruno is in sales.")
+    _listed(root)
+    settle(root)
+    assert _listed(root) == _truth(root, tmp_path)
+    assert target.read_text() == "left alone\n"
+    settle(root)

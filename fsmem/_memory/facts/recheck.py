@@ -27,16 +27,25 @@ ASKED_FILE = "cache/facts.recheck"  # under .fsmem/: exists while a check is owe
 RUNNING_FILE = "cache/facts.recheck.lock"  # locked (flock) while a checker runs
 
 
+def _own(file: Path, flags: int) -> int:
+    """``file`` opened (made where missing), never through a link: a link or anything else in its
+    place is removed first, so nothing planted there can turn the checks off."""
+    try:
+        return os.open(file, flags | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        os.unlink(file)
+        return os.open(file, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+
+
 def _asked(state: Path) -> None:
-    fd = os.open(state / ASKED_FILE, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    os.close(fd)
+    os.close(_own(state / ASKED_FILE, os.O_WRONLY))
 
 
 def _lock(state: Path) -> int | None:
     """The checker's lock, taken without waiting; None where another checker holds it."""
     import fcntl
 
-    fd = os.open(state / RUNNING_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = _own(state / RUNNING_FILE, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
