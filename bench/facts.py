@@ -100,7 +100,7 @@ def _settle(state: Path) -> None:
 
 def _sentence(file: Path) -> str:
     text = file.read_text(encoding="utf-8")
-    return text.rsplit("---\n", 1)[-1].strip()
+    return " ".join(text.rsplit("---\n", 1)[-1].split())  # spaces as a fact's sentence has them
 
 
 def _child_env() -> dict[str, str]:
@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                     handle.truncate()
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:  # the watcher's word arrives within milliseconds
-                if any(f.text == _sentence(edited_file) for f in watching.facts.listing(edited.subject).facts):
+                if any(" ".join(f.text.split()) == _sentence(edited_file)
+                       for f in watching.facts.listing(edited.subject).facts):
                     return
                 time.sleep(0.001)
 
