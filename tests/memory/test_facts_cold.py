@@ -62,18 +62,13 @@ def _in_place(file: Path, old: str, new: str) -> None:
         handle.truncate()
 
 
-def test_a_cold_listing_loads_no_yaml_index_or_memory(memory, monkeypatch) -> None:
-    from fsmem._store.folder import stamps
-
-    later = time.time_ns() + 10_000_000_000
-    monkeypatch.setattr(stamps, "_now_ns", lambda: later)  # written long ago, as the racy rule sees it
-    memory.facts.keep("Ana", "role", "Ana works in research.")
-    memory.facts.current()
+def _probe(root: Path, *args: str) -> str:
+    """`fsmem facts list ARGS` in a new process, and which heavy modules it loaded."""
     probe = (
         "import sys\n"
         "from fsmem.cli import main\n"
         "try:\n"
-        "    main(['facts', 'list', 'ana', '--root', sys.argv[1]], standalone_mode=False)\n"
+        "    main(['facts', 'list', *sys.argv[2:], '--root', sys.argv[1]], standalone_mode=False)\n"
         "finally:\n"
         "    heavy = ('yaml', 'tantivy', 'frontmatter', 'jsonschema', 'fsmem._memory.memory',\n"
         "             'fsmem._store.folder.drive', 'fsmem._memory.facts.view', 'fsmem._core.chains')\n"
@@ -81,12 +76,35 @@ def test_a_cold_listing_loads_no_yaml_index_or_memory(memory, monkeypatch) -> No
         "    print('LOADED', loaded)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe, str(memory.root)], capture_output=True, text=True, cwd=REPO, timeout=60
+        [sys.executable, "-c", probe, str(root), *args], capture_output=True, text=True, cwd=REPO, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert "Ana works in research." in done.stdout
-    assert "LOADED []" in done.stdout
-    settle(memory.root)
+    settle(root)
+    return done.stdout
+
+
+def test_a_cold_listing_loads_no_yaml_index_or_memory(memory, monkeypatch) -> None:
+    from fsmem._store.folder import stamps
+
+    later = time.time_ns() + 10_000_000_000
+    monkeypatch.setattr(stamps, "_now_ns", lambda: later)  # written long ago, as the racy rule sees it
+    memory.facts.keep("Ana", "role", "Ana works in research.")
+    memory.facts.current()
+    for args in (("ana",), ()):
+        out = _probe(memory.root, *args)
+        assert "Ana works in research." in out
+        assert "LOADED []" in out
+
+
+def test_a_subject_kept_a_moment_ago_is_listed_from_the_view_by_its_files_versions(memory, tmp_path) -> None:
+    """Just written, the files' stamps are kept as no stat gives them (their racy window): the view
+    vouches for them by the versions written, read and hashed, not by a look at every file."""
+    memory.facts.keep("Ana", "role", "Ana leads the data team.", said="2026-05-01")
+    memory.facts.keep("Ana", "role", "Ana works in research.", said="2026-09-01")
+    out = _probe(memory.root, "ana")
+    assert "Ana works in research." in out and "Ana leads" not in out
+    assert "LOADED []" in out
+    assert _listed(memory.root, "ana") == _truth(memory.root, tmp_path, "ana")
 
 
 def test_a_save_in_place_of_another_subjects_file_shows_after_the_check(memory, tmp_path) -> None:

@@ -46,4 +46,17 @@ def kept_listing(root: Path, subject: str | None) -> Listing | None:
     if not _plain_folders(root):
         return None
     view = KeptView(root / STATE_DIR / VIEW_FILE)
-    return view.peek(subject, lambda: stamps.folders_mark(root, _FOLDERS), lambda path: stamps.stamp(root, path))
+    return view.peek(
+        subject,
+        lambda: stamps.folders_mark(root, _FOLDERS),
+        lambda path: stamps.stamp(root, path),
+        version=lambda path: _version(root, path),
+    )
+
+
+def _version(root: Path, path: str) -> str | None:
+    """The version of what the file holds now (a file kept within its racy window is read and hashed)."""
+    from fsmem._core.versions import version_of  # hashlib: only for a file kept a moment ago
+
+    found = stamps.read_stamped(root, [path]).get(path)
+    return None if found is None else version_of(found[0])

@@ -27,6 +27,7 @@ from fsmem._core import chains
 from fsmem._core import facts as rules
 from fsmem._core.chains import Op, Resolution
 from fsmem._core.facts import Draft, Fact
+from fsmem._core.versions import version_of
 from fsmem._errors import BadFact, BadPath, FactSensitive
 from fsmem._memory.facts.kept import Listing
 from fsmem._memory.facts.problems import Problem, limit_problems
@@ -143,13 +144,16 @@ class Facts:
         """Write the ops, then remember what was written so the next read parses nothing."""
         from fsmem._memory.facts.files import render  # YAML's writer: loaded by the first change
 
+        written: dict[str, str] = {}  # path -> the version written (a new process's view checks a racy stamp by it)
         for op in ops:
             if op.kind == "write":
                 assert op.fact is not None
-                tx.write(op.path, render(op.fact))
+                data = render(op.fact)
+                tx.write(op.path, data)
+                written[op.path] = version_of(data)
             else:
                 tx.delete(op.path)
-        self._view.remember(tx, resolution, ops)
+        self._view.remember(tx, resolution, ops, written)
 
     def _change(
         self,

@@ -50,7 +50,7 @@ _FACT_COLUMNS = "subject, attribute, text, source, said, kept, edited, replaces,
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE files (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, fact TEXT NOT NULL);
+CREATE TABLE files (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, fact TEXT NOT NULL, version TEXT);
 CREATE TABLE chains (chain TEXT PRIMARY KEY, frozen INTEGER NOT NULL, sources TEXT NOT NULL);
 CREATE TABLE facts (id TEXT PRIMARY KEY, chain TEXT NOT NULL, key TEXT NOT NULL, holds INTEGER NOT NULL,
                     subject TEXT, attribute TEXT, text TEXT, source TEXT, said TEXT, kept TEXT, edited TEXT,
@@ -89,6 +89,16 @@ def every_entry(found: Mapping[str, FactStamp], others: Mapping[str, str]) -> di
     """Every path under the facts folders with its stamp (None: no plain file), from the store's
     ``stamps`` of both folders: what the view's rows rest on (the history folder itself aside)."""
     return {**found, **{path: None for path, what in others.items() if not (path == HISTORY_DIR and what == "folder")}}
+
+
+def _as_kept(
+    path: str, now: str, kept: str, kept_version: str | None, version: Callable[[str], str | None] | None
+) -> bool:
+    """Whether a file whose stamp was kept within its racy window (a fourth part no ``stat`` gives)
+    still holds what was kept: its stamp otherwise the same, and its content the version kept."""
+    if version is None or kept_version is None or kept.count(",") != 3 or kept.rsplit(",", 1)[0] != now:
+        return False
+    return version(path) == kept_version
 
 
 def _stamp_text(stamp: FactStamp | None) -> str | None:
@@ -278,6 +288,7 @@ class KeptView:
         mark: Callable[[], Hashable | None],
         stamp: Callable[[str], FactStamp | None],
         scan: Callable[[], Mapping[str, FactStamp | None]] | None = None,
+        version: Callable[[str], str | None] | None = None,
     ) -> Listing | None:
         """The listing of ``subject`` (every subject when None) as kept, if the files it rests on are
         as kept; None otherwise (then look at the files). With ``scan`` (every file's stamp, None for
@@ -286,8 +297,10 @@ class KeptView:
         removed or saved by rename since) and, about one subject, the ``stamp`` of each file of its
         chains and of the broken files that may be about it must be as kept. What the mark cannot
         tell (a person's save in place of another subject's file) is the caller's to follow: a
-        watcher's word, or a check after the answer (:mod:`.recheck`)."""
-        return self._reading(lambda conn: self._peek(conn, subject, mark, stamp, scan))
+        watcher's word, or a check after the answer (:mod:`.recheck`). A file kept within its racy
+        window (a stamp no ``stat`` gives) is vouched for by ``version``, the version of what it
+        holds now, where given and the view knows the version it kept."""
+        return self._reading(lambda conn: self._peek(conn, subject, mark, stamp, scan, version))
 
     def _reading(self, answer: Callable[[sqlite3.Connection], _T | None]) -> _T | None:
         """``answer`` asked of the view file; None where there is none, or its rows make no sense."""
@@ -308,6 +321,7 @@ class KeptView:
         mark: Callable[[], Hashable | None],
         stamp: Callable[[str], FactStamp | None],
         scan: Callable[[], Mapping[str, FactStamp | None]] | None,
+        version: Callable[[str], str | None] | None = None,
     ) -> Listing | None:
         conn.execute("BEGIN")  # one snapshot of the file: a writer's change lands whole or not at all
         kept_mark = conn.execute("SELECT value FROM meta WHERE name = 'mark'").fetchone()
@@ -343,11 +357,18 @@ class KeptView:
                 "SELECT * FROM broken WHERE subject IS NULL OR subject = ? ORDER BY path", (key,)
             ).fetchall()
             kept = {path: value or "" for path, value, *_ in broken_rows}
+            versions: dict[str, str | None] = {}
             for path in paths - kept.keys():
-                found = conn.execute("SELECT stamp FROM files WHERE path = ?", (path,)).fetchone()
-                kept[path] = found[0] if found is not None else self._broken_stamp(conn, path)
-            if scan is None and any((_stamp_text(stamp(path)) or "") != value for path, value in kept.items()):
-                return None
+                found = conn.execute("SELECT stamp, version FROM files WHERE path = ?", (path,)).fetchone()
+                if found is None:
+                    kept[path] = self._broken_stamp(conn, path)
+                else:
+                    kept[path], versions[path] = found
+            if scan is None:
+                for path, value in kept.items():
+                    now = _stamp_text(stamp(path)) or ""
+                    if now != value and not _as_kept(path, now, value, versions.get(path), version):
+                        return None
             rows = conn.execute(
                 f"SELECT id, {_FACT_COLUMNS}, problem FROM facts WHERE key = ? AND holds = 1", (key,)
             ).fetchall()
@@ -448,8 +469,8 @@ class KeptView:
                     conn.execute("DELETE FROM files WHERE path = ?", (path,))
                 else:
                     conn.execute(
-                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?)",
-                        (path, _stamp_text(read.stamp), _fact_text(read.fact)),
+                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                        (path, _stamp_text(read.stamp), _fact_text(read.fact), read.version),
                     )
             for number in {resolution.chain_of[fid] for fid in changed if fid in resolution.chain_of}:
                 self._save_chain(conn, files, resolution, number)

@@ -13,7 +13,7 @@ changed something, and each change, brings the kept view up to date in turn.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Container, Hashable, Iterable
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -447,7 +447,9 @@ class FactView:
 
     # ---- after a change ---------------------------------------------------------------------
 
-    def remember(self, tx: StoreChange, resolution: Resolution, ops: list[Op]) -> None:
+    def remember(
+        self, tx: StoreChange, resolution: Resolution, ops: list[Op], written: Mapping[str, str] | None = None
+    ) -> None:
         """After ``ops`` were written in ``tx``: remember what was written so the next read parses nothing,
         and tell other views through the journal."""
         before = self._folders  # as the load under this change's lock saw them
@@ -463,7 +465,7 @@ class FactView:
                 stamp = tx.stamp(path)
                 found = rules.fact_id_of_path(path)
                 assert found is not None and op.fact is not None and stamp is not None
-                self.files[path] = Read(stamp, found[1], op.fact)
+                self.files[path] = Read(stamp, found[1], op.fact, version=(written or {}).get(path))
                 snapshot[path] = stamp
         self._snapshot = snapshot
         self.resolution = resolution
