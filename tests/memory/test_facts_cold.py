@@ -366,3 +366,29 @@ def test_links_planted_for_the_checks_files_do_not_turn_the_checks_off(memory, t
     assert _listed(root) == _truth(root, tmp_path)
     assert target.read_text() == "left alone\n"
     settle(root)
+
+
+def test_a_view_deleted_under_a_running_process_is_written_whole_by_its_next_change(memory, tmp_path) -> None:
+    """The process's next save finds no view: it writes every row, not only the chains it changed
+    (rows for one subject and a mark would make every other subject look empty)."""
+    facts = memory.facts
+    facts.keep("Ana", "role", "Ana works in research.")
+    facts.keep("Bruno", "team", "Bruno is in ops.")
+    facts.current()
+    _view(memory.root).unlink()
+    facts.keep("Carla", "team", "Carla is in sales.")
+    for args in (("ana",), ("bruno",), ("carla",), ()):
+        assert _listed(memory.root, *args) == _truth(memory.root, tmp_path, *args), args
+    settle(memory.root)
+
+
+def test_a_view_of_another_schema_under_this_format_is_made_anew_whole(memory, tmp_path) -> None:
+    import sqlite3
+
+    memory.facts.keep("Ana", "role", "Ana works in research.")
+    memory.facts.current()
+    with sqlite3.connect(_view(memory.root)) as conn:  # rows this version cannot read or write
+        conn.execute("ALTER TABLE files DROP COLUMN version")
+    assert _listed(memory.root, "ana") == _truth(memory.root, tmp_path, "ana")
+    out = _probe(memory.root, "ana")  # the view was made anew, whole: a new process answers from it
+    assert "Ana works in research." in out and "LOADED []" in out

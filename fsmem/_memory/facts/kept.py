@@ -45,7 +45,7 @@ class _Behind(Exception):  # noqa: N818 - never leaves save: the view is left as
 
 
 VIEW_FILE = "cache/facts.sqlite"  # under .fsmem/
-VIEW_FORMAT = "fsmem-facts-4"  # a file of any other format is no view: it is written anew
+VIEW_FORMAT = "fsmem-facts-5"  # a file of any other format is no view: it is written anew
 _FACT_COLUMNS = "subject, attribute, text, source, said, kept, edited, replaces, replaced_by, until"
 
 _SCHEMA = """
@@ -181,6 +181,11 @@ def _problem(row: Sequence[str | None]) -> Problem:
     return Problem(path, message, repair=repair, subject=named)
 
 
+def _busy(error: sqlite3.DatabaseError) -> bool:
+    """Another process holds the view file: its rows are fine, this save is only skipped."""
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in str(error) or "busy" in str(error))
+
+
 def _remove(path: Path) -> None:
     """Remove the file at ``path``, or the link itself (never its target); a folder stays."""
     try:
@@ -244,8 +249,7 @@ class KeptView:
         conn = self._open()
         if conn is not None:
             return conn
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            _remove(Path(f"{self.file}{suffix}"))
+        self._discard()
         try:
             folder = os.lstat(self.file.parent)
         except FileNotFoundError:
@@ -309,7 +313,12 @@ class KeptView:
             return None
         try:
             return answer(conn)
-        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError, AttributeError):
+        except sqlite3.DatabaseError as error:
+            if not _busy(error):
+                conn.close()
+                self._discard()  # a damaged file or another schema: no view, made anew whole by the next save
+            return None
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None  # rows that make no sense: no view
         finally:
             conn.close()
@@ -425,17 +434,21 @@ class KeptView:
         resolution: Resolution,
         paths: Iterable[str] | None,
         problems: Iterable[tuple[Problem, FactStamp | None]],
+        again: bool = True,
     ) -> None:
         """Bring the view up to this state: the files of ``paths`` (None: every file, the view made
         anew) and the chains of the ids the resolution changed (every chain when made anew).
         ``mark`` is the facts folders' mark the state was read at (None: the store cannot tell)."""
         if mark is None:
             return
+        problems = list(problems)  # read again where the view is made anew
         conn = self._create()
         if conn is None:
             return
         try:
             conn.execute("BEGIN IMMEDIATE")
+            if paths is not None and conn.execute("SELECT 1 FROM meta WHERE name = 'mark'").fetchone() is None:
+                paths = None  # a view made anew (here or by another process) holds every row or none
             changed: Iterable[str]
             if paths is None:
                 for table in ("files", "chains", "facts", "broken"):
@@ -493,13 +506,21 @@ class KeptView:
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('mark', ?)", (json.dumps(mark),))
             conn.execute("COMMIT")
             resolution.changed.clear()
-        except (_Behind, sqlite3.DatabaseError, OSError, TypeError, ValueError, KeyError):
+        except (_Behind, sqlite3.DatabaseError, OSError, TypeError, ValueError, KeyError) as error:
             try:
                 conn.execute("ROLLBACK")
             except sqlite3.DatabaseError:
                 pass
+            if isinstance(error, sqlite3.DatabaseError) and not _busy(error) and again:
+                conn.close()
+                self._discard()  # rows it cannot take (a damaged file, another schema): made anew, whole
+                self.save(mark, files, resolution, None, problems, again=False)
         finally:
             conn.close()
+
+    def _discard(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            _remove(Path(f"{self.file}{suffix}"))
 
     def _save_chain(
         self, conn: sqlite3.Connection, files: Mapping[str, Read], resolution: Resolution, number: int
