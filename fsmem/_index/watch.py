@@ -106,6 +106,7 @@ class Watcher(FileSystemEventHandler):
         self.batches = 0
         self.reconciles = 0
         self.errors: list[str] = []
+        self._listeners: list[Callable[[set[str] | None], None]] = []
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -135,6 +136,7 @@ class Watcher(FileSystemEventHandler):
 
     def stop(self) -> None:
         self._stop.set()
+        self._tell(None)
         with self._condition:
             self._condition.notify_all()
         if self._observer is not None:
@@ -161,6 +163,15 @@ class Watcher(FileSystemEventHandler):
         )
         with self._condition:
             return set(self._pending) if running and self._lost is None else None
+
+    def listen(self, hear: Callable[[set[str] | None], None]) -> None:
+        """Tell ``hear`` the paths each event names as it arrives (from the watcher's thread), and
+        None when events may have been lost or the watcher stops: the facts' view follows by it."""
+        self._listeners.append(hear)
+
+    def _tell(self, paths: set[str] | None) -> None:
+        for hear in list(self._listeners):
+            hear(paths)
 
     @property
     def watching(self) -> bool:
@@ -232,12 +243,16 @@ class Watcher(FileSystemEventHandler):
         if getattr(event, "dest_path", ""):
             paths.append(event.dest_path)
         wanted = []
+        named = set()
         for raw in paths:
             rel = self._relative(raw)
             if rel is None:
                 continue
+            named.add(rel)
             if event.is_directory or is_indexable_name(rel.rsplit("/", 1)[-1]):
                 wanted.append(rel)
+        if named and self._listeners:
+            self._tell(named)
         if not wanted:
             return
         now = time.monotonic()
@@ -273,6 +288,7 @@ class Watcher(FileSystemEventHandler):
             with self._condition:
                 self._lost = message
                 self._condition.notify_all()
+            self._tell(None)
             self._beat()
 
     # --- the worker ------------------------------------------------------------------------------

@@ -207,7 +207,7 @@ class Memory:
         """The facts of this root: keep, edit, forget, current, history, known, propose."""
         from fsmem._memory.facts import Facts
 
-        return Facts(self.drive)
+        return Facts(self.drive, watcher=lambda: self._watcher)  # its word spares a look every file's stat
 
     def read(self, path: str) -> str:
         data = self.drive.read(normalize_path(path))

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fsmem._core.facts import DEFAULT_SOURCE, Fact, format_when
+from fsmem._core.layout import STATE_DIR
 from fsmem._errors import BadFact
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
-from fsmem.cli.options import echo_json, json_option, open_root, root_option
+from fsmem.cli.options import chosen_store, echo_json, find_root, json_option, open_root, root_option
+
+if TYPE_CHECKING:
+    from fsmem._memory.facts.kept import Listing
 
 THREAD = "cli"
 
@@ -19,6 +23,23 @@ THREAD = "cli"
 def _facts(root: str | None):
 
     return open_root(root).facts
+
+
+def _kept_listing(root: str | None, subject: str | None) -> Listing | None:
+    """A folder's listing as its kept view has it, where the view vouches for the files (no memory
+    opened: a new process loads sqlite3 and the view, nothing else); None otherwise."""
+    if chosen_store(folder_given=bool(root))[0] is not None:
+        return None
+    folder = find_root(root)
+    if not (folder / STATE_DIR).is_dir():
+        return None  # not a root: the memory's opening says so
+    from fsmem._memory.facts.cold import kept_listing
+    from fsmem._memory.facts.recheck import ask_recheck
+
+    listing = kept_listing(folder, subject)
+    if listing is not None:
+        ask_recheck(folder)  # what the view's mark cannot tell (a save in place) shows from the next answer
+    return listing
 
 
 def _line(fact: Fact) -> str:
@@ -87,8 +108,10 @@ def _echo_kept(kept: Any, prefix: str = "") -> None:
 @json_option
 def list_(subject: str | None, everything: bool, root: str | None, as_json: bool) -> None:
     """The facts that hold now (about SUBJECT, ignoring case), oldest said first."""
-    store = _facts(root)
-    listing = store.listing(subject)
+    listing = None if everything else _kept_listing(root, subject)
+    if listing is None:
+        store = _facts(root)
+        listing = store.listing(subject)
     shown, broken = listing.facts, listing.broken
     if everything:
         wanted = None if subject is None else " ".join(subject.split()).casefold()

@@ -27,16 +27,15 @@ from fsmem._core import chains
 from fsmem._core import facts as rules
 from fsmem._core.chains import Op, Resolution
 from fsmem._core.facts import Draft, Fact
+from fsmem._core.versions import version_of
 from fsmem._errors import BadFact, BadPath, FactSensitive
-from fsmem._memory.facts.extraction import Extraction
-from fsmem._memory.facts.extraction import propose as propose_from
 from fsmem._memory.facts.kept import Listing
 from fsmem._memory.facts.problems import Problem, limit_problems
 from fsmem._memory.facts.problems import check as find_problems
 from fsmem._memory.facts.view import FactView, chain_paths, fact_paths, known_of, thing_paths
-from fsmem._memory.usage import Metered
 
 if TYPE_CHECKING:
+    from fsmem._memory.facts.extraction import Extraction
     from fsmem._store.interface import Store, StoreChange
 
 __all__ = ["Facts", "Kept", "Listing"]
@@ -65,10 +64,18 @@ class Kept:
 class Facts:
     """The facts of one root. Reads need no lock; every change holds the root's write lock."""
 
-    def __init__(self, drive: Store, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        drive: Store,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        watcher: Callable[[], object | None] | None = None,
+    ) -> None:
+        """``watcher``: the process's watcher of the root where one runs (None: none), whose word
+        spares a look the stat of every file (see :class:`.view.FactView`)."""
         self.drive = drive
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._view = FactView(drive)
+        self._view = FactView(drive, watcher)
         self._guard = self._view.guard
         self._last_id: str | None = None
 
@@ -91,13 +98,12 @@ class Facts:
 
     def current(self, subject: str | None = None) -> list[Fact]:
         """The facts that hold now (of ``subject``, ignoring case and extra spaces), oldest said first."""
-        return self._view.listing(subject).facts
+        return self._view.listing(subject, limits=False).facts
 
     def listing(self, subject: str | None = None) -> Listing:
         """What ``fsmem facts list`` shows: :meth:`current` and :meth:`broken` of one look."""
         with self._guard:
-            found = self._view.listing(subject)
-            return Listing(found.facts, sorted([*found.broken, *limit_problems(found.facts)], key=_by_path))
+            return self._view.listing(subject)
 
     def history(self, fact_id: str) -> list[Fact]:
         """The chain ``fact_id`` belongs to, newest first: what holds now, then what it replaced."""
@@ -138,13 +144,16 @@ class Facts:
         """Write the ops, then remember what was written so the next read parses nothing."""
         from fsmem._memory.facts.files import render  # YAML's writer: loaded by the first change
 
+        written: dict[str, str] = {}  # path -> the version written (a new process's view checks a racy stamp by it)
         for op in ops:
             if op.kind == "write":
                 assert op.fact is not None
-                tx.write(op.path, render(op.fact))
+                data = render(op.fact)
+                tx.write(op.path, data)
+                written[op.path] = version_of(data)
             else:
                 tx.delete(op.path)
-        self._view.remember(tx, resolution, ops)
+        self._view.remember(tx, resolution, ops, written)
 
     def _change(
         self,
@@ -365,5 +374,8 @@ class Facts:
         list of messages, or an object with ``messages`` and optionally ``title`` and ``date``).
         Each proposal says what keeping it would do; nothing is kept. Keep the chosen ones with
         ``keep_drafts([p.draft for p in chosen])``."""
+        from fsmem._memory.facts.extraction import propose as propose_from  # the model's side: not for reads
+        from fsmem._memory.usage import Metered
+
         metered = Metered(llm, self.drive.state, "remember")  # counted in `fsmem usage`
         return propose_from(self._view, conversation, metered, now=self._now(), source=source, said=said, prompt=prompt)

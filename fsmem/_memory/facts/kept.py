@@ -19,19 +19,23 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from fsmem._core import facts as rules
-from fsmem._core.chains import Resolution
-from fsmem._core.facts import Fact
+from fsmem._core.facts import Fact, limit_problem
+from fsmem._core.layout import HISTORY_DIR
 from fsmem._memory.facts.problems import Problem
-from fsmem._store.types import FactStamp
 
-__all__ = ["VIEW_FILE", "VIEW_FORMAT", "Read", "Listing", "KeptView"]
+if TYPE_CHECKING:  # a new process's listing loads neither the chains' rules nor the store's types
+    from fsmem._core.chains import Resolution
+    from fsmem._store.types import FactStamp
+
+__all__ = ["VIEW_FILE", "VIEW_FORMAT", "Read", "Listing", "KeptView", "every_entry"]
 
 _T = TypeVar("_T")
 
@@ -41,16 +45,16 @@ class _Behind(Exception):  # noqa: N818 - never leaves save: the view is left as
 
 
 VIEW_FILE = "cache/facts.sqlite"  # under .fsmem/
-VIEW_FORMAT = "fsmem-facts-3"  # a file of any other format is no view: it is written anew
+VIEW_FORMAT = "fsmem-facts-5"  # a file of any other format is no view: it is written anew
 _FACT_COLUMNS = "subject, attribute, text, source, said, kept, edited, replaces, replaced_by, until"
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE files (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, fact TEXT NOT NULL);
+CREATE TABLE files (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, fact TEXT NOT NULL, version TEXT);
 CREATE TABLE chains (chain TEXT PRIMARY KEY, frozen INTEGER NOT NULL, sources TEXT NOT NULL);
 CREATE TABLE facts (id TEXT PRIMARY KEY, chain TEXT NOT NULL, key TEXT NOT NULL, holds INTEGER NOT NULL,
                     subject TEXT, attribute TEXT, text TEXT, source TEXT, said TEXT, kept TEXT, edited TEXT,
-                    replaces TEXT, replaced_by TEXT, until TEXT);
+                    replaces TEXT, replaced_by TEXT, until TEXT, problem TEXT);
 CREATE INDEX facts_key ON facts (key);
 CREATE INDEX facts_chain ON facts (chain);
 CREATE TABLE broken (path TEXT PRIMARY KEY, stamp TEXT, message TEXT NOT NULL, repair TEXT, subject TEXT,
@@ -79,6 +83,22 @@ class Listing:
 
     facts: list[Fact]
     broken: list[Problem]
+
+
+def every_entry(found: Mapping[str, FactStamp], others: Mapping[str, str]) -> dict[str, FactStamp | None]:
+    """Every path under the facts folders with its stamp (None: no plain file), from the store's
+    ``stamps`` of both folders: what the view's rows rest on (the history folder itself aside)."""
+    return {**found, **{path: None for path, what in others.items() if not (path == HISTORY_DIR and what == "folder")}}
+
+
+def _as_kept(
+    path: str, now: str, kept: str, kept_version: str | None, version: Callable[[str], str | None] | None
+) -> bool:
+    """Whether a file whose stamp was kept within its racy window (a fourth part no ``stat`` gives)
+    still holds what was kept: its stamp otherwise the same, and its content the version kept."""
+    if version is None or kept_version is None or kept.count(",") != 3 or kept.rsplit(",", 1)[0] != now:
+        return False
+    return version(path) == kept_version
 
 
 def _stamp_text(stamp: FactStamp | None) -> str | None:
@@ -114,6 +134,11 @@ def _fact_cells(fact: Fact) -> tuple[str | None, ...]:
         fact.replaced_by,
         fact.until.isoformat() if fact.until else None,
     )
+
+
+def _fact_row(fact: Fact) -> tuple[str | int | None, ...]:
+    """A fact as the facts table's columns after id and chain: key, holds, the fact, its limit broken."""
+    return (fact.key[0], int(fact.holds), *_fact_cells(fact), limit_problem(fact))
 
 
 def _fact_of_cells(fid: str, cells: Sequence[str | None]) -> Fact:
@@ -156,6 +181,19 @@ def _problem(row: Sequence[str | None]) -> Problem:
     return Problem(path, message, repair=repair, subject=named)
 
 
+def _busy(error: sqlite3.DatabaseError) -> bool:
+    """Another process holds the view file: its rows are fine, this save is only skipped."""
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in str(error) or "busy" in str(error))
+
+
+def _remove(path: Path) -> None:
+    """Remove the file at ``path``, or the link itself (never its target); a folder stays."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 class KeptView:
     """The view file of one root. Every method swallows what a damaged file raises: no view then."""
 
@@ -163,9 +201,33 @@ class KeptView:
         self.file = file
         self.whole = False  # the file held a view of this format when last opened by this process
 
+    def _owned(self) -> bool:
+        """Whether the view file, its folder and its journals are this user's own plain files (a
+        link, another user's file or a folder in their place is no view: never opened, never followed)."""
+        uid = os.geteuid()
+        try:
+            folder = os.lstat(self.file.parent)
+            info = os.lstat(self.file)
+        except OSError:
+            return False
+        if not (stat.S_ISDIR(folder.st_mode) and folder.st_uid == uid):
+            return False
+        if not (stat.S_ISREG(info.st_mode) and info.st_uid == uid and info.st_nlink == 1):
+            return False
+        for suffix in ("-wal", "-shm", "-journal"):
+            try:
+                other = os.lstat(f"{self.file}{suffix}")
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return False
+            if not (stat.S_ISREG(other.st_mode) and other.st_uid == uid):
+                return False
+        return True
+
     def _open(self) -> sqlite3.Connection | None:
-        """The view file, if it holds a view of this format."""
-        if not self.file.exists():
+        """The view file, if it holds a view of this format and is this user's own plain file."""
+        if not self._owned():
             return None
         try:
             conn = sqlite3.connect(self.file, timeout=5, isolation_level=None)
@@ -183,17 +245,26 @@ class KeptView:
 
     def _create(self) -> sqlite3.Connection | None:
         """The view file, made anew where it holds no view of this format (another version's, a
-        damaged file, none)."""
+        damaged file, a link, another user's file, none)."""
         conn = self._open()
         if conn is not None:
             return conn
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            try:
-                os.unlink(f"{self.file}{suffix}")
-            except OSError:
-                pass
+        self._discard()
+        try:
+            folder = os.lstat(self.file.parent)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        else:
+            if not stat.S_ISDIR(folder.st_mode):
+                _remove(self.file.parent)  # a link (or a file) in the cache folder's place: never written through
+            elif folder.st_uid != os.geteuid():
+                return None  # another user's folder: left alone, and no view kept in it
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
+            if not self._made_here():
+                return None
             conn = sqlite3.connect(self.file, timeout=5, isolation_level=None)
             conn.execute("PRAGMA synchronous=OFF")
             conn.executescript(
@@ -203,6 +274,16 @@ class KeptView:
         except (sqlite3.DatabaseError, OSError):
             return None
 
+    def _made_here(self) -> bool:
+        """Make the empty view file itself (O_EXCL, never through a link); False where another
+        process made one first or something else stands there."""
+        try:
+            fd = os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            return self._owned()  # another process made it at the same time: use it if it is a plain file
+        os.close(fd)
+        return True
+
     # ---- a new process's answer, checked against the files ---------------------------------
 
     def peek(
@@ -210,15 +291,20 @@ class KeptView:
         subject: str | None,
         mark: Callable[[], Hashable | None],
         stamp: Callable[[str], FactStamp | None],
-        scan: Callable[[], Mapping[str, FactStamp | None]],
+        scan: Callable[[], Mapping[str, FactStamp | None]] | None = None,
+        version: Callable[[str], str | None] | None = None,
     ) -> Listing | None:
-        """The listing of ``subject`` (every subject when None) as kept, if every file it rests on
-        still has the stamp it had when kept; None otherwise (then look at the files). About one
-        subject: the facts folders' ``mark`` must not have moved (no file added, removed or saved
-        by rename since) and the ``stamp`` of each file of its chains and of the broken files that
-        may be about it must be as kept. About every subject: ``scan``, every file's stamp (None for
-        what is no plain file), must be what every chain and broken file rests on."""
-        return self._reading(lambda conn: self._peek(conn, subject, mark, stamp, scan))
+        """The listing of ``subject`` (every subject when None) as kept, if the files it rests on are
+        as kept; None otherwise (then look at the files). With ``scan`` (every file's stamp, None for
+        what is no plain file; about every subject only) every file must have the stamp the view
+        holds for it. Without: the facts folders' ``mark`` must not have moved (no file added,
+        removed or saved by rename since) and, about one subject, the ``stamp`` of each file of its
+        chains and of the broken files that may be about it must be as kept. What the mark cannot
+        tell (a person's save in place of another subject's file) is the caller's to follow: a
+        watcher's word, or a check after the answer (:mod:`.recheck`). A file kept within its racy
+        window (a stamp no ``stat`` gives) is vouched for by ``version``, the version of what it
+        holds now, where given and the view knows the version it kept."""
+        return self._reading(lambda conn: self._peek(conn, subject, mark, stamp, scan, version))
 
     def _reading(self, answer: Callable[[sqlite3.Connection], _T | None]) -> _T | None:
         """``answer`` asked of the view file; None where there is none, or its rows make no sense."""
@@ -227,7 +313,12 @@ class KeptView:
             return None
         try:
             return answer(conn)
-        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError, AttributeError):
+        except sqlite3.DatabaseError as error:
+            if not _busy(error):
+                conn.close()
+                self._discard()  # a damaged file or another schema: no view, made anew whole by the next save
+            return None
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None  # rows that make no sense: no view
         finally:
             conn.close()
@@ -238,43 +329,68 @@ class KeptView:
         subject: str | None,
         mark: Callable[[], Hashable | None],
         stamp: Callable[[str], FactStamp | None],
-        scan: Callable[[], Mapping[str, FactStamp | None]],
+        scan: Callable[[], Mapping[str, FactStamp | None]] | None,
+        version: Callable[[str], str | None] | None = None,
     ) -> Listing | None:
         conn.execute("BEGIN")  # one snapshot of the file: a writer's change lands whole or not at all
         kept_mark = conn.execute("SELECT value FROM meta WHERE name = 'mark'").fetchone()
         if kept_mark is None:
             return None
-        if subject is None:
-            sources: dict[str, str] = {}
-            for (text,) in conn.execute("SELECT sources FROM chains"):
-                sources.update(_sources_of(text))
+        if scan is not None:
+            # Every file as the view has it, against every file as it is: equal, or no answer. The
+            # rows of every chain were resolved from the files as the files table has them (each save
+            # writes a changed file's row and its chain's rows in one transaction).
+            kept = dict(conn.execute("SELECT path, stamp FROM files"))
             broken_rows = conn.execute("SELECT * FROM broken ORDER BY path").fetchall()
-            for path, value, *_ in broken_rows:
-                sources[path] = value or ""
-            if {path: _stamp_text(value) or "" for path, value in scan().items()} != sources:
+            kept.update((path, value or "") for path, value, *_ in broken_rows)
+            if {path: _stamp_text(value) or "" for path, value in scan().items()} != kept:
                 return None
-            rows = conn.execute(f"SELECT id, {_FACT_COLUMNS} FROM facts WHERE holds = 1").fetchall()
         else:
             now_mark = mark()
             if now_mark is None or json.dumps(now_mark) != kept_mark[0]:
                 return None
+        if subject is None:
+            if scan is None:
+                broken_rows = conn.execute("SELECT * FROM broken ORDER BY path").fetchall()
+            rows = conn.execute(f"SELECT id, {_FACT_COLUMNS}, problem FROM facts WHERE holds = 1").fetchall()
+        else:
             key = rules.clean_name(subject).casefold()
-            chains = conn.execute(
-                "SELECT sources FROM chains WHERE chain IN (SELECT chain FROM facts WHERE key = ?)", (key,)
-            ).fetchall()
+            paths = {
+                path
+                for (text,) in conn.execute(
+                    "SELECT sources FROM chains WHERE chain IN (SELECT chain FROM facts WHERE key = ?)", (key,)
+                )
+                for path in _sources_of(text)
+            }
             broken_rows = conn.execute(
                 "SELECT * FROM broken WHERE subject IS NULL OR subject = ? ORDER BY path", (key,)
             ).fetchall()
-            for (text,) in chains:
-                for path, value in _sources_of(text).items():
-                    if (_stamp_text(stamp(path)) or "") != value:
+            kept = {path: value or "" for path, value, *_ in broken_rows}
+            versions: dict[str, str | None] = {}
+            for path in paths - kept.keys():
+                found = conn.execute("SELECT stamp, version FROM files WHERE path = ?", (path,)).fetchone()
+                if found is None:
+                    kept[path] = self._broken_stamp(conn, path)
+                else:
+                    kept[path], versions[path] = found
+            if scan is None:
+                for path, value in kept.items():
+                    now = _stamp_text(stamp(path)) or ""
+                    if now != value and not _as_kept(path, now, value, versions.get(path), version):
                         return None
-            for path, value, *_ in broken_rows:
-                if _stamp_text(stamp(path)) != value:
-                    return None
-            rows = conn.execute(f"SELECT id, {_FACT_COLUMNS} FROM facts WHERE key = ? AND holds = 1", (key,)).fetchall()
-        facts = sorted((_fact_of_cells(row[0], row[1:]) for row in rows), key=Fact.order)
-        return Listing(facts, [_problem(row) for row in broken_rows])
+            rows = conn.execute(
+                f"SELECT id, {_FACT_COLUMNS}, problem FROM facts WHERE key = ? AND holds = 1", (key,)
+            ).fetchall()
+        facts = sorted((_fact_of_cells(row[0], row[1:-1]) for row in rows), key=Fact.order)
+        over = {row[0]: row[-1] for row in rows if row[-1] is not None}  # a limit a person's hand broke
+        problems = [_problem(row) for row in broken_rows]
+        problems += [Problem(f.path, over[f.id], subject=f.subject) for f in facts if f.id in over]
+        return Listing(facts, sorted(problems, key=lambda p: (p.path, p.message)))
+
+    @staticmethod
+    def _broken_stamp(conn: sqlite3.Connection, path: str) -> str:
+        found = conn.execute("SELECT stamp FROM broken WHERE path = ?", (path,)).fetchone()
+        return (found[0] or "") if found is not None else ""  # a file the view lacks: stat says no file
 
     # ---- a whole view for a process that looks at every file --------------------------------
 
@@ -318,24 +434,33 @@ class KeptView:
         resolution: Resolution,
         paths: Iterable[str] | None,
         problems: Iterable[tuple[Problem, FactStamp | None]],
+        again: bool = True,
     ) -> None:
         """Bring the view up to this state: the files of ``paths`` (None: every file, the view made
         anew) and the chains of the ids the resolution changed (every chain when made anew).
         ``mark`` is the facts folders' mark the state was read at (None: the store cannot tell)."""
         if mark is None:
             return
+        problems = list(problems)  # read again where the view is made anew
         conn = self._create()
         if conn is None:
             return
         try:
             conn.execute("BEGIN IMMEDIATE")
+            if paths is not None and conn.execute("SELECT 1 FROM meta WHERE name = 'mark'").fetchone() is None:
+                paths = None  # a view made anew (here or by another process) holds every row or none
             changed: Iterable[str]
             if paths is None:
                 for table in ("files", "chains", "facts", "broken"):
                     conn.execute(f"DELETE FROM {table}")  # noqa: S608 - the table names above
                 paths, changed = files, resolution.facts
             else:
+                paths = list(paths)
                 changed = set(resolution.changed)
+                for path in paths:  # a file read again as it was: its chain's rows rest on its new stamp
+                    place = rules.fact_id_of_path(path)
+                    if place is not None and place[0] in resolution.chain_of:
+                        changed.add(place[0])
                 rewritten = {
                     resolution.chains[resolution.chain_of[fid]][0] for fid in changed if fid in resolution.chain_of
                 }
@@ -357,8 +482,8 @@ class KeptView:
                     conn.execute("DELETE FROM files WHERE path = ?", (path,))
                 else:
                     conn.execute(
-                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?)",
-                        (path, _stamp_text(read.stamp), _fact_text(read.fact)),
+                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                        (path, _stamp_text(read.stamp), _fact_text(read.fact), read.version),
                     )
             for number in {resolution.chain_of[fid] for fid in changed if fid in resolution.chain_of}:
                 self._save_chain(conn, files, resolution, number)
@@ -381,13 +506,21 @@ class KeptView:
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('mark', ?)", (json.dumps(mark),))
             conn.execute("COMMIT")
             resolution.changed.clear()
-        except (_Behind, sqlite3.DatabaseError, OSError, TypeError, ValueError, KeyError):
+        except (_Behind, sqlite3.DatabaseError, OSError, TypeError, ValueError, KeyError) as error:
             try:
                 conn.execute("ROLLBACK")
             except sqlite3.DatabaseError:
                 pass
+            if isinstance(error, sqlite3.DatabaseError) and not _busy(error) and again:
+                conn.close()
+                self._discard()  # rows it cannot take (a damaged file, another schema): made anew, whole
+                self.save(mark, files, resolution, None, problems, again=False)
         finally:
             conn.close()
+
+    def _discard(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            _remove(Path(f"{self.file}{suffix}"))
 
     def _save_chain(
         self, conn: sqlite3.Connection, files: Mapping[str, Read], resolution: Resolution, number: int
@@ -414,6 +547,6 @@ class KeptView:
             (key, int(number in resolution.frozen), _sources_text(sources)),
         )
         conn.executemany(
-            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(fid, key, (fact := resolution.facts[fid]).key[0], int(fact.holds), *_fact_cells(fact)) for fid in ids],
+            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(fid, key, *_fact_row(resolution.facts[fid])) for fid in ids],
         )

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from fsmem._core import facts as rules
-from fsmem._core.chains import Resolution, rejoinable
 from fsmem._core.layout import FACTS_DIR
 from fsmem._errors import FsmemError
+
+if TYPE_CHECKING:
+    from fsmem._core.chains import Resolution
 
 __all__ = ["Problem", "check", "limit_problems", "ID_REPAIR", "FINISH_REPAIR"]
 
@@ -34,11 +37,20 @@ class Problem:
         return {"path": self.path, "message": self.message, "repair": self.repair, "subject": self.subject}
 
 
-def limit_problems(facts: Iterable[rules.Fact]) -> list[Problem]:
-    """The facts that break a limit (a person wrote more by hand): used as they are, and marked."""
+def limit_problems(
+    facts: Iterable[rules.Fact], known: dict[str, tuple[rules.Fact, str | None]] | None = None
+) -> list[Problem]:
+    """The facts that break a limit (a person wrote more by hand): used as they are, and marked.
+    ``known``: what was found of each fact before, by id (kept for the fact it was found of)."""
     found = []
     for fact in facts:
-        message = rules.limit_problem(fact)
+        if known is None:
+            message = rules.limit_problem(fact)
+        else:
+            seen = known.get(fact.id)
+            if seen is None or seen[0] is not fact:
+                seen = known[fact.id] = (fact, rules.limit_problem(fact))
+            message = seen[1]
         if message is not None:
             found.append(Problem(fact.path, message, subject=fact.subject))
     return found
@@ -46,6 +58,8 @@ def limit_problems(facts: Iterable[rules.Fact]) -> list[Problem]:
 
 def check(resolution: Resolution, found: Iterable[Problem], now: Callable[[], datetime]) -> list[Problem]:
     """``found`` (the files the last look could not use) and what ``resolution`` breaks, sorted by path."""
+    from fsmem._core.chains import rejoinable  # the chains' rules: not for a listing the kept view answers
+
     problems = list(found)
     for fact in sorted(resolution.facts.values(), key=lambda f: f.id):
         try:

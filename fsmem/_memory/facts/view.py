@@ -13,7 +13,7 @@ changed something, and each change, brings the kept view up to date in turn.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Container, Hashable, Iterable
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -25,8 +25,8 @@ from fsmem._core.layout import FACTS_DIR, HISTORY_DIR
 from fsmem._core.versions import version_of
 from fsmem._errors import BadFact
 from fsmem._memory.facts.journal import JOURNAL_FILE, append, journal_end, journal_since
-from fsmem._memory.facts.kept import VIEW_FILE, KeptView, Listing, Read
-from fsmem._memory.facts.problems import ID_REPAIR, Problem
+from fsmem._memory.facts.kept import VIEW_FILE, KeptView, Listing, Read, every_entry
+from fsmem._memory.facts.problems import ID_REPAIR, Problem, limit_problems
 from fsmem._store.types import FactStamp
 
 if TYPE_CHECKING:
@@ -46,6 +46,16 @@ def _place(path: str) -> tuple[str, rules.Location]:
     place = rules.fact_id_of_path(path)
     assert place is not None, path
     return place
+
+
+def _about_facts(path: str) -> bool:
+    """Whether a changed path may change the facts: a file in the facts folders, or a folder on the way."""
+    return path.startswith(FACTS_DIR + "/") or path == FACTS_DIR or FACTS_DIR.startswith(path + "/")
+
+
+def _listed(facts: list[Fact], broken: list[Problem], limits: dict[str, tuple[Fact, str | None]] | None) -> Listing:
+    over = limit_problems(facts, limits) if limits is not None else []
+    return Listing(facts, sorted([*broken, *over], key=lambda p: (p.path, p.message)))
 
 
 def fact_paths(resolution: Resolution, fact_id: str) -> list[str] | None:
@@ -79,8 +89,16 @@ def known_of(resolution: Resolution) -> list[tuple[str, str]]:
 class FactView:
     """The parsed fact files of one root and their resolution. Every method runs under ``guard``."""
 
-    def __init__(self, drive: Store) -> None:
+    def __init__(self, drive: Store, word: Callable[[], object | None] | None = None) -> None:
         self.drive = drive
+        # The process's watcher, where one runs (``word()``; None: none): its events name every file
+        # that changed, so a look needs no stat of the others. ``_heard``: the fact files named since
+        # the last look (None: its word does not vouch, as before the first full look).
+        self._word = word
+        self._word_from: object | None = None
+        self._heard: set[str] | None = None
+        self._ear = threading.Lock()
+        self._limits: dict[str, tuple[Fact, str | None]] = {}  # each fact's limit broken, found once
         self.guard = threading.RLock()
         self.files: dict[str, Read] = {}
         self._snapshot: dict[str, FactStamp] | None = None
@@ -113,8 +131,7 @@ class FactView:
     def _scan_all(self) -> dict[str, FactStamp | None]:
         """Every path under the facts folders with its stamp (None: no plain file), as the kept view
         records what it rests on."""
-        stamps, problems = self._scan()
-        return {**stamps, **{problem.path: stamp for problem, stamp in problems}}
+        return every_entry(*self.drive.stamps((FACTS_DIR, HISTORY_DIR)))
 
     def _read_many(self, paths: list[str]) -> dict[str, Read]:
         """Read and parse fact files (the store reads them all at once: one query on PostgreSQL)."""
@@ -154,11 +171,43 @@ class FactView:
         the journal; an edit in place shows in the file's own stamp. Anything the cheap look cannot explain
         falls back to the full look: every file's stamp, parsed again only where it changed."""
         with self.guard:
-            if scope is not None and self.resolution is not None and self._folders is not None:
+            if self.resolution is not None and self._listening():
+                resolution = self._heard_look(self.resolution)
+                if resolution is not None:
+                    return resolution
+            elif scope is not None and self.resolution is not None and self._folders is not None:
                 resolution = self._cheap_look(self.resolution, scope)
                 if resolution is not None:
                     return resolution
             return self._full_look()
+
+    # ---- the watcher's word -----------------------------------------------------------------
+
+    def _listening(self) -> bool:
+        """Whether the process's watcher's word vouches for every change since the last look: this
+        view listens to the watcher that runs now (events named no change lost since), and a full look
+        has begun since it started listening."""
+        watcher = self._word() if self._word is not None else None
+        listen = getattr(watcher, "listen", None)
+        if watcher is None or listen is None or watcher.unapplied() is None:  # type: ignore[attr-defined]
+            self._word_from = None
+            return False
+        if watcher is not self._word_from:
+            self._word_from = watcher
+            with self._ear:
+                self._heard = None  # its word counts from the next full look on
+            listen(self._hear)
+            return False
+        with self._ear:
+            return self._heard is not None
+
+    def _hear(self, paths: set[str] | None) -> None:
+        """The watcher's word (from its thread): these paths changed; None: events may have been lost."""
+        with self._ear:
+            if paths is None:
+                self._heard = None
+            elif self._heard is not None:
+                self._heard.update(path for path in paths if _about_facts(path))
 
     def _cheap_look(
         self, resolution: Resolution, scope: Callable[[Resolution], Iterable[str] | None]
@@ -168,13 +217,35 @@ class FactView:
         followed = journal_since(self._journal_file, journal, self._journal_read, self._folders)
         if followed is None or followed[1] != folders:
             return None  # the folders changed in a way no change through fsmem explains
-        touched = followed[0]
         wanted = scope(resolution)
         if wanted is None:
             return None
+        return self._refresh(resolution, {*wanted, *followed[0]}, folders, journal)
+
+    def _heard_look(self, resolution: Resolution) -> Resolution | None:
+        """The look of a process whose watcher runs: the files its events named since the last look,
+        and nothing else (None where one of them is no fact file: a folder moved, a name that is no
+        fact's; then the full look)."""
+        journal, folders = journal_end(self._journal_file), self._folder_stamps()  # before the word is taken
+        with self._ear:
+            heard, self._heard = self._heard, set()
+        if heard is None:
+            return None
+        if any(rules.fact_id_of_path(path) is None for path in heard):
+            return None
+        if folders != self._folders and any(self.drive.stamp(path) is None for path in heard):
+            return None  # a file gone, or a link or a folder in its place: the full look says which
+        return self._refresh(resolution, heard, folders, journal)
+
+    def _refresh(
+        self, resolution: Resolution, paths: Iterable[str], folders: Hashable | None, journal: tuple[int, int]
+    ) -> Resolution | None:
+        """The state brought up to ``paths`` as they are now (each one's stamp; read again where it
+        changed); None where what changed needs the full look (a file that cannot be read, or one
+        that could not before)."""
         ops: list[Op] = []
         reads: dict[str, Read] = {}
-        for path in sorted({*wanted, *touched}):
+        for path in sorted(paths):
             known = self.files.get(path)
             try:
                 stamp = self.drive.stamp(path)
@@ -224,6 +295,9 @@ class FactView:
         with self.guard:
             if not self._started:
                 self._start()
+            if self._word_from is not None:
+                with self._ear:
+                    self._heard = set()  # before the look: what is heard from now on is looked at next time
             folders = self._folder_stamps()  # before the look: a change after it shows next time
             looked = self._look_at_files()
             if looked is None:
@@ -325,16 +399,18 @@ class FactView:
                 broken.add(_place(path)[0])
         return pairs, broken
 
-    def listing(self, subject: str | None) -> Listing:
-        """The facts that hold (about ``subject``, or all) and the broken files (that may be about it).
-        A view that has not looked yet asks the kept view first: a new process's `fsmem facts list`."""
+    def listing(self, subject: str | None, limits: bool = True) -> Listing:
+        """The facts that hold (about ``subject``, or all) and the broken files (that may be about it),
+        with the facts that break a limit (unless ``limits`` is False: the facts are all a caller
+        wants). A view that has not looked yet asks the kept view first: a new process's `fsmem facts list`."""
         with self.guard:
             if self.resolution is None:
-                kept = self.kept.peek(subject, self._folder_stamps, self.drive.stamp, self._scan_all)
+                every = self._scan_all if subject is None else None  # a process that stays: every file's stamp
+                kept = self.kept.peek(subject, self._folder_stamps, self.drive.stamp, every)
                 if kept is not None:
                     return kept
             if subject is None:
-                return Listing(self.load().current(), self.problems())
+                return _listed(self.load().current(), self.problems(), self._limits if limits else None)
             resolution = self.load(
                 lambda resolution: [
                     path for fact in resolution.current(subject) for path in chain_paths(resolution, fact.id)
@@ -344,7 +420,7 @@ class FactView:
             broken = [
                 p for p in self.problems() if p.subject is None or rules.clean_name(p.subject).casefold() == wanted
             ]
-            return Listing(resolution.current(subject), broken)
+            return _listed(resolution.current(subject), broken, self._limits if limits else None)
 
     def mendable_ids(self) -> list[Op]:
         """The writes that mend the files whose only fault is their id (the id taken from the name)."""
@@ -371,7 +447,9 @@ class FactView:
 
     # ---- after a change ---------------------------------------------------------------------
 
-    def remember(self, tx: StoreChange, resolution: Resolution, ops: list[Op]) -> None:
+    def remember(
+        self, tx: StoreChange, resolution: Resolution, ops: list[Op], written: Mapping[str, str] | None = None
+    ) -> None:
         """After ``ops`` were written in ``tx``: remember what was written so the next read parses nothing,
         and tell other views through the journal."""
         before = self._folders  # as the load under this change's lock saw them
@@ -387,7 +465,7 @@ class FactView:
                 stamp = tx.stamp(path)
                 found = rules.fact_id_of_path(path)
                 assert found is not None and op.fact is not None and stamp is not None
-                self.files[path] = Read(stamp, found[1], op.fact)
+                self.files[path] = Read(stamp, found[1], op.fact, version=(written or {}).get(path))
                 snapshot[path] = stamp
         self._snapshot = snapshot
         self.resolution = resolution
@@ -415,5 +493,7 @@ class FactView:
         self._folders = None
 
     def want_full_look(self) -> None:
-        """The next load looks at every file's stamp, whatever the journal says."""
+        """The next load looks at every file's stamp, whatever the journal or the watcher says."""
         self._snapshot = None
+        with self._ear:
+            self._heard = None

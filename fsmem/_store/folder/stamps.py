@@ -17,9 +17,10 @@ import stat as stat_module
 import time
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fsmem._core.search import racy
-from fsmem._store.types import FactStamp
+if TYPE_CHECKING:  # a new process's `fsmem facts list` stats files and loads no search rules
+    from fsmem._store.types import FactStamp
 
 _now_ns = time.time_ns  # the clock a read is stamped by (a test moves it)
 
@@ -81,6 +82,8 @@ def _plain_file(root: Path, path: str) -> os.stat_result | None:
 def _kept(info: os.stat_result) -> FactStamp:
     """The stamp of what was read of a file whose ``stat`` is ``info``: its plain stamp, or, where
     it changed within the racy window of now, one that no later ``stat`` matches."""
+    from fsmem._core.search import racy  # only where a file is read or written, not for a listing
+
     plain = (info.st_size, info.st_mtime_ns, info.st_ino)
     return (*plain, 0) if racy(max(info.st_mtime_ns, info.st_ctime_ns), _now_ns()) else plain
 
