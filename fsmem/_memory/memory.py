@@ -31,6 +31,7 @@ from fsmem._memory import levels
 from fsmem._memory.levels import Scope
 from fsmem._store.atomic import remove_dead_temps
 from fsmem._store.folder.drive import Drive
+from fsmem._store.folder.proposals import PROPOSALS_DIR
 from fsmem._store.folder.rootlock import CRASH_MARK
 from fsmem._store.interface import Store
 from fsmem._store.types import BrokenProposal, ChangeProposal, LogEntry, VersionInfo
@@ -98,10 +99,11 @@ def _open_database(
     return Memory(open_store(url, project, settings, create=create, cache=cache), settings)
 
 
-def _sweep_derived_state(state: Path) -> None:
-    """Derived state (caches, the index's marks) is written outside the store's lock, so a process
-    killed there leaves temp files no repair looks for: those of writers that are gone go here."""
-    for folder in (state, state / "cache"):
+def _sweep_unlocked_writes(state: Path) -> None:
+    """Derived state (caches, the index's marks) and proposals are written outside the store's lock, so
+    a process killed there leaves temp files no crash repair looks for: those of writers that are gone
+    go here."""
+    for folder in (state, state / "cache", state / PROPOSALS_DIR):
         remove_dead_temps(folder, deep=False)
     remove_dead_temps(index_dir(state))  # its generations' marks: a few folders, a few files each
 
@@ -121,11 +123,11 @@ class Memory:
             self._open_folder(drive)  # the embedding is woken once the writer's index commit is done
         else:
             drive.on_commit.append(self._wake_embedding)  # a worker's index catches up on its next look
-            _sweep_derived_state(drive.state)
+            _sweep_unlocked_writes(drive.state)
 
     def _open_folder(self, drive: Drive) -> None:
         """What a folder needs before use: notes for the index, folders a dead ``deleting_*`` block
-        left parked, a killed change's repair, debris of derived state, ``.fsmem/`` kept private."""
+        left parked, a killed change's repair, debris of writes made outside the lock, ``.fsmem/`` kept private."""
         # Every change notes its paths, under its lock, then commits them to the index once the lock is
         # let go, before the call returns: searchable from any process, and no search commits for it.
         # A change whose commit did not happen (a kill, a full disk) is committed by the next search.
@@ -136,7 +138,7 @@ class Memory:
         if drive.crash_left():
             self._repair_after_crash(drive)
         else:
-            _sweep_derived_state(drive.state)
+            _sweep_unlocked_writes(drive.state)
         self._keep_state_private(drive)
 
     def _repair_after_crash(self, drive: Drive) -> None:
