@@ -31,7 +31,6 @@ from fsmem._memory import levels
 from fsmem._memory.levels import Scope
 from fsmem._store.atomic import remove_dead_temps
 from fsmem._store.folder.drive import Drive
-from fsmem._store.folder.proposals import PROPOSALS_DIR
 from fsmem._store.folder.rootlock import CRASH_MARK
 from fsmem._store.interface import Store
 from fsmem._store.types import BrokenProposal, ChangeProposal, LogEntry, VersionInfo
@@ -102,8 +101,9 @@ def _open_database(
 def _sweep_unlocked_writes(state: Path) -> None:
     """Derived state (caches, the index's marks) and proposals are written outside the store's lock, so
     a process killed there leaves temp files no crash repair looks for: those of writers that are gone
-    go here."""
-    for folder in (state, state / "cache", state / PROPOSALS_DIR):
+    go here. (``proposals`` is ``fsmem._store.folder.proposals.PROPOSALS_DIR``, not imported: a cold
+    search opens the memory and must not load the proposal record's request parser.)"""
+    for folder in (state, state / "cache", state / "proposals"):
         remove_dead_temps(folder, deep=False)
     remove_dead_temps(index_dir(state))  # its generations' marks: a few folders, a few files each
 
