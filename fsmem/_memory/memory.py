@@ -96,10 +96,12 @@ def _open_database(
     return Memory(open_store(url, project, settings, create=create, cache=cache), settings)
 
 
-def _sweep_derived_state(state: Path) -> None:
-    """Derived state (caches, the index's marks) is written outside the store's lock, so a process
-    killed there leaves temp files no repair looks for: those of writers that are gone go here."""
-    for folder in (state, state / "cache"):
+def _sweep_unlocked_writes(state: Path) -> None:
+    """Derived state (caches, the index's marks) and proposals are written outside the store's lock, so
+    a process killed there leaves temp files no crash repair looks for: those of writers that are gone
+    go here. (``proposals`` is ``fsmem._store.folder.proposals.PROPOSALS_DIR``, not imported: a cold
+    search opens the memory and must not load the proposal record's request parser.)"""
+    for folder in (state, state / "cache", state / "proposals"):
         remove_dead_temps(folder, deep=False)
     remove_dead_temps(index_dir(state))  # its generations' marks: a few folders, a few files each
 
@@ -119,11 +121,11 @@ class Memory:
             self._open_folder(drive)
         else:
             drive.on_commit.append(self._wake_embedding)  # a worker's index catches up on its next look
-            _sweep_derived_state(drive.state)
+            _sweep_unlocked_writes(drive.state)
 
     def _open_folder(self, drive: Drive) -> None:
         """What a folder needs before use: notes for the index, folders a dead ``deleting_*`` block
-        left parked, a killed change's repair, debris of derived state, ``.fsmem/`` kept private."""
+        left parked, a killed change's repair, debris of writes made outside the lock, ``.fsmem/`` kept private."""
         # Every change notes its paths, under its lock: searchable from any process when it returns (a
         # search reads what was noted since the index's last commit). Once the lock is let go, the
         # index's committer commits them in the background; a change whose commit did not happen (a
@@ -134,7 +136,7 @@ class Memory:
         if drive.crash_left():
             self._repair_after_crash(drive)
         else:
-            _sweep_derived_state(drive.state)
+            _sweep_unlocked_writes(drive.state)
         self._keep_state_private(drive)
 
     def _repair_after_crash(self, drive: Drive) -> None:

@@ -130,21 +130,31 @@ def make_dirs(folder: Path) -> None:
         os.chmod(made, 0o700)
 
 
+_TAG_HEX = 12  # temp_name's random tag: 6 bytes in hex
+
+
 def temp_owner(name: str) -> int | None:
-    """The writer's pid in a temp file's name (``.<stem>.<pid>.<tag>.tmp``), or None if it is not one."""
+    """The writer's pid in a temp file's name (``.<stem>.<pid>.<tag>.tmp``, the tag 12 hex digits as
+    ``temp_name`` makes it), or None if it is not one: a person's ``.notes.2024.draft.tmp`` is not."""
     if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)):
         return None
     parts = name.split(".")
-    if len(parts) < 5 or not parts[-3].isdigit():
+    if len(parts) < 5 or not (parts[-3].isascii() and parts[-3].isdigit()):
+        return None
+    tag = parts[-2]
+    if len(tag) != _TAG_HEX or tag.strip("0123456789abcdef"):
         return None
     return int(parts[-3])
 
 
 def remove_dead_temps(top: Path, *, deep: bool = True) -> list[Path]:
     """Remove every temp file under ``top`` (in ``top`` alone unless ``deep``) whose writer is no longer
-    alive; the files removed. A pid reused by a live process keeps its file until that one ends."""
+    alive; the files removed. A pid reused by a live process keeps its file until that one ends.
+    A ``top`` that is a link (or not a folder) is not looked into: nothing outside it is removed."""
     removed: list[Path] = []
     try:
+        if not stat.S_ISDIR(os.lstat(top).st_mode):
+            return removed
         walk = os.walk(top) if deep else [(str(top), [], os.listdir(top))]
     except OSError:
         return removed

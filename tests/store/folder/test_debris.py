@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import fsmem
-from fsmem._store.atomic import temp_name, temp_owner
+from fsmem._store.atomic import pid_alive, temp_name, temp_owner
 from tests.conftest import run_fsmem
 from tests.procs.common import REPO
 
@@ -40,9 +40,13 @@ KILLED_IN_A_WRITE = textwrap.dedent("""
 
 
 def _killed(root: Path, what: str, at_call: int = 1) -> None:
+    _killed_running(KILLED_IN_A_WRITE, str(root), what, str(at_call))
+
+
+def _killed_running(script: str, *args: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
     env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run([sys.executable, "-c", KILLED_IN_A_WRITE, str(root), what, str(at_call)],
+    done = subprocess.run([sys.executable, "-c", script, *args],
                           env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == -9, done.stderr
 
@@ -80,7 +84,7 @@ def test_temp_files_of_live_writers_are_left_alone(tmp_path: Path) -> None:
     fsmem.open(root, create=True)
     mine = temp_name(root / "notes.md")  # this process is alive
     mine.write_bytes(b"in progress")
-    dead = root / ".notes_md.999999999.abcdef.tmp"
+    dead = root / ".notes_md.999999999.abcdef012345.tmp"
     dead.write_bytes(b"left by a dead writer")
     (root / ".fsmem" / "lock").write_text("999999999 elsewhere write 1.0\n")  # it died holding the lock
     fsmem.open(root)
@@ -94,9 +98,67 @@ def test_temp_files_a_dead_search_left_in_the_index_are_removed_on_open(tmp_path
     memory = fsmem.open(root, create=True)
     memory.search("anything")
     generation = next(path for path in (root / ".fsmem" / "index").iterdir() if path.is_dir())
-    dead_mark = generation / ".applied.999999999.abcdef.tmp"
-    dead_current = root / ".fsmem" / "index" / ".CURRENT.999999999.abcdef.tmp"
+    dead_mark = generation / ".applied.999999999.abcdef012345.tmp"
+    dead_current = root / ".fsmem" / "index" / ".CURRENT.999999999.abcdef012345.tmp"
     for dead in (dead_mark, dead_current):
         dead.write_bytes(b"{}")
     fsmem.open(root)
     assert not dead_mark.exists() and not dead_current.exists()
+
+
+KILLED_SAVING_A_PROPOSAL = textwrap.dedent("""
+    import os, signal, sys
+    import fsmem
+    from fsmem._store import atomic
+    from fsmem._store.folder import proposals
+
+    def die_before_the_rename(target, data, *, durable=True, mode=0o600):
+        atomic.write_temp(target, data, durable=durable, mode=mode)
+        os.kill(os.getpid(), signal.SIGKILL)  # the proposal's temp file is whole, nothing renamed yet
+
+    proposals.write_atomic = die_before_the_rename
+    review = fsmem.open(sys.argv[1]).run(fsmem.Scope.chat(), thread_id="doomed", review=True)
+    review.call({"command": "read", "path": "plan.md"})
+    review.call({"command": "write", "path": "plan.md", "content": "# Plan\\n\\nnever proposed\\n"})
+""")
+
+
+def test_a_proposal_writer_killed_before_its_rename_leaves_nothing_after_the_next_open(tmp_path: Path) -> None:
+    """A proposal is saved outside the root's lock, so its kill leaves no crash mark: the next open
+    still removes its temp file, and nothing else in proposals/ (a person's look-alike names, a live
+    writer's temp file, a whole proposal)."""
+    root = tmp_path / "root"
+    memory = fsmem.open(root, create=True)
+    run = memory.run(fsmem.Scope.chat(), thread_id="first")
+    for path in ("kept.md", "plan.md"):
+        assert run.call({"command": "write", "path": path, "content": f"# {path}\n\nwritten\n"})["ok"]
+    review = memory.run(fsmem.Scope.chat(), thread_id="kept", review=True)
+    review.call({"command": "read", "path": "kept.md"})
+    assert review.call({"command": "write", "path": "kept.md", "content": "# Kept\n\nproposed\n"})["proposal"]
+    folder = root / ".fsmem" / "proposals"
+    whole = sorted(os.listdir(folder))
+    _killed_running(KILLED_SAVING_A_PROPOSAL, str(root))
+    left = [name for name in os.listdir(folder) if temp_owner(name) is not None]
+    assert len(left) == 1 and not pid_alive(temp_owner(left[0]) or 0), left  # the killed writer's
+    assert not (root / ".fsmem" / "crashed").exists()  # no lock was held: only the sweep can find it
+    people = [".draft.json.tmp", ".notes.999999999.draft.tmp", ".x.999999999.abcdef.tmp",
+              "p.json.999999999.abcdef012345.tmp", ".p.999999999.ABCDEF012345.tmp"]
+    for name in people:
+        (folder / name).write_text("a person's")
+    live = temp_name(folder / "p-live.json")  # this process writes it, and is alive
+    live.write_bytes(b"in progress")
+    fsmem.open(root)
+    assert sorted(os.listdir(folder)) == sorted([*whole, *people, live.name])
+    assert [proposal.request["path"] for proposal in fsmem.open(root).proposals()] == ["kept.md"]
+
+
+def test_the_open_does_not_sweep_through_a_proposals_folder_that_is_a_link(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    fsmem.open(root, create=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dead_named = outside / ".p_json.999999999.abcdef012345.tmp"
+    dead_named.write_bytes(b"not the root's")
+    (root / ".fsmem" / "proposals").symlink_to(outside)
+    fsmem.open(root)
+    assert dead_named.read_bytes() == b"not the root's"
