@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import errno
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -30,6 +32,7 @@ def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 _NO_DATA = tempfile.mkdtemp(prefix="fsmem-no-data-")
+atexit.register(shutil.rmtree, _NO_DATA, ignore_errors=True)  # empty, and gone with the run
 MODEL_FOLDER = Path(
     os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share", "fsmem", "models", "all-MiniLM-L6-v2-int8"
 )  # read before any test's environment is isolated: where fsmem model install put it
