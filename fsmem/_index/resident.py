@@ -4,6 +4,7 @@ hit type only (no tantivy), so the shell can import it before it knows whether a
 server is ``fsmem._memory.resident`` (it calls ``Memory.search``, the one search there is).
 
     <root>/.fsmem/resident.sock          0600, in the 0700 state folder; the server checks the peer's uid
+    <cache>/.fsmem/resident.sock         a project in PostgreSQL: this worker's cache of it (pg_state)
 
 One connection, one question: a JSON line ``{"op": "search", "args": {...}, "settings": MARK}`` and a
 JSON line back,
@@ -18,7 +19,6 @@ one started with other ``FSMEM_*`` variables or another config would answer diff
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
@@ -60,7 +60,15 @@ def address(path: Path) -> Iterator[str]:
 def settings_mark(settings: Settings) -> str:
     """What the asker's and the resident's settings must share for one to answer for the other (whether
     a process watches is its own affair)."""
-    return hashlib.sha256(repr(dataclasses.replace(settings, watch=False)).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(repr(settings.for_answers()).encode("utf-8")).hexdigest()[:16]
+
+
+def pg_state(url: str, project: str) -> Path:
+    """Where the resident of this worker's cache of a project in PostgreSQL keeps its socket: the
+    cache's state folder (``fsmem watch --store URL --project NAME`` serves there)."""
+    from fsmem._store.postgres.cache import default_cache
+
+    return default_cache(url, project) / ".fsmem"
 
 
 def ask(

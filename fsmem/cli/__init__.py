@@ -26,7 +26,7 @@ COMMANDS: dict[str, str] = {
     "routines": "fsmem.cli.levels:routines",
     "search": "fsmem.cli.search:search",
     "index": "fsmem.cli.search:index",
-    "watch": "fsmem.cli.search:watch",
+    "watch": "fsmem.cli.watch:watch",
     "mcp": "fsmem.cli.mcp:mcp",
     "proposals": "fsmem.cli.proposals:proposals",
     "facts": "fsmem.cli.facts:facts",

@@ -77,18 +77,33 @@ def chosen_store(folder_given: bool = False) -> tuple[str | None, str | None]:
 def asked_resident(
     explicit: str | None, op: str, args: dict[str, Any], near: str | None = None
 ) -> dict[str, Any] | None:
-    """What a resident index of the root (``fsmem watch``) answers, or ``None``: none runs, or it could
-    not answer (the caller then does the work itself). A folder's only: a project in PostgreSQL has no
-    socket. Loads the wire alone, never the index."""
+    """What a resident of the root (``fsmem watch``; for a project in PostgreSQL, of this worker's cache
+    of it) answers, or ``None``: none runs, or it could not answer (the caller then does the work
+    itself; with ``watch_daemon = "auto"`` one is started for next time). Loads the wire alone, never
+    the index."""
     from fsmem._env.config import load_settings
-    from fsmem._index.resident import ask, settings_mark
+    from fsmem._index.resident import ask, pg_state, settings_mark
 
-    if chosen_store(folder_given=bool(explicit))[0] is not None:
-        return None
-    folder = find_root(explicit, near)
-    if not (folder / STATE_DIR).is_dir():
-        return None  # no root yet: nothing can be serving it
-    return ask(folder / STATE_DIR, op, args, settings_mark(load_settings(folder)))
+    url, project = chosen_store(folder_given=bool(explicit))
+    if url is not None and project is not None:  # the URL goes by the environment: argv is anyone's to read
+        state, settings, argv, env = (
+            pg_state(url, project),
+            load_settings(None),
+            [],
+            {"FSMEM_STORE": url, "FSMEM_PROJECT": project},
+        )
+    else:
+        folder = find_root(explicit, near)
+        state, argv, env = folder / STATE_DIR, ["--root", str(folder)], {}
+        if not state.is_dir():
+            return None  # no root yet: nothing can be serving it
+        settings = load_settings(folder)
+    answer = ask(state, op, args, settings_mark(settings)) if state.is_dir() else None
+    if answer is None and settings.watch_daemon == "auto":
+        from fsmem._index.autostart import start_on_first_use
+
+        start_on_first_use(state, argv, env, settings.watch_idle)
+    return answer
 
 
 def find_root(explicit: str | None, near: str | None = None) -> Path:

@@ -1,5 +1,5 @@
-"""``fsmem search``, ``fsmem index status|rebuild`` and ``fsmem watch``: through ``Memory``, with the
-root's settings, like every other command."""
+"""``fsmem search`` and ``fsmem index status|rebuild|embed``: through ``Memory``, with the root's
+settings, like every other command (``fsmem watch``: ``fsmem.cli.watch``)."""
 
 from __future__ import annotations
 
@@ -235,37 +235,3 @@ def embed(root: str | None, as_json: bool) -> None:
         echo_json({"embedded": count})
     else:
         click.echo(f"Embedded {count} files.")
-
-
-@click.command()
-@root_option
-@click.option(
-    "--debounce",
-    type=click.FloatRange(min=0.01),
-    default=0.15,
-    show_default=True,
-    help="Seconds of quiet before a batch of changes is indexed.",
-)
-def watch(root: str | None, debounce: float) -> None:
-    """Keep the index current as files change and answer the shell's searches, until Ctrl-C (searches
-    then skip their own check, and a cold `fsmem search` asks this process instead of starting up)."""
-    from fsmem._errors import BadRequest
-    from fsmem._index.watch import Watcher
-    from fsmem._store.folder.drive import Drive
-
-    memory = open_root(root)
-    if not isinstance(memory.drive, Drive):
-        raise BadRequest(
-            "there is no folder to watch: on PostgreSQL each search catches up from the log first, "
-            "and a long-lived process (memory.watch()) listens for changes"
-        )
-    from fsmem._memory.resident import Resident
-
-    with _warnings_to_stderr(), Resident(memory) as resident:
-        serves = "serving searches" if resident.serving else f"not serving searches ({resident.why_not})"
-        click.echo(f"Watching {memory.drive.label}, {serves} (Ctrl-C to stop).", err=True)
-        memory.start_embedding()  # recall by meaning, when set up: passages embedded as files change
-        watcher = memory.watch(debounce=debounce)  # the process's one watcher: the searches it serves use it
-        if not isinstance(watcher, Watcher):  # a folder's is watchdog's, always
-            raise TypeError(f"a folder's watcher is a Watcher, not {type(watcher).__name__}")
-        watcher.run_forever()
