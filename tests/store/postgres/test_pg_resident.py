@@ -1,0 +1,108 @@
+"""On PostgreSQL, `fsmem watch --store URL --project P` serves one worker's cache of the project: its
+socket in that cache's state folder, found by the shell (--store/--project or FSMEM_STORE/FSMEM_PROJECT)
+the same way, without loading the driver; started on first use there too."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import fsmem
+from fsmem._env.config import Settings
+from fsmem._index.autostart import holder
+from fsmem._index.resident import ask, pg_state, search_args, settings_mark, socket_path
+from tests.conftest import REPO, run_fsmem
+
+ARGS = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
+
+
+def env(**extra: str) -> dict[str, str]:
+    values = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    return {**values, "PYTHONPATH": str(REPO), **extra}
+
+
+def wait_until(check, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+
+
+def test_fsmem_watch_serves_one_workers_cache_and_the_shell_finds_it(postgres, tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    os.environ["XDG_CACHE_HOME"] = str(xdg)  # this test's process computes the same cache as its children
+    try:
+        project = "okapi-pg"
+        with fsmem.open(postgres, project=project, create=True) as memory:
+            assert memory.run(thread_id="t").call({"command": "write", "path": "zoo.md", "content": "# Zoo\n\nokapi\n"})["ok"]
+            state = memory.drive.state
+        assert pg_state(postgres, project) == state  # the shell's reckoning is the store's
+        variables = {"XDG_CACHE_HOME": str(xdg)}
+        alone = run_fsmem("search", "okapi", "--json", "--store", postgres, "--project", project, env=variables)
+        assert alone.returncode == 0, alone.stderr
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fsmem", "watch", "--store", postgres, "--project", project],
+            env=env(**variables),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            mark = settings_mark(Settings())
+            wait_until(lambda: ask(state, "search", ARGS, mark) is not None, "the worker's resident answers")
+            assert int(holder(state).split()[0]) == proc.pid
+            served = run_fsmem(
+                "search", "okapi", "--json", env={**variables, "FSMEM_STORE": postgres, "FSMEM_PROJECT": project}
+            )
+            assert json.loads(served.stdout) == json.loads(alone.stdout)
+            # another process writes: the resident (LISTEN) answers with it, and holds no lock of its own
+            with fsmem.open(postgres, project=project) as writer:
+                call = {"command": "write", "path": "new.md", "content": "# New\n\nokapi calf\n"}
+                assert writer.run(thread_id="w").call(call)["ok"]
+            wait_until(
+                lambda: len((ask(state, "search", ARGS, mark) or {}).get("hits", [])) == 2, "the new file is found"
+            )
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 0, stderr
+        assert f"Watching project {project} in" in stderr
+        assert not socket_path(state).exists()
+    finally:
+        del os.environ["XDG_CACHE_HOME"]
+
+
+def test_first_use_on_postgresql_starts_the_workers_resident_with_the_url_kept_out_of_argv(
+    postgres, tmp_path: Path
+) -> None:
+    xdg = tmp_path / "xdg"
+    project = "first-use-pg"
+    os.environ["XDG_CACHE_HOME"] = str(xdg)
+    try:
+        with fsmem.open(postgres, project=project, create=True) as memory:
+            assert memory.run(thread_id="t").call({"command": "write", "path": "z.md", "content": "# Z\n\nokapi\n"})["ok"]
+            state = memory.drive.state
+    finally:
+        del os.environ["XDG_CACHE_HOME"]
+    variables = {
+        "XDG_CACHE_HOME": str(xdg),
+        "FSMEM_STORE": postgres,
+        "FSMEM_PROJECT": project,
+        "FSMEM_WATCH_DAEMON": "auto",
+        "FSMEM_WATCH_IDLE": "30",
+    }
+    done = run_fsmem("search", "okapi", "--json", env=variables)
+    assert done.returncode == 0 and len(json.loads(done.stdout)) == 1, done.stderr
+    mark = settings_mark(Settings(watch_daemon="auto", watch_idle=30))
+    wait_until(lambda: ask(state, "search", ARGS, mark) is not None, "the resident started on first use answers")
+    pid = int(holder(state).split()[0])
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert b"watch" in argv and not any(postgres.encode() in arg for arg in argv)  # argv is anyone's to read
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not socket_path(state).exists(), "the resident stopped")
