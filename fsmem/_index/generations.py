@@ -13,7 +13,6 @@ Everything here lives under the memory store's ``state`` and reads the memory th
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import threading
@@ -28,6 +27,7 @@ import tantivy
 
 from fsmem._core.search import SCHEMA_VERSION, FileDoc, Indexed
 from fsmem._core.versions import version_of
+from fsmem._env.system import release_heap
 from fsmem._errors import FsmemError, IndexError_
 from fsmem._index import faults
 from fsmem._index.feed import IndexFeed
@@ -245,7 +245,7 @@ class IndexStore:
                 except Exception:  # noqa: BLE001, S110
                     pass
                 del writer
-                _release_heap()
+                release_heap()
         if failed is not None:
             self._rebuild_after(failed)
         elif batch.touched:
@@ -556,22 +556,3 @@ def _indexable(path: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _release_heap() -> None:
-    """Give the freed writer heap back to the system. Each batch's writer allocates its heap from its
-    own threads; glibc keeps what those threads freed in per-thread arenas, so a long-lived process's
-    memory would creep up batch after batch. ``malloc_trim`` costs microseconds."""
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-
-
-def _load_libc() -> ctypes.CDLL | None:
-    try:
-        libc = ctypes.CDLL("libc.so.6")  # by name: find_library would run ldconfig at every start
-        return libc if hasattr(libc, "malloc_trim") else None  # glibc only
-    except OSError:
-        return None
-
-
-_LIBC = _load_libc()

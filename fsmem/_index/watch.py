@@ -37,6 +37,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from fsmem._core.search import is_indexable_name
+from fsmem._env.system import release_heap
 from fsmem._index.feed import Followed
 from fsmem._index.state import HEARTBEAT_INTERVAL, heartbeat_file, read_heartbeat, write_heartbeat
 from fsmem._store.folder.drive import Drive
@@ -126,6 +127,7 @@ class Watcher(FileSystemEventHandler):
             self._observer = None
             self.reconcile_every = min(self.reconcile_every, 5.0)
         self.index.reconcile()  # after the watch is in place: nothing slips between the two
+        release_heap()  # a full comparison's stamps, gone: the process stays at what it keeps
         self._beat()
         self._thread = threading.Thread(target=self._loop, name="fsmem-watch", daemon=True)
         self._thread.start()
@@ -282,6 +284,7 @@ class Watcher(FileSystemEventHandler):
                     if lost:
                         log.warning("events may have been lost (%s); comparing every file", lost)
                     self.index.reconcile()
+                    release_heap()
                     self.reconciles += 1
                     next_reconcile = time.monotonic() + self.reconcile_every
                 elif batch:
