@@ -350,3 +350,26 @@ def test_fsmem_mcp_serves_the_shell_while_its_session_lasts(root: Path) -> None:
     finally:
         server.communicate(b"", timeout=60)  # the client goes: the session ends
     assert not socket_path(root / ".fsmem").exists()
+
+
+def test_first_use_never_writes_through_a_link_planted_for_its_log_or_its_claim(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    state = root / ".fsmem"
+    (state / LOG_NAME).symlink_to(outside)
+    done = run_fsmem("search", "okapi", "--json", "--root", str(root), env={"FSMEM_WATCH_DAEMON": "auto"})
+    assert done.returncode == 0 and len(json.loads(done.stdout)) == 2  # the command's own work goes on
+    assert outside.read_text() == "keep me\n" and not socket_path(state).exists()
+    (state / LOG_NAME).unlink()
+    (state / "resident.lock").symlink_to(outside)
+    with pytest.raises(OSError):
+        claim(state, "test")  # a link is never the claim
+    proc = watch(root)
+    try:
+        assert proc.stderr is not None
+        said = proc.stderr.readline()  # it watches, and says why it serves nothing
+        assert said.startswith("Watching ") and "not serving searches (its claim cannot be taken" in said, said
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert outside.read_text() == "keep me\n" and not socket_path(state).exists()
