@@ -64,14 +64,14 @@ def serving(root: Path, env: dict[str, str]) -> bool:
 
 
 def resident_rss(root: Path, env: dict[str, str]) -> dict[str, dict[str, int]]:
-    watch = subprocess.Popen(
-        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=env, stderr=subprocess.DEVNULL
-    )
+    said = root.parent / f"{root.name}-watch.log"
+    with open(said, "ab") as log:
+        watch = subprocess.Popen([sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=env, stderr=log)
     try:
         deadline = time.monotonic() + 600
         while not serving(root, env):
             if time.monotonic() > deadline or watch.poll() is not None:
-                raise RuntimeError("fsmem watch did not start serving")
+                raise RuntimeError(f"fsmem watch did not start serving: {said.read_text()[-2000:]}")
             time.sleep(0.1)
         for query in ("plan", "launch okapi", "the", "week report", "zebra"):
             cold_search(root, query, env)
@@ -79,8 +79,9 @@ def resident_rss(root: Path, env: dict[str, str]) -> dict[str, dict[str, int]]:
         time.sleep(SETTLE_S)
         return {"served": served, "settled": status_mb(watch.pid)}
     finally:
-        watch.send_signal(signal.SIGINT)
-        watch.wait(timeout=120)
+        watch.terminate()  # SIGTERM: a bench run in the background ignores SIGINT, and so do its children
+        if watch.wait(timeout=120) != 0:
+            print(f"fsmem watch said: {said.read_text()[-2000:]}", file=sys.stderr)
 
 
 def first_use(root: Path) -> dict[str, float]:
