@@ -59,16 +59,17 @@ def address(path: Path) -> Iterator[str]:
 
 def settings_mark(settings: Settings) -> str:
     """What the asker's and the resident's settings must share for one to answer for the other (whether
-    a process watches is its own affair)."""
+    a process watches, starts a resident or how long one waits idle is its own affair)."""
     return hashlib.sha256(repr(settings.for_answers()).encode("utf-8")).hexdigest()[:16]
 
 
 def pg_state(url: str, project: str) -> Path:
     """Where the resident of this worker's cache of a project in PostgreSQL keeps its socket: the
     cache's state folder (``fsmem watch --store URL --project NAME`` serves there)."""
+    from fsmem._core.layout import STATE_DIR
     from fsmem._store.postgres.cache import default_cache
 
-    return default_cache(url, project) / ".fsmem"
+    return default_cache(url, project) / STATE_DIR
 
 
 def ask(

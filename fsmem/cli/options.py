@@ -98,7 +98,7 @@ def asked_resident(
         if not state.is_dir():
             return None  # no root yet: nothing can be serving it
         settings = load_settings(folder)
-    answer = ask(state, op, args, settings_mark(settings)) if state.is_dir() else None
+    answer = ask(state, op, args, settings_mark(settings))
     if answer is None and settings.watch_daemon == "auto":
         from fsmem._index.autostart import start_on_first_use
 

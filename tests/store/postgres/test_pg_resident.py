@@ -59,6 +59,19 @@ def test_fsmem_watch_serves_one_workers_cache_and_the_shell_finds_it(postgres, t
                 "search", "okapi", "--json", env={**variables, "FSMEM_STORE": postgres, "FSMEM_PROJECT": project}
             )
             assert json.loads(served.stdout) == json.loads(alone.stdout)
+            code = (
+                "import sys\nfrom fsmem.cli import main\n"
+                "try:\n    main(['search', 'okapi'])\nexcept SystemExit:\n    pass\n"
+                "print(sorted(m for m in ('psycopg', 'tantivy') if m in sys.modules), file=sys.stderr)\n"
+            )
+            shell = subprocess.run(
+                [sys.executable, "-c", code],
+                env=env(**variables, FSMEM_STORE=postgres, FSMEM_PROJECT=project),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert "zoo.md" in shell.stdout and shell.stderr.strip().splitlines()[-1] == "[]", shell.stderr
             # another process writes: the resident (LISTEN) answers with it, and holds no lock of its own
             with fsmem.open(postgres, project=project) as writer:
                 call = {"command": "write", "path": "new.md", "content": "# New\n\nokapi calf\n"}
