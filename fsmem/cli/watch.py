@@ -69,7 +69,10 @@ def _until_stopped(idle: threading.Event, watcher: object) -> None:
 
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        # SIGINT too, whatever this process inherited: one started from a background shell (or by a
+        # command that was) begins with SIGINT ignored, and `kill -INT` must still stop it
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, lambda *_: stop.set())
     try:
         while not (stop.wait(0.5) or idle.is_set()):
             if isinstance(watcher, Watcher) and not watcher.running:
