@@ -51,7 +51,7 @@ def test_ui_bench_runs_and_reports() -> None:
 
 def test_missing_parts_are_skipped_and_unknown_parts_refused() -> None:
     help_text = _bench("--help")
-    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|recall|meaning|ui|all]"
+    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|daemon|recall|meaning|ui|all]"
     assert help_text.returncode == 0 and help_text.stdout.startswith(usage)
     unknown = _bench("nonsense")
     assert unknown.returncode == 2
