@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
@@ -44,7 +46,8 @@ def watch(root: str | None, debounce: float, idle_exit: float | None) -> None:
 
     memory = open_root(root)
     try:
-        with _warnings_to_stderr(), Resident(memory, idle_exit=idle_exit) as resident:
+        # the signals are heard from the start: one while it starts up ends it cleanly too
+        with _stopped_by_signals() as stop, _warnings_to_stderr(), Resident(memory, idle_exit=idle_exit) as resident:
             if not resident.serving and (resident.why_not or "").startswith("another"):
                 click.echo(f"Not watching {memory.drive.label}: {resident.why_not}.", err=True)
                 return
@@ -53,7 +56,7 @@ def watch(root: str | None, debounce: float, idle_exit: float | None) -> None:
             watcher = memory.watch(debounce=debounce)  # the process's one watcher: the searches it serves use it
             memory.start_embedding()  # recall by meaning, when set up: passages embedded as files change
             try:
-                _until_stopped(resident.idle, watcher)
+                _until_stopped(stop, resident.idle, watcher)
             finally:
                 watcher.stop()
             if resident.idle.is_set():
@@ -62,24 +65,35 @@ def watch(root: str | None, debounce: float, idle_exit: float | None) -> None:
         memory.close()
 
 
-def _until_stopped(idle: threading.Event, watcher: object) -> None:
-    """Block until Ctrl-C, SIGTERM or ``idle``; a folder's watcher whose worker died is ``INDEX_ERROR``."""
+@contextmanager
+def _stopped_by_signals() -> Iterator[threading.Event]:
+    """An event set by SIGINT or SIGTERM (in the main thread; the handlers before are put back after).
+    SIGINT too, whatever this process inherited: one started from a background shell (or by a command
+    that was) begins with SIGINT ignored, and `kill -INT` must still stop it."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    before = {each: signal.signal(each, lambda *_: stop.set()) for each in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for each, handler in before.items():
+            signal.signal(each, handler)
+
+
+def _until_stopped(stop: threading.Event, idle: threading.Event, watcher: object) -> None:
+    """Block until ``stop`` (a signal) or ``idle``; a folder's watcher whose worker died is ``INDEX_ERROR``."""
     from fsmem._errors import IndexError_
     from fsmem._index.watch import Watcher
 
-    stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        # SIGINT too, whatever this process inherited: one started from a background shell (or by a
-        # command that was) begins with SIGINT ignored, and `kill -INT` must still stop it
-        for each in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(each, lambda *_: stop.set())
     try:
         while not (stop.wait(0.5) or idle.is_set()):
             if isinstance(watcher, Watcher) and not watcher.running:
                 raise IndexError_(
                     "the watcher stopped unexpectedly (" + "; ".join(watcher.errors[-3:]) + "); start it again"
                 )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # under a test runner that put SIGINT back to Python's own
         pass
 
 

@@ -223,7 +223,7 @@ def test_fsmem_watch_runs_one_watcher_the_searches_it_serves_use_too(root: Path,
         started.append(self)
         return real_start(self)
 
-    def serve_one_search(idle, watcher) -> None:  # instead of blocking: one search served, then stop
+    def serve_one_search(stop, idle, watcher) -> None:  # instead of blocking: one search served, then stop
         args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=5)
         answer = ask(root / ".fsmem", "search", args, settings_mark(load_settings(root)))  # as the shell opens it
         assert answer is not None and answer["ok"] and answer["hits"], answer
