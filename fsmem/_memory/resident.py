@@ -1,11 +1,12 @@
-"""The resident's server: a long-lived process (``fsmem watch``) answers searches and reads of its
-memory over a local socket in the root's state folder (the wire and the client: ``fsmem._index.resident``).
+"""The resident's server: a long-lived process (``fsmem watch``) answers the shell's questions about
+its memory over a local socket in the root's state folder (the wire and the client:
+``fsmem._index.resident``).
 
-    with Resident(memory) as resident:     # serving, unless another live process already does
-        ...                                # resident.serving says which
+    with Resident(memory, answer) as resident:   # serving, unless another live process already does
+        ...                                      # resident.serving says which
 
-It answers by calling ``Memory.search``, the one search there is (and the memory tool's ``read``),
-so an answer is the one the asking process would have computed. Only its owner may ask: the socket
+``answer(memory, question)`` makes each answer (the CLI's ``fsmem.cli.served.answer`` runs the asker's
+command itself, on this memory), one question at a time. Only its owner may ask: the socket
 is 0600 in the 0700 state folder, and each connection's peer uid (``SO_PEERCRED``) must be this
 process's. A socket left by a resident that died is found (nothing listens behind it) and replaced.
 It takes no lock of its own: a search takes only what a search takes, so an idle resident holds
@@ -20,23 +21,27 @@ import logging
 import os
 import socket
 import threading
-import warnings
+from collections.abc import Callable
 from typing import Any
 
-from fsmem._errors import FsmemError
-from fsmem._index.resident import MAX_LINE, address, hit_to_wire, peer_uid, read_line, settings_mark, socket_path
+from fsmem._index.resident import MAX_LINE, address, peer_uid, read_line, socket_path
 from fsmem._memory.memory import Memory
 
 log = logging.getLogger("fsmem.resident")
 
-__all__ = ["Resident"]
+__all__ = ["Answerer", "Resident"]
+
+# How a resident answers a question (a JSON value as it came): a JSON object, ``{"ok": true, ...}``
+# or ``{"ok": false, "why": ...}``.
+Answerer = Callable[[Memory, Any], dict[str, Any]]
 
 
 class Resident:
-    """Serve ``memory``'s searches on its state folder's socket until stopped."""
+    """Serve the questions about ``memory`` on its state folder's socket until stopped."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, answer: Answerer) -> None:
         self.memory = memory
+        self._answerer = answer
         self.path = socket_path(memory.drive.state)
         self.serving = False
         self.why_not: str | None = None  # why it does not serve: another resident does, or the error
@@ -44,8 +49,7 @@ class Resident:
         self._listener: socket.socket | None = None
         self._inode: int | None = None
         self._thread: threading.Thread | None = None
-        self._answering = threading.Lock()  # one question at a time: warnings are caught per answer
-        self._mark = settings_mark(memory.settings)  # an asker with other settings searches by itself
+        self._answering = threading.Lock()  # one question at a time: an answer takes the process's streams
 
     def start(self) -> Resident:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -138,23 +142,11 @@ class Resident:
                 log.info("a question went unanswered: %s", error)
 
     def _reply(self, question: Any) -> dict[str, Any]:
-        """``search``: ``Memory.search``; ``read``: the memory tool's read, in a run of its own (as the
-        shell makes it). Anything else, and any refusal raised, is left to the asker to do itself."""
-        if not isinstance(question, dict) or not isinstance(args := question.get("args"), dict):
-            return {"ok": False, "why": "not a question"}
-        if question.get("settings") != self._mark:
-            return {"ok": False, "why": "asked with other settings: the asker searches by itself"}
-        op, request = question.get("op"), args.get("request")
-        if not (op == "search" or (op == "read" and isinstance(request, dict) and request.get("command") == "read")):
-            return {"ok": False, "why": "not a question this resident answers"}
-        with self._answering, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        """The answerer's answer, one at a time; anything it raises is a refusal (the asker then does
+        the work itself, and any error arises there again, in its own words)."""
+        with self._answering:
             try:
-                if op == "search":
-                    found = self.memory.search(**args)
-                    answer: dict[str, Any] = {"hits": [hit_to_wire(hit) for hit in found], "meaning": found.meaning}
-                else:
-                    answer = {"result": self.memory.run(thread_id="cli").call(request)}
-            except (FsmemError, TypeError) as error:  # the asker's own call says it in its words
+                return self._answerer(self.memory, question)
+            except Exception as error:  # noqa: BLE001 - the resident outlives a question it could not answer
+                log.warning("a question went unanswered: %r", error)
                 return {"ok": False, "why": type(error).__name__}
-        return {"ok": True, **answer, "warnings": [str(w.message) for w in caught]}
