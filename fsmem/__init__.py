@@ -160,3 +160,5 @@ __all__ = [
     "review_due",
     "scope_files",
 ]
+
+del TYPE_CHECKING  # not a name of the public face
