@@ -185,24 +185,30 @@ def cold_rows(temp: Path, sizes: list[int], rounds: int) -> list[tuple[int, dict
     """The cold rows at each size, on a corpus of its own (indexed first, as `fsmem watch` keeps it)."""
     import compileall
 
-    import fsmem
 
     compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "fsmem"), quiet=1)  # a user's bytecode
     rows = []
     for size in sizes:
         print(f"[processes] cold searches, {size:,} files …", file=sys.stderr, flush=True)
         root = temp / f"cold-{size}"
-        root.mkdir()
-        started = time.perf_counter()
-        _, words, _ = generate(root, size)
-        time.sleep(max(0.0, RACY_AGE_S - (time.perf_counter() - started)))
-        with fsmem.open(root) as memory:
-            memory.index.rebuild()
-        cold = cold_searches(root, queries(words, random.Random(11), n=10), rounds)
+        cold = cold_searches(root, indexed_corpus(root, size), rounds)
         shutil.rmtree(root, ignore_errors=True)
         if cold:
             rows.append((size, cold))
     return rows
+
+
+def indexed_corpus(root: Path, files: int) -> list[str]:
+    """A corpus of ``files`` in ``root``, past the racy window and indexed; ten queries of its words."""
+    import fsmem
+
+    root.mkdir()
+    started = time.perf_counter()
+    _, words, _ = generate(root, files)
+    time.sleep(max(0.0, RACY_AGE_S - (time.perf_counter() - started)))
+    with fsmem.open(root) as memory:
+        memory.index.rebuild()
+    return queries(words, random.Random(11), n=10)
 
 
 def print_cold(rows: list[tuple[int, dict[str, tuple[float, float]]]]) -> None:
@@ -266,15 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     writes = args.writes or (10 if args.quick else 40)
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as temp:
         root = Path(temp) / "corpus"
-        root.mkdir()
-        started = time.perf_counter()
-        _, words, _ = generate(root, files)
-        time.sleep(max(0.0, RACY_AGE_S - (time.perf_counter() - started)))
-        import fsmem
-
-        with fsmem.open(root) as memory:
-            memory.index.rebuild()
-        qs = queries(words, random.Random(11), n=10)
+        qs = indexed_corpus(root, files)
         many = many_objects(root, qs, rounds=1 if args.quick else 3)
         quiet = write_to_b(root, writes, busy=False)
         busy = write_to_b(root, writes, busy=True)

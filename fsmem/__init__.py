@@ -55,41 +55,8 @@ if TYPE_CHECKING:
 # Every name is bound on its first use, from the module that defines it, so a command loads only what
 # it uses: a shell a resident answers not even the errors, `fsmem --help` no memory at all, a cold
 # `fsmem search` neither the model clients (http.client, ssl, email) nor the tool's rules, the
-# prompts or the review.
+# prompts or the review. A name of `__all__` the table does not hold is an error's, of fsmem._errors.
 _DEFINED_IN = {
-    **dict.fromkeys(
-        (
-            "BadFact",
-            "BadPath",
-            "BadPattern",
-            "BadProposal",
-            "BadRequest",
-            "BadSkill",
-            "BadStore",
-            "Busy",
-            "Conflict",
-            "EditUnplaced",
-            "Exists",
-            "FactSensitive",
-            "FsmemError",
-            "LevelParked",
-            "ModelError",
-            "NotFound",
-            "NotRead",
-            "NotUnique",
-            "Protected",
-            "RequestError",
-            "RootNotFound",
-            "ScopeError",
-            "Sensitive",
-            "SetupError",
-            "Storage",
-            "Timeout",
-            "TooLarge",
-            "Unsupported",
-        ),
-        "fsmem._errors",
-    ),
     "Memory": "fsmem._memory.memory",
     "ModelSettings": "fsmem._llm.model",
     "OpenAICompatibleModel": "fsmem._llm.openai",
@@ -107,9 +74,9 @@ _DEFINED_IN = {
 if not TYPE_CHECKING:  # type checkers see the imports above, so a misspelt name stays an error
 
     def __getattr__(name: str) -> object:
-        if name not in _DEFINED_IN:
+        if name not in __all__:
             raise AttributeError(f"module 'fsmem' has no attribute {name!r}")
-        value = getattr(_importlib.import_module(_DEFINED_IN[name]), name)
+        value = getattr(_importlib.import_module(_DEFINED_IN.get(name, "fsmem._errors")), name)
         globals()[name] = value
         return value
 

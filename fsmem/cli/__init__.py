@@ -64,13 +64,11 @@ class Shell:
 
 
 def _print_and_exit(out: bytes, err: bytes, code: int) -> None:
-    """A served command's output, in the order a shell's own run shows it when both streams meet: a
-    pipe's stdout is written when the process ends, a terminal's line by line."""
-    streams = [(sys.stdout, out), (sys.stderr, err)]
-    if not sys.stdout.isatty():
-        streams.reverse()
+    """A served command's output; stderr first, as a shell's own run shows it where both streams meet:
+    the commands served say their notes and errors before their output, or instead of it (and a pipe's
+    stdout is written when the process ends)."""
     try:
-        for stream, data in streams:
+        for stream, data in ((sys.stderr, err), (sys.stdout, out)):
             stream.flush()
             stream.buffer.write(data)
             stream.flush()

@@ -19,7 +19,7 @@ from fsmem._env.config import load_settings
 from fsmem._memory.memory import Memory
 from fsmem._memory.resident import Resident
 from fsmem.cli.served import answer
-from tests.conftest import REPO, run_fsmem
+from tests.conftest import REPO, okapi_root, run_fsmem
 
 COMMANDS = [
     ["search", "okapi"],
@@ -47,16 +47,7 @@ COMMANDS = [
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    memory = fsmem.open(folder, create=True)
-    run = memory.run(thread_id="t-1")
-    for path, text in [
-        ("MEMORY.md", "# Project\n\nThe okapi launch is on Friday.\n"),
-        ("seo/plan.md", "# Plan\n\nLaunch plan: okapi pages first, then the rest.\nAnd more.\n"),
-        ("notes/zoo.md", "# Zoo\n\nAn okapi, a giraffe's cousin — ünïcode too.\n"),
-    ]:
-        assert run.call({"command": "write", "path": path, "content": text})["ok"]
-    memory.close()
+    folder = okapi_root(tmp_path / "root")
     kept = run_fsmem("facts", "keep", "okapi", "habitat", "The okapi lives in the Ituri forest.", "--root", str(folder))
     assert kept.returncode == 0, kept.stderr
     return folder

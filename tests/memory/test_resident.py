@@ -25,22 +25,12 @@ from fsmem._memory import resident as resident_module
 from fsmem._memory.memory import Memory
 from fsmem._memory.resident import Resident
 from fsmem.cli.served import answer
-from tests.conftest import REPO, run_fsmem, write
+from tests.conftest import REPO, okapi_root, run_fsmem, write
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    memory = fsmem.open(folder, create=True)
-    run = memory.run(thread_id="t-1")
-    for path, text in [
-        ("MEMORY.md", "# Project\n\nThe okapi launch is on Friday.\n"),
-        ("seo/plan.md", "# Plan\n\nLaunch plan: okapi pages first, then the rest.\n"),
-        ("notes/zoo.md", "# Zoo\n\nAn okapi, a giraffe's cousin.\n"),
-    ]:
-        assert run.call({"command": "write", "path": path, "content": text})["ok"]
-    memory.close()
-    return folder
+    return okapi_root(tmp_path / "root")
 
 
 def opened(root: Path) -> Memory:
@@ -92,7 +82,8 @@ def test_fsmem_watch_runs_the_shells_commands_and_stops_serving_when_stopped(roo
             assert time.monotonic() < deadline and watch.poll() is None, "fsmem watch never started serving"
             time.sleep(0.05)
         reply = ask(socket_path(root / ".fsmem"), question(root, "search", "okapi"))
-        assert reply is not None and reply["code"] == 0 and reply["stdout"] == alone.stdout
+        assert reply is not None and reply["code"] == 0
+        assert reply["stdout"].encode("latin-1").decode("utf-8") == alone.stdout  # bytes, a character each
         assert run_fsmem("search", "okapi", "--root", str(root)).stdout == alone.stdout
     finally:
         watch.send_signal(signal.SIGINT)
