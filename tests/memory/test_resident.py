@@ -292,3 +292,43 @@ def test_a_command_typed_in_a_folder_of_the_root_reads_from_there(root: Path) ->
         reply = ask(path, question(root, "read", "--root", "..", "../MEMORY.md", cwd=root / "seo"))
         assert reply["code"] == 0 and "okapi launch" in reply["stdout"]  # --root .. taken from there too
     memory.close()
+
+
+def test_shells_asking_at_once_are_each_answered_in_turn_with_their_own_output(root: Path) -> None:
+    commands = [["search", "okapi"], ["read", "MEMORY.md"], ["search", "--regex", "ok.pi"], ["read", "missing.md"]] * 2
+    alone = [run_fsmem(*command, cwd=root) for command in commands]
+    memory = opened(root)
+    recording = Recording()
+    with Resident(memory, recording):
+        shells = [
+            subprocess.Popen(
+                [sys.executable, "-m", "fsmem", *command],
+                cwd=root,
+                env=env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for command in commands
+        ]
+        together = [(shell.communicate(timeout=120), shell.returncode) for shell in shells]
+    memory.close()
+    assert recording.served() == len(commands)
+    assert together == [((done.stdout, done.stderr), done.returncode) for done in alone]
+
+
+def test_a_resident_killed_mid_life_leaves_the_shell_running_its_commands_itself(root: Path) -> None:
+    alone = run_fsmem("search", "okapi", "--root", str(root))
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=env(), stderr=subprocess.DEVNULL
+    )
+    path = socket_path(root / ".fsmem")
+    deadline = time.monotonic() + 30
+    while ask(path, question(root, "search", "okapi")) is None:
+        assert time.monotonic() < deadline and watch.poll() is None, "fsmem watch never started serving"
+        time.sleep(0.05)
+    watch.kill()  # kill -9: its socket stays behind, with nothing listening
+    watch.wait(timeout=20)
+    assert path.exists() and ask(path, question(root, "search", "okapi")) is None
+    again = run_fsmem("search", "okapi", "--root", str(root))
+    assert (again.returncode, again.stdout, again.stderr) == (alone.returncode, alone.stdout, alone.stderr)
