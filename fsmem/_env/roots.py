@@ -11,33 +11,38 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 STATE_FOLDER = ".fsmem"  # fsmem._core.layout.STATE_DIR; that module's imports cost a cold shell 14 ms
 
 
-def chosen_root(explicit: str | None, environ: Mapping[str, str], here: str, near: str | None = None) -> Path | None:
-    """The root's folder (resolved), or ``None`` when neither is named and none holds ``here``."""
+def chosen_root(explicit: str | None, environ: Mapping[str, str], here: str, near: str | None = None) -> str | None:
+    """The root's folder (resolved), or ``None`` when neither is named and none holds ``here``. Paths
+    as strings: pathlib costs a cold shell a few ms."""
     if explicit:
         return _absolute(explicit, here)
     from_env = environ.get("FSMEM_ROOT")
     if from_env:
         return _absolute(from_env, here)
-    starts = [Path(here).resolve()]
+    starts = [os.path.realpath(here)]
     if near and os.path.isabs(near):
-        starts.insert(0, with_real_folder(Path(near)).parent)
-    for start in starts:
-        for folder in (start, *start.parents):
-            if (folder / STATE_FOLDER).is_dir():
+        starts.insert(0, os.path.dirname(with_real_folder(near)))
+    for folder in starts:
+        while True:
+            if os.path.isdir(os.path.join(folder, STATE_FOLDER)):
                 return folder
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
     return None
 
 
-def with_real_folder(path: Path) -> Path:
+def with_real_folder(path: str) -> str:
     """``path`` with ``..`` folded and its folder's symlinks resolved (not the last name's own)."""
-    folded = Path(os.path.normpath(path))
-    return Path(os.path.realpath(folded.parent)) / folded.name if folded.name else folded
+    folded = os.path.normpath(path)
+    folder, name = os.path.split(folded)
+    return os.path.join(os.path.realpath(folder), name) if name else folded
 
 
-def _absolute(typed: str, here: str) -> Path:
-    return (Path(here) / Path(typed).expanduser()).resolve()
+def _absolute(typed: str, here: str) -> str:
+    return os.path.realpath(os.path.join(here, os.path.expanduser(typed)))

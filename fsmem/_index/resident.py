@@ -26,13 +26,15 @@ import stat
 import struct
 import sys
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from fsmem._env.roots import STATE_FOLDER, chosen_root
 
-TYPE_CHECKING = False  # typing itself costs a cold shell 2 ms
+TYPE_CHECKING = False  # typing and pathlib cost a cold shell a few ms: the client takes paths as strings
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    Where = str | os.PathLike[str]
 
 SOCKET_NAME = "resident.sock"
 ANSWER_TIMEOUT = 30.0  # a first search may build the index; a hung resident is given up on after this
@@ -48,8 +50,15 @@ _GROUP_OPTIONS = {"--root": True, "--store": True, "--project": True, "--json": 
 ASKER_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "TERM", "COLUMNS", "LINES")
 
 
-def socket_path(state: Path) -> Path:
-    return Path(state) / SOCKET_NAME
+def socket_path(state: Where) -> Path:
+    """The socket in a root's state folder."""
+    from pathlib import Path
+
+    return Path(socket_file(state))
+
+
+def socket_file(state: Where) -> str:
+    return os.path.join(state, SOCKET_NAME)
 
 
 def command_words(argv: list[str]) -> tuple[str, ...] | None:
@@ -88,7 +97,7 @@ def given_root(argv: list[str]) -> str | None:
     return root
 
 
-def socket_for(argv: list[str], environ: Mapping[str, str], here: str) -> Path | None:
+def socket_for(argv: list[str], environ: Mapping[str, str], here: str) -> str | None:
     """The socket of the resident that would serve this command line: its folder root's. A project in
     PostgreSQL (``--store``, ``$FSMEM_STORE``) has none here (yet)."""
     root = given_root(argv)
@@ -97,7 +106,7 @@ def socket_for(argv: list[str], environ: Mapping[str, str], here: str) -> Path |
     if root is None and (environ.get("FSMEM_STORE") or environ.get("FSMEM_PROJECT")):
         return None
     folder = chosen_root(root, environ, here)
-    return None if folder is None else socket_path(folder / STATE_FOLDER)
+    return None if folder is None else socket_file(os.path.join(folder, STATE_FOLDER))
 
 
 def served(argv: list[str], prog: str) -> tuple[bytes, bytes, int] | None:
@@ -149,7 +158,7 @@ def _stream(stream: Any) -> dict[str, Any]:
     return {"tty": bool(stream.isatty()), "encoding": stream.encoding, "errors": stream.errors}
 
 
-def ask(path: Path, question: dict[str, Any], timeout: float = ANSWER_TIMEOUT) -> dict[str, Any] | None:
+def ask(path: Where, question: dict[str, Any], timeout: float = ANSWER_TIMEOUT) -> dict[str, Any] | None:
     """The answer of the resident behind the socket at ``path``, or ``None`` when none answered."""
     try:
         found = os.lstat(path)
@@ -174,7 +183,7 @@ def ask(path: Path, question: dict[str, Any], timeout: float = ANSWER_TIMEOUT) -
 
 
 @contextlib.contextmanager
-def address(path: Path) -> Iterator[str]:
+def address(path: Where) -> Iterator[str]:
     """``path`` as a socket address: itself when short, else reached through an open descriptor of
     its folder (``/proc/self/fd/N/…``), since a root may lie deeper than a socket address reaches."""
     text = os.fspath(path)

@@ -140,7 +140,7 @@ def find_root(explicit: str | None, near: str | None = None) -> Path:
     folder = chosen_root(explicit, os.environ, current_folder(), near)
     if folder is None:
         raise RootNotFound("no fsmem root here: pass --root DIR, set FSMEM_ROOT, or run `fsmem init` to make one")
-    return folder
+    return Path(folder)
 
 
 def _remember_root(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -255,11 +255,11 @@ def shell_path(typed: str | None, root: Path | None) -> str:
     if typed is None:
         return here_in_root or ""
     if os.path.isabs(typed):
-        absolute = _inside(with_real_folder(Path(typed)), root)
+        absolute = _inside(Path(with_real_folder(typed)), root)
         return typed if absolute is None else absolute
     if here is None or here_in_root is None:
         return typed
-    target = _inside(with_real_folder(here / typed), root)
+    target = _inside(Path(with_real_folder(os.path.join(here, typed))), root)
     if target is None:
         raise BadPath(f"{typed!r} from {here} leads outside the root {root}; name a file inside it")
     return target

@@ -149,7 +149,7 @@ def test_a_served_search_loads_the_standard_library_and_the_wire_alone(root: Pat
     fsmem_modules = {name for name in imported if name.startswith("fsmem")}
     assert fsmem_modules <= {"fsmem", "fsmem.__main__", "fsmem.cli", "fsmem._index", "fsmem._index.resident",
                              "fsmem._env", "fsmem._env.roots"}, fsmem_modules
-    heavy = {"click", "tantivy", "watchdog", "jsonschema", "frontmatter", "yaml", "regex", "typing", "dataclasses"}
+    heavy = {"click", "tantivy", "watchdog", "jsonschema", "frontmatter", "yaml", "regex", "typing", "dataclasses", "pathlib"}
     assert not heavy & {name.split(".")[0] for name in imported}
     assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names) | {"fsmem"}, imported
 
