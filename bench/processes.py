@@ -127,14 +127,15 @@ def write_to_b(root: Path, n: int, busy: bool) -> tuple[float, float]:
             (root.parent / "hog.bin").unlink(missing_ok=True)
 
 
-def cold_searches(root: Path, qs: list[str], rounds: int) -> dict[str, tuple[float, float]]:
+def cold_searches(root: Path, qs: list[str], rounds: int, meaning: str) -> dict[str, tuple[float, float]]:
     """A cold `fsmem search` (a new process of the console script each) with `fsmem watch` serving,
     then without it, each alternating query by query with rg, so the machine's other load falls on
     each alike: p50/p95 ms of each, and the rg samples of each phase."""
     if not resident_available():
         return {}
+    environ = {**child_env(), "FSMEM_MEANING": meaning}
     watch = subprocess.Popen(
-        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=child_env(), stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=environ, stderr=subprocess.DEVNULL
     )
     try:
         deadline = time.monotonic() + 300
@@ -142,12 +143,12 @@ def cold_searches(root: Path, qs: list[str], rounds: int) -> dict[str, tuple[flo
             if time.monotonic() > deadline or watch.poll() is not None:
                 raise RuntimeError("fsmem watch did not start serving")
             time.sleep(0.05)
-        shell_search(root, qs[0])  # its first question loads the commands' modules, once
-        served, grep_served = alternating(root, qs, rounds)
+        shell_search(root, qs[0], environ)  # its first question loads the commands' modules, once
+        served, grep_served = alternating(root, qs, rounds, environ)
     finally:
         watch.terminate()
         watch.wait(timeout=60)
-    alone, grep_alone = alternating(root, qs, max(1, rounds - 1))
+    alone, grep_alone = alternating(root, qs, max(1, rounds - 1), environ)
     return {
         "served": median_p95(served),
         "rg_served": median_p95(grep_served),
@@ -156,16 +157,16 @@ def cold_searches(root: Path, qs: list[str], rounds: int) -> dict[str, tuple[flo
     }
 
 
-def alternating(root: Path, qs: list[str], rounds: int) -> tuple[list[float], list[float]]:
+def alternating(root: Path, qs: list[str], rounds: int, environ: dict[str, str]) -> tuple[list[float], list[float]]:
     fsmem_ms, rg_ms = [], []
     for _ in range(rounds):
         for q in qs:
-            fsmem_ms.append(timed_ms(shell_search, root, q))
+            fsmem_ms.append(timed_ms(shell_search, root, q, environ))
             rg_ms.append(timed_ms(rg_search, root, q))
     return fsmem_ms, rg_ms
 
 
-def shell_search(root: Path, query: str) -> None:
+def shell_search(root: Path, query: str, environ: dict[str, str]) -> None:
     """``fsmem search QUERY --root ROOT`` as a person types it: the console script beside this Python
     (``python -m fsmem`` where none is installed)."""
     script = Path(sys.executable).with_name("fsmem")
@@ -175,23 +176,25 @@ def shell_search(root: Path, query: str) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=False,
-        env=child_env(),
+        env=environ,
     )
     if done.returncode not in (0, 1):  # 1: nothing matched, as grep says it
         raise subprocess.CalledProcessError(done.returncode, done.args)
 
 
-def cold_rows(temp: Path, sizes: list[int], rounds: int) -> list[tuple[int, dict[str, tuple[float, float]]]]:
+Row = tuple[int, dict[str, tuple[float, float]]]  # files, and each column's p50/p95
+
+
+def cold_rows(temp: Path, sizes: list[int], rounds: int, meaning: str) -> list[Row]:
     """The cold rows at each size, on a corpus of its own (indexed first, as `fsmem watch` keeps it)."""
     import compileall
-
 
     compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "fsmem"), quiet=1)  # a user's bytecode
     rows = []
     for size in sizes:
         print(f"[processes] cold searches, {size:,} files …", file=sys.stderr, flush=True)
         root = temp / f"cold-{size}"
-        cold = cold_searches(root, indexed_corpus(root, size), rounds)
+        cold = cold_searches(root, indexed_corpus(root, size), rounds, meaning)
         shutil.rmtree(root, ignore_errors=True)
         if cold:
             rows.append((size, cold))
@@ -211,8 +214,9 @@ def indexed_corpus(root: Path, files: int) -> list[str]:
     return queries(words, random.Random(11), n=10)
 
 
-def print_cold(rows: list[tuple[int, dict[str, tuple[float, float]]]]) -> None:
+def print_cold(rows: list[Row], meaning: str) -> None:
     print()
+    print(f"Cold searches, FSMEM_MEANING={meaning}:")
     print(
         "| files | cold `fsmem search`, `fsmem watch` serving p50/p95 ms | cold rg p50/p95 ms | served ÷ rg "
         "| cold `fsmem search` with none p50/p95 ms | cold rg p50/p95 ms | none ÷ rg |"
@@ -256,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
         help="files of the cold rows, comma-separated (default 1000,10000,100000; quick: 1000,10000)",
     )
     parser.add_argument("--cold-only", action="store_true", help="the cold rows alone")
+    parser.add_argument(
+        "--meaning",
+        choices=["off", "auto"],
+        default="off",
+        help="FSMEM_MEANING of the cold rows (default off: words, as rg; auto: a query embedded too, and the "
+        "resident embedding the new corpus meanwhile)",
+    )
     args = parser.parse_args(argv)
     sizes = (
         [int(size) for size in args.sizes.split(",")]
@@ -265,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 2 if args.quick else 3
     if args.cold_only:
         with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as temp:
-            print_cold(cold_rows(Path(temp), sizes, rounds))
+            print_cold(cold_rows(Path(temp), sizes, rounds, args.meaning), args.meaning)
         print(f"(cores: {os.cpu_count()}; the machine's other load is not controlled)")
         return 0
     files = args.files or (1000 if args.quick else 10000)
@@ -277,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         quiet = write_to_b(root, writes, busy=False)
         busy = write_to_b(root, writes, busy=True)
         shutil.rmtree(root, ignore_errors=True)
-        cold = cold_rows(Path(temp), sizes, rounds)
+        cold = cold_rows(Path(temp), sizes, rounds, args.meaning)
     print(
         f"| files | search p50/p95 ms, {THREADS} threads on 1 `Memory` | on {THREADS} `Memory` objects "
         f"| first search p50/p95 ms, 1 / {THREADS} objects | write in A → found by B p50/p95 ms, quiet / busy disk |"
@@ -291,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| {quiet[0]:.1f} / {quiet[1]:.1f} · {busy[0]:.1f} / {busy[1]:.1f} |"
     )
     if cold:
-        print_cold(cold)
+        print_cold(cold, args.meaning)
     print(f"(cores: {os.cpu_count()}; the machine's other load is not controlled)")
     return 0
 
