@@ -55,12 +55,19 @@ def cold_search(root: Path, query: str, env: dict[str, str]) -> float:
 
 
 def serving(root: Path, env: dict[str, str]) -> bool:
-    """Whether a resident answers a shell with the environment ``env``."""
-    from fsmem._env.config import load_settings
-    from fsmem._index.resident import ask, search_args, settings_mark
+    """Whether a resident runs a shell's `fsmem search zzz` with the environment ``env``."""
+    from fsmem._index.resident import ask, socket_file
 
-    args = search_args("zzz", regex=False, include=[], exclude=[], since=None, limit=1)
-    return ask(root / ".fsmem", "search", args, settings_mark(load_settings(root, env))) is not None
+    streams = {"tty": False, "encoding": "utf-8", "errors": "strict"}
+    question = {
+        "op": "run",
+        "argv": ["search", "zzz", "--root", str(root)],
+        "prog": "fsmem",
+        "cwd": str(root),
+        "environ": {name: value for name, value in env.items() if name.startswith("FSMEM_")},
+        "streams": {"stdout": streams, "stderr": streams},
+    }
+    return ask(socket_file(str(root / ".fsmem")), question) is not None
 
 
 def resident_rss(root: Path, env: dict[str, str]) -> dict[str, dict[str, int]]:

@@ -1,10 +1,10 @@
 """The resident's server: a long-lived process (``fsmem watch``, or one that already watches: ``fsmem
-mcp``, ``fsmem chat``, ``fsmem ui``, a library user's ``serve``) answers searches and reads of its memory
-over a local socket in the store's state folder (the wire and the client: ``fsmem._index.resident``;
-the claim and the start on first use: ``fsmem._index.autostart``).
+mcp``, ``fsmem chat``, ``fsmem ui``, a library user's ``serve``) answers the shell's questions about its
+memory over a local socket in the store's state folder (the wire and the client:
+``fsmem._index.resident``; the claim and the start on first use: ``fsmem._index.autostart``).
 
-    with Resident(memory) as resident:     # serving, unless another live process already does
-        ...                                # resident.serving says which
+    with Resident(memory, answer) as resident:   # serving, unless another live process already does
+        ...                                      # resident.serving says which
 
 One per root: it serves only while it holds the root's resident claim (an exclusive flock on
 ``resident.lock``, taken before the socket is bound and let go after it is removed), so two started at
@@ -12,8 +12,8 @@ once leave one serving, and one killed with ``kill -9`` leaves a claim the next 
 it replaces. With ``idle_exit`` it stops serving after that many seconds with no question (``idle``
 is set then); with ``standby`` a process that found the claim taken takes it over once its holder ends.
 
-It answers by calling ``Memory.search``, the one search there is (and the memory tool's ``read``),
-so an answer is the one the asking process would have computed. Only its owner may ask: the socket
+``answer(memory, question)`` makes each answer (the CLI's ``fsmem.cli.served.answer`` runs the asker's
+command itself, on this memory), one question at a time. Only its owner may ask: the socket
 is 0600 in the 0700 state folder, and each connection's peer uid (``SO_PEERCRED``) must be this
 process's. It takes no lock of the root's: a search takes only what a search takes, so an idle
 resident holds only its claim.
@@ -28,26 +28,32 @@ import socket
 import sys
 import threading
 import time
-import warnings
+from collections.abc import Callable
 from typing import Any
 
-from fsmem._errors import FsmemError
 from fsmem._index.autostart import claim, holder
-from fsmem._index.resident import MAX_LINE, address, hit_to_wire, peer_uid, read_line, settings_mark, socket_path
+from fsmem._index.resident import MAX_LINE, address, peer_uid, read_line, socket_path
 from fsmem._memory.memory import Memory
 
 log = logging.getLogger("fsmem.resident")
 
-__all__ = ["Resident", "serve"]
+__all__ = ["Answerer", "Resident", "serve"]
+
+# How a resident answers a question (a JSON value as it came): a JSON object, ``{"ok": true, ...}``
+# or ``{"ok": false, "why": ...}``.
+Answerer = Callable[[Memory, Any], dict[str, Any]]
 
 STANDBY_POLL = 2.0  # seconds between a standing-by process's tries of the claim
 
 
 class Resident:
-    """Serve ``memory``'s searches on its state folder's socket until stopped (or idle that long)."""
+    """Serve the questions about ``memory`` on its state folder's socket until stopped (or idle that long)."""
 
-    def __init__(self, memory: Memory, *, idle_exit: float | None = None, standby: bool = False) -> None:
+    def __init__(
+        self, memory: Memory, answer: Answerer, *, idle_exit: float | None = None, standby: bool = False
+    ) -> None:
         self.memory = memory
+        self._answerer = answer
         self.state = memory.drive.state
         self.path = socket_path(self.state)
         self.idle_exit = idle_exit
@@ -65,8 +71,7 @@ class Resident:
         self._asked = time.monotonic()  # when the last question came or was answered
         self._in_flight = 0  # questions being answered now (a resident is not idle while it answers)
         self._counting = threading.Lock()
-        self._answering = threading.Lock()  # one question at a time: warnings are caught per answer
-        self._mark = settings_mark(memory.settings)  # an asker with other settings searches by itself
+        self._answering = threading.Lock()  # one question at a time: an answer takes the process's streams
 
     def start(self) -> Resident:
         with self._life:
@@ -214,33 +219,21 @@ class Resident:
                 log.info("a question went unanswered: %s", error)
 
     def _reply(self, question: Any) -> dict[str, Any]:
-        """``search``: ``Memory.search``; ``read``: the memory tool's read, in a run of its own (as the
-        shell makes it). Anything else, and any refusal raised, is left to the asker to do itself."""
-        if not isinstance(question, dict) or not isinstance(args := question.get("args"), dict):
-            return {"ok": False, "why": "not a question"}
-        if question.get("settings") != self._mark:
-            return {"ok": False, "why": "asked with other settings: the asker searches by itself"}
-        op, request = question.get("op"), args.get("request")
-        if not (op == "search" or (op == "read" and isinstance(request, dict) and request.get("command") == "read")):
-            return {"ok": False, "why": "not a question this resident answers"}
-        with self._answering, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        """The answerer's answer, one at a time; anything it raises is a refusal (the asker then does
+        the work itself, and any error arises there again, in its own words)."""
+        with self._answering:
             try:
-                if op == "search":
-                    found = self.memory.search(**args)
-                    answer: dict[str, Any] = {"hits": [hit_to_wire(hit) for hit in found], "meaning": found.meaning}
-                else:
-                    answer = {"result": self.memory.run(thread_id="cli").call(request)}
-            except (FsmemError, TypeError) as error:  # the asker's own call says it in its words
+                return self._answerer(self.memory, question)
+            except Exception as error:  # noqa: BLE001 - the resident outlives a question it could not answer
+                log.warning("a question went unanswered: %r", error)
                 return {"ok": False, "why": type(error).__name__}
-        return {"ok": True, **answer, "warnings": [str(w.message) for w in caught]}
 
 
-def serve(memory: Memory) -> Resident:
+def serve(memory: Memory, answer: Answerer) -> Resident:
     """Answer the shell's questions about ``memory`` from this long-lived process (one that already
     watches it: its index and watcher are open anyway) while no other process does, standing by to
     take over when the one that does ends. ``stop()`` it when the process is done with the memory."""
-    return Resident(memory, standby=True).start()
+    return Resident(memory, answer, standby=True).start()
 
 
 def _who() -> str:

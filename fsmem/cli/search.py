@@ -7,7 +7,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import click
 
@@ -15,10 +14,7 @@ from fsmem._core.search import SearchHit
 from fsmem._errors import BadPattern
 from fsmem._memory import render as _render
 from fsmem.cli import EXIT_NO_MATCH
-from fsmem.cli.options import asked_resident, echo_json, json_option, open_root, root_option
-
-if TYPE_CHECKING:
-    from fsmem._core.fusion import SearchResults
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 
 
 @contextmanager
@@ -65,24 +61,19 @@ def search(
     phrases in "double quotes". Facts that hold come before replaced ones. Exits 1 when nothing
     matched, as grep does (with --json, prints [] and exits 0).
     """
-    from fsmem._index.resident import search_args
-
     text = " ".join(query)
-    # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
-    # match everywhere).
-    args = search_args(
-        text,
-        regex=use_regex,
-        include=list(include),
-        exclude=list(exclude),
-        since=since,
-        limit=limit + MORE_COUNTED if use_regex else limit,
-        mode=mode,
-    )
     with _warnings_to_stderr():
-        found = _asked_resident(root, args)
-        if found is None:  # none runs (or it could not answer): the same search, here
-            found = open_root(root).search(**args)
+        # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
+        # match everywhere).
+        found = open_root(root).search(
+            text,
+            regex=use_regex,
+            include=list(include),
+            exclude=list(exclude),
+            since=since,
+            limit=limit + MORE_COUNTED if use_regex else limit,
+            mode=mode,
+        )
     hits, more = found[:limit], len(found) - limit
     if found.meaning == "partial" and not as_json:
         click.echo("Note: some files are not embedded yet; they were found by words alone.", err=True)
@@ -97,19 +88,6 @@ def search(
 
 
 MORE_COUNTED = 1000
-
-
-def _asked_resident(root: str | None, args: dict) -> SearchResults | None:
-    """The hits a resident index of the root answers with (``None``: none did)."""
-    from fsmem._core.fusion import SearchResults
-    from fsmem._index.resident import hit_from_wire
-
-    answer = asked_resident(root, "search", args)
-    if answer is None:
-        return None
-    for message in answer.get("warnings", []):
-        warnings.warn(message, stacklevel=2)
-    return SearchResults([hit_from_wire(hit) for hit in answer["hits"]], answer.get("meaning", "off"))
 
 
 def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:

@@ -36,18 +36,24 @@ if TYPE_CHECKING:
     "watch_idle setting); without it, run until stopped.",
 )
 def watch(root: str | None, debounce: float, idle_exit: float | None) -> None:
-    """Keep the index current as files change and answer the shell's searches, until Ctrl-C (searches
-    then skip their own check, and a cold `fsmem search` asks this process instead of starting up).
+    """Keep the index current as files change and run the shell's searches and reads, until Ctrl-C
+    (searches then skip their own check, and a cold `fsmem search`, `read` or `facts list` is run by
+    this process instead of starting up).
 
     One serves a root: when another process already does, this one says so and exits 0. On
     PostgreSQL (--store/--project) it serves this worker's cache of the project."""
     from fsmem._memory.resident import Resident
     from fsmem.cli.search import _warnings_to_stderr
+    from fsmem.cli.served import answer
 
     memory = open_root(root)
     try:
         # the signals are heard from the start: one while it starts up ends it cleanly too
-        with _stopped_by_signals() as stop, _warnings_to_stderr(), Resident(memory, idle_exit=idle_exit) as resident:
+        with (
+            _stopped_by_signals() as stop,
+            _warnings_to_stderr(),
+            Resident(memory, answer, idle_exit=idle_exit) as resident,
+        ):
             if not resident.serving and (resident.why_not or "").startswith("another"):
                 click.echo(f"Not watching {memory.drive.label}: {resident.why_not}.", err=True)
                 return
@@ -101,5 +107,6 @@ def serve_while_running(memory: Memory) -> None:
     """A long-lived command's part (``fsmem mcp``, ``chat``, ``ui``): answer the shell's questions about
     ``memory`` from this process while the command runs and no other process does; stopped with it."""
     from fsmem._memory.resident import serve
+    from fsmem.cli.served import answer
 
-    click.get_current_context().call_on_close(serve(memory).stop)
+    click.get_current_context().call_on_close(serve(memory, answer).stop)

@@ -20,11 +20,10 @@ import fsmem
 from fsmem._env.config import Settings, load_settings
 from fsmem._errors import SetupError
 from fsmem._index.autostart import LOG_NAME, claim, holder
-from fsmem._index.resident import ask, search_args, settings_mark, socket_path
+from fsmem._index.resident import ask, socket_path
 from fsmem._memory.resident import Resident, serve
-from tests.conftest import REPO, run_fsmem
-
-ARGS = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
+from fsmem.cli.served import answer
+from tests.conftest import REPO, run_fsmem, run_question
 
 
 @pytest.fixture
@@ -51,10 +50,14 @@ def wait_until(check: Callable[[], object], what: str, timeout: float = 60) -> N
         time.sleep(0.05)
 
 
-def answered(state: Path, settings: Settings | None = None) -> bool:
-    mark = settings_mark(settings or Settings())
-    answer = ask(state, "search", ARGS, mark)
-    return answer is not None and len(answer["hits"]) == 2
+def asked(state: Path, variables: dict[str, str] | None = None) -> dict | None:
+    """The resident's answer to `fsmem search okapi --json` typed in its root with these variables."""
+    return ask(socket_path(state), run_question(state.parent, "search", "okapi", "--json", environ=variables))
+
+
+def answered(state: Path, variables: dict[str, str] | None = None) -> bool:
+    reply = asked(state, variables)
+    return reply is not None and reply["code"] == 0 and len(json.loads(reply["stdout"])) == 2
 
 
 def resident_pid(state: Path) -> int:
@@ -110,7 +113,7 @@ def test_watch_daemon_and_watch_idle_are_settings_refused_when_wrong(root: Path)
     done = run_fsmem("search", "okapi", "--root", str(root), env={"FSMEM_WATCH_DAEMON": "sometimes"})
     assert done.returncode == 2 and "[FSMEM_ERROR] setting watch_daemon must be one of" in done.stderr
     # whether a process starts a resident, or how long one waits, is no part of the answers
-    assert settings_mark(Settings(watch_daemon="auto", watch_idle=5)) == settings_mark(Settings())
+    assert Settings(watch_daemon="auto", watch_idle=5).for_answers() == Settings().for_answers()
 
 
 # ---- one per root -------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ def test_two_residents_started_at_once_leave_one_and_the_other_exits_0_at_once(r
 
 def test_a_resident_in_this_process_and_one_in_another_never_both_serve(root: Path) -> None:
     memory = fsmem.open(root, settings=Settings(durable=False))
-    with Resident(memory) as here:
+    with Resident(memory, answer) as here:
         assert here.serving
         done = subprocess.run(
             [sys.executable, "-m", "fsmem", "watch", "--root", str(root)],
@@ -180,6 +183,9 @@ def test_a_plain_fsmem_watch_keeps_running_with_no_question(root: Path) -> None:
         assert proc.poll() is None
         time.sleep(3)  # far past any idle time a test would set: nobody asked it to stop
         assert proc.poll() is None and answered(root / ".fsmem")
+        # a shell that would start a resident itself, or let one idle longer, is answered all the same
+        assert answered(root / ".fsmem", {"FSMEM_WATCH_DAEMON": "auto", "FSMEM_WATCH_IDLE": "5"})
+        assert not answered(root / ".fsmem", {"FSMEM_SEARCH_MODE": "words"})  # one that searches otherwise is not
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
@@ -196,8 +202,7 @@ def test_auto_starts_a_detached_resident_that_answers_the_next_command_and_idles
     variables = {"FSMEM_WATCH_DAEMON": "auto", "FSMEM_WATCH_IDLE": "3"}
     alone = run_fsmem("search", "okapi", "--json", "--root", str(root), env=variables)
     assert alone.returncode == 0 and len(json.loads(alone.stdout)) == 2  # its own work, this time
-    mark = settings_mark(load_settings(root, variables))
-    wait_until(lambda: ask(state, "search", ARGS, mark) is not None, "the resident it started answers")
+    wait_until(lambda: asked(state, variables) is not None, "the resident it started answers")
     pid = resident_pid(state)
     reaped.append(pid)
     assert os.getsid(pid) == pid  # a session of its own: no terminal's hangup reaches it
@@ -234,12 +239,12 @@ def test_shells_at_once_on_first_use_leave_one_resident(root: Path, reaped: list
         out, _ = shell.communicate(timeout=60)
         assert shell.returncode == 0 and len(json.loads(out)) == 2
     state = root / ".fsmem"
-    wait_until(lambda: answered(state, load_settings(root, variables)), "a resident answers")
+    wait_until(lambda: answered(state, variables), "a resident answers")
     pid = resident_pid(state)
     reaped.append(pid)
     others = [p for p in _watchers_of(root) if p != pid]
     wait_until(lambda: all(gone(p) for p in others), "every other resident started leaves")
-    assert resident_pid(state) == pid and answered(state, load_settings(root, variables))
+    assert resident_pid(state) == pid and answered(state, variables)
     os.kill(pid, signal.SIGTERM)
     wait_until(lambda: gone(pid), "the resident stops on SIGTERM")
 
@@ -271,12 +276,11 @@ def test_a_resident_killed_with_sigkill_is_found_dead_and_replaced_on_first_use(
     proc.kill()
     proc.wait(timeout=30)
     assert socket_path(state).exists()  # what a killed resident leaves
-    assert ask(state, "search", ARGS, settings_mark(Settings())) is None  # a stale socket answers nothing
+    assert asked(state) is None  # a stale socket answers nothing
     variables = {"FSMEM_WATCH_DAEMON": "auto", "FSMEM_WATCH_IDLE": "30"}
     done = run_fsmem("search", "okapi", "--json", "--root", str(root), env=variables)
     assert done.returncode == 0 and len(json.loads(done.stdout)) == 2  # by itself, meanwhile
-    settings = load_settings(root, variables)
-    wait_until(lambda: answered(state, settings), "a new resident replaced the dead one")
+    wait_until(lambda: answered(state, variables), "a new resident replaced the dead one")
     pid = resident_pid(state)
     reaped.append(pid)
     assert pid != proc.pid
@@ -323,7 +327,7 @@ def test_a_long_lived_process_stands_by_and_serves_once_the_resident_ends(root: 
     proc = watch(root)
     wait_until(lambda: answered(root / ".fsmem"), "fsmem watch answers")
     memory = fsmem.open(root)
-    resident = serve(memory)
+    resident = serve(memory, answer)
     try:
         assert not resident.serving  # another serves: this one stands by
         proc.send_signal(signal.SIGTERM)
