@@ -10,6 +10,7 @@ import pytest
 
 from fsmem._env.roots import chosen_root
 from fsmem._index.resident import SERVED_COMMANDS, command_words, given_root, socket_for, socket_path
+from fsmem._store.postgres.cache import default_cache
 
 
 @pytest.mark.parametrize(
@@ -56,9 +57,27 @@ def test_the_socket_is_the_roots_the_cli_would_find(tmp_path: Path) -> None:
     assert str(socket_for(["search", "x", "--root", "../.."], {}, here)) == expected  # from where it was typed
     assert str(socket_for(["search", "x"], {"FSMEM_ROOT": str(root)}, str(tmp_path))) == expected
     assert socket_for(["search", "x"], {}, str(tmp_path)) is None  # no root here
-    assert socket_for(["search", "x", "--store", "postgresql://x"], {}, here) is None  # PostgreSQL: not served
-    assert socket_for(["search", "x"], {"FSMEM_STORE": "postgresql://x"}, here) is None
     assert str(socket_for(["search", "x", "--root", str(root)], {"FSMEM_STORE": "postgresql://x"}, here)) == expected
+
+
+def test_a_project_in_postgresql_is_served_from_this_workers_cache(tmp_path: Path, monkeypatch) -> None:
+    """Found as the CLI finds the store: options, else variables, never beside --root; the socket in
+    the worker's cache of the project, whichever way the URL is spelled (a password is no part of it)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    url, here = "postgresql://me:secret@db.internal/fsmem", str(tmp_path)
+    expected = os.path.join(default_cache(url, "rye"), ".fsmem", "resident.sock")
+    assert expected.startswith(str(tmp_path / "xdg" / "fsmem" / "rye-"))
+    assert socket_for(["search", "x", "--store", url, "--project", "rye"], {}, here) == expected
+    assert socket_for(["--store=" + url, "--project=rye", "search", "x"], {}, here) == expected
+    assert socket_for(["search", "x"], {"FSMEM_STORE": url, "FSMEM_PROJECT": "rye"}, here) == expected
+    assert socket_for(["search", "x", "--project", "rye"], {"FSMEM_STORE": url}, here) == expected
+    other_spelling = "postgresql://you:other@db.internal/fsmem"
+    assert socket_for(["search", "x"], {"FSMEM_STORE": other_spelling, "FSMEM_PROJECT": "rye"}, here) == expected
+    assert socket_for(["search", "x", "--store", url, "--project", "oat"], {}, here) != expected
+    # what the CLI refuses, the shell asks no resident about: it runs the command and says why
+    assert socket_for(["search", "x", "--store", url], {}, here) is None  # no project
+    assert socket_for(["search", "x"], {"FSMEM_PROJECT": "rye"}, here) is None  # no store
+    assert socket_for(["search", "x", "--root", here, "--store", url, "--project", "rye"], {}, here) is None
 
 
 def test_a_root_found_through_a_link_is_the_real_folder(tmp_path: Path) -> None:

@@ -224,6 +224,29 @@ def test_with_watch_daemon_off_no_resident_is_started(root: Path) -> None:
     assert not socket_path(root / ".fsmem").exists() and not (root / ".fsmem" / LOG_NAME).exists()
 
 
+def test_only_a_command_a_resident_would_run_starts_one_and_never_on_the_served_path(
+    root: Path, reaped: list[int]
+) -> None:
+    state = root / ".fsmem"
+    variables = {"FSMEM_WATCH_DAEMON": "auto", "FSMEM_WATCH_IDLE": "30"}
+    for argv in (["status"], ["index", "status"], ["log"]):  # commands it does not run start none
+        done = run_fsmem(*argv, "--root", str(root), env=variables)
+        assert done.returncode == 0, done.stderr
+    assert not (state / LOG_NAME).exists() and not socket_path(state).exists()
+    proc = watch(root, **variables)  # one serves: a command it runs for a shell starts no other
+    try:
+        wait_until(lambda: answered(state, variables), "the resident answers")
+        spawned = state / "resident.spawned"
+        for argv in (["search", "okapi"], ["read", "MEMORY.md"], ["facts", "list"]):
+            reply = ask(socket_path(state), run_question(root, *argv, environ=variables))
+            assert reply is not None and reply["code"] == 0, (argv, reply)
+        assert not spawned.exists() and not (state / LOG_NAME).exists()
+        assert resident_pid(state) == proc.pid
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
 def test_shells_at_once_on_first_use_leave_one_resident(root: Path, reaped: list[int]) -> None:
     variables = {"FSMEM_WATCH_DAEMON": "auto", "FSMEM_WATCH_IDLE": "30"}
     shells = [
