@@ -6,8 +6,9 @@ exit code. One implementation of every command: the bytes are the ones the shell
 It runs only the read-only commands of ``SERVED_COMMANDS``, for its own root with its own settings
 (``fsmem.cli.options`` checks both where the command opens its memory, the way the CLI finds them);
 anything else is refused and the shell runs the command itself. While a command runs, the process's
-standard streams and the variables it was sent are the shell's: the resident answers one question at
-a time (its lock), and nothing else in it prints.
+standard streams are the shell's to the thread running it (its other threads keep theirs: a long-lived
+face that serves goes on printing), and the variables it was sent are the process's: the resident
+answers one question at a time (its lock).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import io
 import os
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -103,12 +105,27 @@ class _Captured(io.TextIOWrapper):
 
 @contextlib.contextmanager
 def _streams(out: _Captured, err: _Captured) -> Iterator[None]:
+    """The shell's streams for this thread's command; the process's own for its other threads (a
+    long-lived face that serves, ``fsmem chat`` or ``fsmem mcp``, goes on reading and printing)."""
     saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin, sys.stdout, sys.stderr = io.StringIO(""), out, err  # a served command reads no input
+    mine = threading.current_thread()
+    routed = [_Routed(own, shells, mine) for own, shells in zip(saved, (io.StringIO(""), out, err), strict=True)]
+    sys.stdin, sys.stdout, sys.stderr = routed  # a served command reads no input
     try:
         yield
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
+
+
+class _Routed:
+    """A standard stream while a command runs for a shell: the shell's to the thread running it, the
+    process's own to every other thread. Looked up on each use, as click and ``print`` look it up."""
+
+    def __init__(self, own: Any, shells: Any, thread: threading.Thread) -> None:
+        self._own, self._shells, self._thread = own, shells, thread
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shells if threading.current_thread() is self._thread else self._own, name)
 
 
 @contextlib.contextmanager

@@ -324,3 +324,37 @@ def test_a_resident_killed_mid_life_leaves_the_shell_running_its_commands_itself
     assert path.exists() and ask(path, question(root, "search", "okapi")) is None
     again = run_fsmem("search", "okapi", "--root", str(root))
     assert (again.returncode, again.stdout, again.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+
+
+def test_a_command_run_for_a_shell_leaves_the_processs_other_threads_their_own_streams(
+    root: Path, monkeypatch, capsys
+) -> None:
+    """A long-lived face that serves (`fsmem chat`, `fsmem mcp`) goes on printing and reading while
+    the resident runs a shell's command: only the thread running it has the shell's streams."""
+    import threading
+
+    memory = opened(root)
+    real_search = Memory.search
+    seen: dict[str, bool] = {}
+
+    def search_beside_another_thread(self: Memory, *args: Any, **kwargs: Any) -> Any:
+        def the_chat_goes_on() -> None:
+            print("the chat goes on")
+            print("a note of the chat's", file=sys.stderr)
+            seen["its stdin"] = not hasattr(sys.stdin, "getvalue")  # the process's, not the shell's empty one
+
+        seen["the shell's stdin"] = hasattr(sys.stdin, "getvalue")
+        other = threading.Thread(target=the_chat_goes_on)
+        other.start()
+        other.join()
+        return real_search(self, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "search", search_beside_another_thread)
+    capsys.readouterr()
+    reply = answer(memory, question(root, "search", "okapi"))
+    assert reply["ok"] and reply["code"] == 0 and "okapi" in reply["stdout"], reply
+    assert "the chat" not in reply["stdout"] + reply["stderr"]
+    printed = capsys.readouterr()  # the process's own streams
+    assert "the chat goes on" in printed.out and "a note of the chat's" in printed.err
+    assert seen == {"the shell's stdin": True, "its stdin": True}
+    memory.close()
