@@ -79,7 +79,7 @@ def test_fsmem_watch_serves_one_workers_cache_and_the_shell_finds_it(postgres, t
             code = (
                 "import sys\nfrom fsmem.cli import main\n"
                 "try:\n    main(['search', 'okapi'])\nexcept SystemExit:\n    pass\n"
-                "print(sorted(m for m in ('psycopg', 'tantivy') if m in sys.modules), file=sys.stderr)\n"
+                "print(sorted(m for m in ('psycopg', 'tantivy', 'click', 'fsmem.cli.group') if m in sys.modules), file=sys.stderr)\n"
             )
             shell = subprocess.run(
                 [sys.executable, "-c", code],
