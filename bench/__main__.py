@@ -1,4 +1,4 @@
-"""``bin/bench [drive|search|facts|context|faces|store|processes|recall|all] [--quick] [part options]``: run benchmark parts."""
+"""``bin/bench [PART|all] [--quick] [part options]``: run benchmark parts (PARTS below)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import sys
 
-PARTS = ("drive", "search", "facts", "context", "faces", "store", "processes", "recall", "meaning", "ui")
+PARTS = ("drive", "search", "facts", "context", "faces", "store", "processes", "daemon", "recall", "meaning", "ui")
 USAGE = f"usage: bin/bench [{'|'.join(PARTS)}|all] [--quick] [options of the part]"
 
 

@@ -15,6 +15,9 @@ until another's next search finds it.
   Quiet, and with another process rewriting 64 MiB with fsync in a loop (a busy disk). ``--sizes
   10000,100000`` for each corpus size, ``--store postgres`` on a throwaway cluster (fsync on, as
   ``bin/bench store`` starts it) or ``--url``; ``--found-only`` for these rows alone.
+- *cold*: at each of ``--sizes`` (a corpus each), a new `fsmem search` process with `fsmem watch`
+  serving (the resident runs the command), then with none, each alternating query by query with a
+  cold rg, and its ratio to that rg. ``--cold-only`` runs these rows alone.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.search import RACY_AGE_S, child_env, fsmem_cold, generate, queries, rg_search
+from bench.search import RACY_AGE_S, child_env, generate, queries, rg_search
 from bench.timing import median_p95
 
 THREADS = 50
@@ -203,30 +206,114 @@ def print_found(rows: list[tuple]) -> None:
     print(f"(load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores as the rows ended)")
 
 
-def cold_searches(root: Path, qs: list[str]) -> dict[str, tuple[float, float]]:
-    """A cold `fsmem search` (a new process each) with `fsmem watch` serving, without it, and rg:
-    alternating query by query, so the machine's other load falls on each alike."""
+def cold_searches(root: Path, qs: list[str], rounds: int, meaning: str) -> dict[str, tuple[float, float]]:
+    """A cold `fsmem search` (a new process of the console script each) with `fsmem watch` serving,
+    then without it, each alternating query by query with rg, so the machine's other load falls on
+    each alike: p50/p95 ms of each, and the rg samples of each phase."""
     if not resident_available():
         return {}
+    environ = {**child_env(), "FSMEM_MEANING": meaning}
     watch = subprocess.Popen(
-        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=child_env(), stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=environ, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while not (root / ".fsmem" / "resident.sock").exists():
             if time.monotonic() > deadline or watch.poll() is not None:
                 raise RuntimeError("fsmem watch did not start serving")
             time.sleep(0.05)
-        served, grep = [], []
-        for _ in range(3):
-            for q in qs:
-                served.append(timed_ms(fsmem_cold, root, q))
-                grep.append(timed_ms(rg_search, root, q))
+        shell_search(root, qs[0], environ)  # its first question loads the commands' modules, once
+        served, grep_served = alternating(root, qs, rounds, environ)
     finally:
         watch.terminate()
         watch.wait(timeout=60)
-    alone = [timed_ms(fsmem_cold, root, q) for q in qs for _ in range(2)]
-    return {"served": median_p95(served), "rg": median_p95(grep), "alone": median_p95(alone)}
+    alone, grep_alone = alternating(root, qs, max(1, rounds - 1), environ)
+    return {
+        "served": median_p95(served),
+        "rg_served": median_p95(grep_served),
+        "alone": median_p95(alone),
+        "rg_alone": median_p95(grep_alone),
+    }
+
+
+def alternating(root: Path, qs: list[str], rounds: int, environ: dict[str, str]) -> tuple[list[float], list[float]]:
+    fsmem_ms, rg_ms = [], []
+    for _ in range(rounds):
+        for q in qs:
+            fsmem_ms.append(timed_ms(shell_search, root, q, environ))
+            rg_ms.append(timed_ms(rg_search, root, q))
+    return fsmem_ms, rg_ms
+
+
+def shell_search(root: Path, query: str, environ: dict[str, str]) -> None:
+    """``fsmem search QUERY --root ROOT`` as a person types it: the console script beside this Python
+    (``python -m fsmem`` where none is installed)."""
+    script = Path(sys.executable).with_name("fsmem")
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "fsmem"]
+    done = subprocess.run(
+        [*launcher, "search", query, "--root", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+        env=environ,
+    )
+    if done.returncode not in (0, 1):  # 1: nothing matched, as grep says it
+        raise subprocess.CalledProcessError(done.returncode, done.args)
+
+
+Row = tuple[int, dict[str, tuple[float, float]]]  # files, and each column's p50/p95
+
+
+def cold_rows(temp: Path, sizes: list[int], rounds: int, meaning: str) -> list[Row]:
+    """The cold rows at each size, on a corpus of its own (indexed first, as `fsmem watch` keeps it)."""
+    import compileall
+
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "fsmem"), quiet=1)  # a user's bytecode
+    rows = []
+    for size in sizes:
+        print(f"[processes] cold searches, {size:,} files …", file=sys.stderr, flush=True)
+        root = temp / f"cold-{size}"
+        cold = cold_searches(root, indexed_corpus(root, size), rounds, meaning)
+        shutil.rmtree(root, ignore_errors=True)
+        if cold:
+            rows.append((size, cold))
+    return rows
+
+
+def indexed_corpus(root: Path, files: int) -> list[str]:
+    """A corpus of ``files`` in ``root``, past the racy window and indexed; ten queries of its words."""
+    import fsmem
+
+    root.mkdir()
+    started = time.perf_counter()
+    _, words, _ = generate(root, files)
+    time.sleep(max(0.0, RACY_AGE_S - (time.perf_counter() - started)))
+    with fsmem.open(root) as memory:
+        memory.index.rebuild()
+    return queries(words, random.Random(11), n=10)
+
+
+def print_cold(rows: list[Row], meaning: str) -> None:
+    print()
+    print(f"Cold searches, FSMEM_MEANING={meaning}:")
+    print(
+        "| files | cold `fsmem search`, `fsmem watch` serving p50/p95 ms | cold rg p50/p95 ms | served ÷ rg "
+        "| cold `fsmem search` with none p50/p95 ms | cold rg p50/p95 ms | none ÷ rg |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for size, cold in rows:
+        served, rg_served, alone, rg_alone = cold["served"], cold["rg_served"], cold["alone"], cold["rg_alone"]
+        print(
+            f"| {size:,} | {served[0]:.0f} / {served[1]:.0f} | {rg_served[0]:.0f} / {rg_served[1]:.0f} "
+            f"| {served[0] / rg_served[0]:.2f}× | {alone[0]:.0f} / {alone[1]:.0f} "
+            f"| {rg_alone[0]:.0f} / {rg_alone[1]:.0f} | {alone[0] / rg_alone[0]:.2f}× |"
+        )
+    if len(rows) > 1:
+        (small, first), (large, last) = rows[0], rows[-1]
+        print(
+            f"(served p50 from {small:,} to {large:,} files: ×{last['served'][0] / first['served'][0]:.2f}; "
+            f"rg ×{last['rg_served'][0] / first['rg_served'][0]:.2f})"
+        )
 
 
 def resident_available() -> bool:
@@ -247,16 +334,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1,000 files, fewer rounds")
     parser.add_argument("--writes", type=int, default=None, help="writes of the A → B rows (default 40)")
     parser.add_argument(
-        "--sizes", default="", help="corpus sizes of the A → B rows, e.g. 10000,100000 (default --files)"
+        "--sizes",
+        default=None,
+        help="corpus sizes of the A → B rows and the cold rows, comma-separated (default: --files for A → B, "
+        "1000,10000,100000 for the cold rows; quick: 1000,10000)",
     )
     parser.add_argument("--store", choices=("folder", "postgres"), default="folder", help="the store of the A → B rows")
     parser.add_argument("--url", default="", help="a PostgreSQL conninfo (default: a throwaway cluster, fsync on)")
     parser.add_argument("--found-only", action="store_true", help="only the A → B rows")
-    parser.add_argument("--meaning", choices=("off", "auto"), default="off", help="meaning in A and B (default off)")
+    parser.add_argument("--cold-only", action="store_true", help="the cold rows alone")
+    parser.add_argument(
+        "--meaning",
+        choices=["off", "auto"],
+        default="off",
+        help="FSMEM_MEANING of A, B and the cold rows (default off: words, as rg; auto: a query embedded too, "
+        "and the resident embedding the new corpus meanwhile)",
+    )
     args = parser.parse_args(argv)
+    given = [int(size) for size in args.sizes.split(",")] if args.sizes else None
+    cold_sizes = given or ([1000, 10000] if args.quick else [1000, 10000, 100000])
+    rounds = 2 if args.quick else 3
+    if args.cold_only:
+        with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as temp:
+            print_cold(cold_rows(Path(temp), cold_sizes, rounds, args.meaning), args.meaning)
+        print(f"(cores: {os.cpu_count()}; load {os.getloadavg()[0]:.2f} at the end)")
+        return 0
     files = args.files or (1000 if args.quick else 10000)
     writes = args.writes or (10 if args.quick else 40)
-    sizes = [int(size) for size in args.sizes.split(",")] if args.sizes else [files]
+    sizes = given or [files]
     if args.store == "postgres":
         from bench.store import throwaway_server
 
@@ -273,18 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as temp:
         root = Path(temp) / "corpus"
-        root.mkdir()
-        started = time.perf_counter()
-        _, words, _ = generate(root, files)
-        time.sleep(max(0.0, RACY_AGE_S - (time.perf_counter() - started)))
-        import fsmem
-
-        with fsmem.open(root) as memory:
-            memory.index.rebuild()
-        qs = queries(words, random.Random(11), n=10)
+        qs = indexed_corpus(root, files)
         many = many_objects(root, qs, rounds=1 if args.quick else 3)
-        cold = cold_searches(root, qs)
         shutil.rmtree(root, ignore_errors=True)
+        cold = cold_rows(Path(temp), cold_sizes, rounds, args.meaning)
     print(
         f"| files | search p50/p95 ms, {THREADS} threads on 1 `Memory` | on {THREADS} `Memory` objects "
         f"| first search p50/p95 ms, 1 / {THREADS} objects |"
@@ -299,17 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_found(found)
     if cold:
-        served, grep, alone = cold["served"], cold["rg"], cold["alone"]
-        print()
-        print(
-            "| files | cold `fsmem search`, `fsmem watch` serving p50/p95 ms | cold rg p50/p95 ms "
-            "| served ÷ rg | cold `fsmem search` with none p50/p95 ms | none ÷ rg |"
-        )
-        print("|---|---|---|---|---|---|")
-        print(
-            f"| {files:,} | {served[0]:.0f} / {served[1]:.0f} | {grep[0]:.0f} / {grep[1]:.0f} "
-            f"| {served[0] / grep[0]:.2f}× | {alone[0]:.0f} / {alone[1]:.0f} | {alone[0] / grep[0]:.2f}× |"
-        )
+        print_cold(cold, args.meaning)
     load = os.getloadavg()[0]
     print(f"(cores: {os.cpu_count()}; load {load:.2f} at the end; the machine's other load is not controlled)")
     return 0

@@ -10,41 +10,40 @@ This module is the public face: what `__all__` names (with `fsmem.cli`, `fsmem.m
 """
 
 import importlib as _importlib
-import typing as _typing
 
-from fsmem._errors import (
-    BadFact,
-    BadPath,
-    BadPattern,
-    BadProposal,
-    BadRequest,
-    BadSkill,
-    BadStore,
-    Busy,
-    Conflict,
-    EditUnplaced,
-    Exists,
-    FactSensitive,
-    FsmemError,
-    LevelParked,
-    ModelError,
-    NotFound,
-    NotRead,
-    NotUnique,
-    Protected,
-    RequestError,
-    RootNotFound,
-    ScopeError,
-    Sensitive,
-    SetupError,
-    Storage,
-    Timeout,
-    TooLarge,
-    Unsupported,
-)
-
-if _typing.TYPE_CHECKING:
+TYPE_CHECKING = False  # typing itself costs a cold shell 2 ms
+if TYPE_CHECKING:
     from fsmem._core.due import review_due
+    from fsmem._errors import (
+        BadFact,
+        BadPath,
+        BadPattern,
+        BadProposal,
+        BadRequest,
+        BadSkill,
+        BadStore,
+        Busy,
+        Conflict,
+        EditUnplaced,
+        Exists,
+        FactSensitive,
+        FsmemError,
+        LevelParked,
+        ModelError,
+        NotFound,
+        NotRead,
+        NotUnique,
+        Protected,
+        RequestError,
+        RootNotFound,
+        ScopeError,
+        Sensitive,
+        SetupError,
+        Storage,
+        Timeout,
+        TooLarge,
+        Unsupported,
+    )
     from fsmem._llm.model import ModelSettings
     from fsmem._llm.openai import OpenAICompatibleModel, build_model
     from fsmem._memory.levels import Scope, scope_files
@@ -53,9 +52,10 @@ if _typing.TYPE_CHECKING:
     from fsmem._memory.review import consolidate, review
     from fsmem._memory.tool import Run
 
-# Every name but the errors is bound on its first use, from the module that defines it, so a command
-# loads only what it uses: `fsmem --help` no memory at all, a cold `fsmem search` neither the model
-# clients (http.client, ssl, email) nor the tool's rules, the prompts or the review.
+# Every name is bound on its first use, from the module that defines it, so a command loads only what
+# it uses: a shell a resident answers not even the errors, `fsmem --help` no memory at all, a cold
+# `fsmem search` neither the model clients (http.client, ssl, email) nor the tool's rules, the
+# prompts or the review. A name of `__all__` the table does not hold is an error's, of fsmem._errors.
 _DEFINED_IN = {
     "Memory": "fsmem._memory.memory",
     "ModelSettings": "fsmem._llm.model",
@@ -71,12 +71,12 @@ _DEFINED_IN = {
     "scope_files": "fsmem._memory.levels",
 }
 
-if not _typing.TYPE_CHECKING:  # type checkers see the imports above, so a misspelt name stays an error
+if not TYPE_CHECKING:  # type checkers see the imports above, so a misspelt name stays an error
 
     def __getattr__(name: str) -> object:
-        if name not in _DEFINED_IN:
+        if name not in __all__:
             raise AttributeError(f"module 'fsmem' has no attribute {name!r}")
-        value = getattr(_importlib.import_module(_DEFINED_IN[name]), name)
+        value = getattr(_importlib.import_module(_DEFINED_IN.get(name, "fsmem._errors")), name)
         globals()[name] = value
         return value
 
@@ -127,3 +127,5 @@ __all__ = [
     "review_due",
     "scope_files",
 ]
+
+del TYPE_CHECKING  # not a name of the public face

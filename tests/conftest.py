@@ -59,6 +59,38 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
+OKAPI_FILES = [
+    ("MEMORY.md", "# Project\n\nThe okapi launch is on Friday.\n"),
+    ("seo/plan.md", "# Plan\n\nLaunch plan: okapi pages first, then the rest.\nAnd more.\n"),
+    ("notes/zoo.md", "# Zoo\n\nAn okapi, a giraffe's cousin — ünïcode too.\n"),
+]
+
+
+def okapi_root(folder: Path) -> Path:
+    """A root made at ``folder`` with three files about an okapi, written through the memory tool."""
+    import fsmem
+
+    memory = fsmem.open(folder, create=True)
+    run = memory.run(thread_id="t-1")
+    for path, text in OKAPI_FILES:
+        assert run.call({"command": "write", "path": path, "content": text})["ok"]
+    memory.close()
+    return folder
+
+
+def run_question(cwd: Path, *argv: str, environ: dict[str, str] | None = None) -> dict:
+    """The ``run`` question a shell in ``cwd`` with these ``FSMEM_*`` variables sends (pipes, UTF-8)."""
+    streams = {"tty": False, "encoding": "utf-8", "errors": "strict"}
+    return {
+        "op": "run",
+        "argv": list(argv),
+        "prog": "fsmem",
+        "cwd": str(cwd),
+        "environ": dict(environ or {}),
+        "streams": {"stdout": streams, "stderr": streams},
+    }
+
+
 def write(root: Path, path: str, text: str) -> None:
     """Write a file by hand, as a person or another program would (no fsmem involved)."""
     target = root / path

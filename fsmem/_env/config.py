@@ -41,6 +41,18 @@ class Settings:
     embed_timeout: float = 10.0  # seconds a request to the endpoint may take
     embed_threads: int = 1  # onnxruntime's threads for the local model
     meaning_weight: float = 0.2  # how much meaning counts beside words in mode "both" (tuned on the dev split)
+    # The resident (``fsmem watch``): "auto" starts one for the root on a one-shot command's first use,
+    # and it stops after ``watch_idle`` seconds with no question; "off" leaves starting it to a person.
+    watch_daemon: str = "off"
+    watch_idle: float = 900.0
+
+    def for_answers(self) -> Settings:
+        """These settings less those about this process's own life (whether it watches, starts a
+        resident, how long one waits idle): what two processes must share for one to answer the other."""
+        return dataclasses.replace(self, watch=False, watch_daemon="off", watch_idle=Settings.watch_idle)
+
+
+WATCH_DAEMON_CHOICES = ("off", "auto")
 
 
 def load_settings(root: Path | None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -76,4 +88,16 @@ def _coerce(values: dict[str, object]) -> Settings:
                 coerced[name] = kind(value)
         except (TypeError, ValueError) as error:
             raise SetupError(f"setting {name} must be a {kind.__name__}, got {value!r}") from error
-    return dataclasses.replace(Settings(), **coerced)
+    settings = dataclasses.replace(Settings(), **coerced)
+    _check(settings)
+    return settings
+
+
+def _check(settings: Settings) -> None:
+    """The values a type alone does not rule out, refused as the file or variable names them."""
+    if settings.watch_daemon not in WATCH_DAEMON_CHOICES:
+        raise SetupError(
+            f"setting watch_daemon must be one of {', '.join(WATCH_DAEMON_CHOICES)}, not {settings.watch_daemon!r}"
+        )
+    if not settings.watch_idle > 0:  # also refuses nan
+        raise SetupError(f"setting watch_idle must be a number of seconds above 0, not {settings.watch_idle!r}")

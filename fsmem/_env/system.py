@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from fsmem._errors import Unsupported
 
@@ -37,3 +38,24 @@ def check_system() -> None:
             + "; and ".join(missing)
             + ". Use fsmem from Linux, macOS or WSL"
         )
+
+
+def release_heap() -> None:
+    """Give memory the process freed back to the system (glibc's ``malloc_trim``; elsewhere nothing).
+    glibc keeps freed memory in its arenas, so a long-lived process's size would keep the peak of each
+    big transient piece of work (a writer's heap, a full comparison's stamps); this costs microseconds
+    to a few milliseconds."""
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL("libc.so.6")  # by name: find_library would run ldconfig
+            _libc = libc if hasattr(libc, "malloc_trim") else False  # glibc only
+        except OSError:
+            _libc = False
+    if _libc:
+        _libc.malloc_trim(0)
+
+
+_libc: Any = None  # loaded on the first release_heap (False: not glibc)

@@ -13,7 +13,6 @@ Everything here lives under the memory store's ``state`` and reads the memory th
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import threading
@@ -23,12 +22,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import tantivy
 
 from fsmem._core.search import SCHEMA_VERSION, FileDoc, Indexed
 from fsmem._core.versions import version_of
+from fsmem._env.system import release_heap
 from fsmem._errors import FsmemError, IndexError_
 from fsmem._index import faults
 from fsmem._index.feed import IndexFeed
@@ -47,9 +46,6 @@ from fsmem._index.state import (
 from fsmem._store.atomic import make_dirs
 from fsmem._store.folder.walk import WALK_CACHE
 from fsmem._store.interface import Store
-
-if TYPE_CHECKING:
-    import ctypes
 
 MAX_INDEXED_BYTES = 1 << 20  # hand-made giants are indexed by their first MiB
 LONGEST_WORD = 40  # longer tokens (hashes, base64) are left out of the index
@@ -254,7 +250,7 @@ class IndexStore:
                 except Exception:  # noqa: BLE001, S110
                     pass
                 del writer
-                _release_heap()
+                release_heap()
         if failed is not None:
             self._rebuild_after(failed)
         elif batch.touched:
@@ -574,24 +570,3 @@ def _indexable(path: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _release_heap() -> None:
-    """Give the freed writer heap back to the system. Each batch's writer allocates its heap from its
-    own threads; glibc keeps what those threads freed in per-thread arenas, so a long-lived process's
-    memory would creep up batch after batch. ``malloc_trim`` costs microseconds."""
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL | None:
-    """glibc, loaded by the first batch (ctypes is no cost of a process that only searches)."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")  # by name: find_library would run ldconfig at every start
-        return libc if hasattr(libc, "malloc_trim") else None  # glibc only
-    except OSError:
-        return None

@@ -27,6 +27,7 @@ import numpy as np
 
 from fsmem._core.chunks import Chunk, chunk_text
 from fsmem._core.versions import version_of
+from fsmem._env.system import release_heap
 from fsmem._errors import FsmemError
 from fsmem._index.generations import MAX_INDEXED_BYTES
 from fsmem._index.state import MANIFEST, file_key
@@ -196,6 +197,9 @@ class Meaning:
             try:
                 done = self.embed_pending(FILES_PER_ROUND, stopping=stop.is_set)
                 self.failure = None
+                # The model's buffers for a batch are freed after it, but glibc keeps them in this
+                # thread's arena (hundreds of MB for long passages): give them back each round.
+                release_heap()
             except FsmemError as error:  # the model is down or refused: words alone meanwhile
                 self.failure = error.message  # said once by the next search, shown by `fsmem index status`
                 stop.wait(BACK_OFF)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import threading
 import time
@@ -38,7 +37,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from fsmem._core.search import is_indexable_name
-from fsmem._errors import IndexError_
+from fsmem._env.system import release_heap
 from fsmem._index.feed import Followed
 from fsmem._index.state import HEARTBEAT_INTERVAL, heartbeat_file, read_heartbeat, write_heartbeat
 from fsmem._store.folder.drive import Drive
@@ -129,6 +128,7 @@ class Watcher(FileSystemEventHandler):
             self._observer = None
             self.reconcile_every = min(self.reconcile_every, 5.0)
         self.index.reconcile()  # after the watch is in place: nothing slips between the two
+        release_heap()  # a full comparison's stamps, gone: the process stays at what it keeps
         self._beat()
         self._thread = threading.Thread(target=self._loop, name="fsmem-watch", daemon=True)
         self._thread.start()
@@ -155,12 +155,7 @@ class Watcher(FileSystemEventHandler):
     def unapplied(self) -> set[str] | None:
         """The paths events named that are not applied yet, while running with no event lost (then this
         process's searches refresh those and compare nothing); ``None`` otherwise."""
-        running = (
-            self._observer is not None
-            and not self._stop.is_set()
-            and self._thread is not None
-            and self._thread.is_alive()
-        )
+        running = self._observer is not None and self.running
         with self._condition:
             return set(self._pending) if running and self._lost is None else None
 
@@ -174,6 +169,11 @@ class Watcher(FileSystemEventHandler):
             hear(paths)
 
     @property
+    def running(self) -> bool:
+        """Whether its worker applies what changes (``False`` once stopped, or if the worker died)."""
+        return not self._stop.is_set() and self._thread is not None and self._thread.is_alive()
+
+    @property
     def watching(self) -> bool:
         """Whether events arrive (``False`` when the root could not be watched: comparisons only)."""
         return self._observer is not None
@@ -183,24 +183,6 @@ class Watcher(FileSystemEventHandler):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def run_forever(self) -> None:
-        """Block until interrupted (Ctrl-C, SIGTERM) or stopped from another thread (started first if it
-        was not). A worker that dies is ``INDEX_ERROR``."""
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
-        if self._thread is None:
-            self.start()
-        try:
-            while not self._stop.wait(0.5):
-                if self._thread is not None and not self._thread.is_alive():
-                    raise IndexError_(
-                        "the watcher stopped unexpectedly (" + "; ".join(self.errors[-3:]) + "); start it again"
-                    )
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self.stop()
 
     def _watch_top(self, name: str) -> None:
         """Watch a top-level folder recursively (a no-op for files, dot-folders and links)."""
@@ -318,6 +300,7 @@ class Watcher(FileSystemEventHandler):
                     if lost:
                         log.warning("events may have been lost (%s); comparing every file", lost)
                     self.index.reconcile()
+                    release_heap()
                     self.reconciles += 1
                     next_reconcile = time.monotonic() + self.reconcile_every
                 elif batch:

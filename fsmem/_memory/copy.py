@@ -49,7 +49,7 @@ class Place:
     def __str__(self) -> str:
         if self.folder is not None:
             return str(self.folder)
-        from fsmem._store.postgres.drive import redacted
+        from fsmem._store.postgres.cache import redacted
 
         return f"project {self.project!r} in {redacted(self.url or '')}"
 

@@ -1,141 +1,92 @@
-"""The ``fsmem`` command. Subcommands load lazily, so ``fsmem search`` imports only what search needs."""
+"""The ``fsmem`` command. ``main`` first asks a resident of the root (``fsmem watch``) to run the
+command line (the standard library alone, no click: ``fsmem._index.resident``); when none does, it
+runs the click group here (``fsmem.cli.group``), which prints the same bytes.
+
+``main`` is also the click group to a caller that treats it as one (``CliRunner().invoke(main, …)``,
+``main.get_command``): every attribute but the call is the group's, and that runs only here.
+"""
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
-import click
+TYPE_CHECKING = False  # typing itself costs a cold shell 2 ms
+if TYPE_CHECKING:
+    from typing import Any
 
-from fsmem._errors import BadFact, Conflict, FsmemError, NotRead, SetupError
-from fsmem.cli.options import echo_json, json_option, root_option, wants_json
+    from fsmem.cli.group import (
+        COMMANDS,
+        EXIT_CONFLICT,
+        EXIT_NO_MATCH,
+        EXIT_REQUEST_REFUSED,
+        EXIT_SETUP,
+        LazyGroup,
+        echo_error,
+        exit_code_for,
+        for_the_shell,
+    )
 
-# name -> "module:attribute"; each module is imported only when its command runs (or for --help).
-COMMANDS: dict[str, str] = {
-    "init": "fsmem.cli.files:init",
-    "read": "fsmem.cli.files:read",
-    "write": "fsmem.cli.files:write",
-    "rename": "fsmem.cli.files:rename",
-    "delete": "fsmem.cli.files:delete",
-    "tool": "fsmem.cli.files:tool",
-    "versions": "fsmem.cli.files:versions",
-    "revert": "fsmem.cli.files:revert",
-    "log": "fsmem.cli.files:log",
-    "agents": "fsmem.cli.levels:agents",
-    "routines": "fsmem.cli.levels:routines",
-    "search": "fsmem.cli.search:search",
-    "index": "fsmem.cli.search:index",
-    "watch": "fsmem.cli.search:watch",
-    "mcp": "fsmem.cli.mcp:mcp",
-    "proposals": "fsmem.cli.proposals:proposals",
-    "facts": "fsmem.cli.facts:facts",
-    "remember": "fsmem.cli.facts:remember",
-    "review": "fsmem.cli.review:review",
-    "check": "fsmem.cli.facts:check",
-    "chat": "fsmem.cli.chat:chat",
-    "demo": "fsmem.cli.chat:demo",
-    "edit": "fsmem.cli.files:edit",
-    "status": "fsmem.cli.status:status",
-}
-COMMANDS["copy"] = "fsmem.cli.copy:copy"  # issue 12: a project between stores
-COMMANDS["sync"] = "fsmem.cli.sync:sync"  # issue 12: a folder people edit, mirrored from PostgreSQL
-COMMANDS["usage"] = "fsmem.cli.usage:usage"  # issue 22: model calls and tokens by purpose and day
-COMMANDS["skills"] = "fsmem.cli.skills:skills"  # issue 22: skills kept like memory, and the curator
-COMMANDS["links"] = "fsmem.cli.links:links"  # issue 21: links and backlinks
-COMMANDS["model"] = "fsmem.cli.model:model"  # issue 21: the local embedding model
-COMMANDS["ui"] = "fsmem.cli.ui:ui"  # issue 23: a page for people
-
-# Exit codes by error family; one place, so scripts can rely on them (the README's table).
-EXIT_REQUEST_REFUSED = 1
-EXIT_NO_MATCH = 1  # `fsmem search` found nothing, as grep says it
-EXIT_SETUP = 2  # also click's own code for a command line it cannot parse
-EXIT_CONFLICT = 3
+__all__ = [
+    "COMMANDS",
+    "EXIT_CONFLICT",
+    "EXIT_NO_MATCH",
+    "EXIT_REQUEST_REFUSED",
+    "EXIT_SETUP",
+    "LazyGroup",
+    "echo_error",
+    "exit_code_for",
+    "for_the_shell",
+    "main",
+]
 
 
-def exit_code_for(error: FsmemError) -> int:
-    """By the error's place in the tree: a stale version 3, something to set up 2, any refusal 1."""
-    if isinstance(error, (Conflict, NotRead)):
-        return EXIT_CONFLICT
-    if isinstance(error, SetupError) and not isinstance(error, BadFact):  # a fact that breaks a rule is refused
-        return EXIT_SETUP
-    return EXIT_REQUEST_REFUSED
+class Shell:
+    """The console script: ``main()`` (or ``main(args)``) runs a command line and exits."""
+
+    def __call__(self, args: list[str] | None = None, prog_name: str | None = None, **extra: Any) -> Any:
+        argv = sys.argv[1:] if args is None else list(args)
+        prog = prog_name or os.path.basename(sys.argv[0])  # what click names a console script
+        if not extra:
+            from fsmem._index.resident import served
+
+            done = served(argv, prog)
+            if done is not None:
+                _print_and_exit(*done)
+        from fsmem.cli.group import group
+
+        return group.main(argv, prog_name=prog, **extra)
+
+    def __getattr__(self, name: str) -> Any:
+        from fsmem.cli.group import group
+
+        return getattr(group, name)
 
 
-def for_the_shell(error: FsmemError) -> FsmemError:
-    """The error worded for a shell: what Python callers are told to call (``create=True``,
-    ``create_agent``) becomes the command to type, from the error's fields (never its text)."""
-    details = error.details
-    missing = details.get("missing")
-    if missing == "root":
-        message = (
-            f"{details['root']} is not an fsmem root (no .fsmem/ folder); run `fsmem init {details['root']}` to make it"
-        )
-    elif missing == "agent":
-        agent = details["agent_id"]
-        message = (
-            f"agent {agent!r} has no folder; make it with `fsmem agents create {agent} NAME`, or name it in "
-            f"the scope (--scope agent:{agent}:NAME) so the folder is made on first use"
-        )
-    elif missing == "routine":
-        agent, routine = details["agent_id"], details["routine_id"]
-        message = (
-            f"routine {routine!r} has no folder; make it with `fsmem routines create {agent} {routine} NAME`, "
-            f"or name it in the scope (--scope routine:{agent}/{routine}:AGENT_NAME/NAME) so the folder is "
-            "made on first use"
-        )
-    else:
-        return error
-    return type(error)(message, **details)
+def _print_and_exit(out: bytes, err: bytes, code: int) -> None:
+    """A served command's output; stderr first, as a shell's own run shows it where both streams meet:
+    the commands served say their notes and errors before their output, or instead of it (and a pipe's
+    stdout is written when the process ends)."""
+    try:
+        for stream, data in ((sys.stderr, err), (sys.stdout, out)):
+            stream.flush()
+            stream.buffer.write(data)
+            stream.flush()
+    except BrokenPipeError:  # as click takes a reader gone: quietly, and 1
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
-def echo_error(error: FsmemError, as_json: bool) -> None:
-    """One ``Error: [CODE] …`` line on stderr, or the tool's error shape on stdout under ``--json``."""
-    error = for_the_shell(error)
-    if as_json:
-        echo_json({"ok": False, "error": error.to_dict()})
-    else:
-        click.echo(f"Error: [{error.code}] {error.message}", err=True)
+main = Shell()
 
+if not TYPE_CHECKING:  # type checkers see the imports above, so a misspelt name stays an error
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+    def __getattr__(name: str) -> object:
+        if name not in __all__:  # bound on first use, so a shell a resident answers loads no click
+            raise AttributeError(f"module 'fsmem.cli' has no attribute {name!r}")
+        import importlib
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
-        if target is None:
-            return None
-        module_name, attribute = target.split(":")
-        return getattr(importlib.import_module(module_name), attribute)
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except FsmemError as error:
-            echo_error(error, wants_json(ctx))
-            ctx.exit(exit_code_for(error))
-        except (click.exceptions.Exit, click.exceptions.Abort):
-            raise
-        except click.ClickException as error:  # a command line click cannot parse: JSON too, when asked
-            if not wants_json(ctx):
-                raise
-            echo_json({"ok": False, "error": {"code": "USAGE", "message": error.format_message()}})
-            ctx.exit(error.exit_code)
-        except Exception as error:  # noqa: BLE001 - the shell gets one line; tests get the traceback
-            if os.environ.get("FSMEM_RAISE") or "pytest" in sys.modules:
-                raise
-            click.echo(f"Error: {type(error).__name__}: {error}", err=True)
-            ctx.exit(EXIT_SETUP)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="fsmem")
-@root_option
-@json_option
-def main(root: str | None, as_json: bool) -> None:
-    """Memory for LLM agents, kept as markdown files in a plain folder.
-
-    --root and --json may come before the command or after it. Exit codes: 0 done, 1 refused (or
-    `search` found nothing, as grep), 2 setup or usage, 3 conflict (the file changed since read).
-    """
+        value = getattr(importlib.import_module("fsmem.cli.group"), name)
+        globals()[name] = value
+        return value

@@ -133,6 +133,9 @@ def chat(
         )
     model = make_model(model_settings)
     memory = open_memory(root)
+    from fsmem.cli.watch import serve_while_running
+
+    serve_while_running(memory)  # the shell's searches answered here while the chat lasts
     scope, scope_key = _scope(agent_id, agent_name, routine_id, routine_name)
     thread_id, history = _load_thread(thread_file, scope_key)
     session = Session(

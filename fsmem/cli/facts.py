@@ -12,7 +12,7 @@ from fsmem._core.facts import DEFAULT_SOURCE, Fact, format_when
 from fsmem._core.layout import STATE_DIR
 from fsmem._errors import BadFact
 from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
-from fsmem.cli.options import chosen_store, echo_json, find_root, json_option, open_root, root_option
+from fsmem.cli.options import chosen_store, echo_json, find_root, json_option, open_root, root_option, serving_a_shell
 
 if TYPE_CHECKING:
     from fsmem._memory.facts.kept import Listing
@@ -27,8 +27,9 @@ def _facts(root: str | None):
 
 def _kept_listing(root: str | None, subject: str | None) -> Listing | None:
     """A folder's listing as its kept view has it, where the view vouches for the files (no memory
-    opened: a new process loads sqlite3 and the view, nothing else); None otherwise."""
-    if chosen_store(folder_given=bool(root))[0] is not None:
+    opened: a new process loads sqlite3 and the view, nothing else); None otherwise, and in a resident
+    running the command for a shell (its open memory answers, by its watcher's word)."""
+    if serving_a_shell() or chosen_store(folder_given=bool(root))[0] is not None:
         return None
     folder = find_root(root)
     if not (folder / STATE_DIR).is_dir():

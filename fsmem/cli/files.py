@@ -14,11 +14,9 @@ import click
 from fsmem._errors import BadRequest, Conflict, Exists, NotRead, RequestError, from_code
 from fsmem.cli import exit_code_for, for_the_shell
 from fsmem.cli.options import (
-    asked_resident,
     chosen_store,
     echo_json,
     expect_option,
-    find_root,
     json_line,
     json_option,
     open_memory,
@@ -95,7 +93,6 @@ def init(directory: Path | None, root: str | None, as_json: bool) -> None:
     """
     from fsmem._env.system import check_system
     from fsmem._store.folder.root import init_root
-    from fsmem.cli.options import chosen_store
 
     check_system()
     url, project = chosen_store(folder_given=directory is not None or bool(root))
@@ -133,21 +130,10 @@ def read(path: str | None, start_line: int | None, end_line: int | None, root: s
         request["start_line"] = start_line
     if end_line:
         request["end_line"] = end_line
-    asked = None if chosen_store(folder_given=bool(root))[0] else _asked_read(root, path, request)
-    if asked is not None:  # a resident index of the root (fsmem watch) made the same tool call
-        result = _shown(*asked, as_json)
-    else:
-        memory = _memory(root, path)
-        result = _call(memory, {**request, "path": shell_path(path, memory.root)}, as_json)
+    memory = _memory(root, path)
+    result = _call(memory, {**request, "path": shell_path(path, memory.root)}, as_json)
     if not as_json:
         click.echo(result["text"])
-
-
-def _asked_read(root: str | None, path: str | None, request: dict[str, Any]) -> tuple[dict, dict] | None:
-    """The resident's result of the read and the request it answered (``None``: none answered)."""
-    request = {**request, "path": shell_path(path, find_root(root, path))}
-    answer = asked_resident(root, "read", {"request": request}, near=path)
-    return None if answer is None else (answer["result"], request)
 
 
 @click.command()

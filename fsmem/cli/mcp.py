@@ -56,4 +56,7 @@ def mcp(root: str | None, scope_text: str, create: bool, thread_prefix: str) -> 
     except FsmemError as error:
         mcp_server.serve(None, None, thread_prefix, problem=error)
         return
+    from fsmem.cli.watch import serve_while_running
+
+    serve_while_running(memory)  # the shell's searches answered here while the session lasts
     mcp_server.serve(memory, scope, thread_prefix)

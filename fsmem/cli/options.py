@@ -1,17 +1,22 @@
 """Options every command shares (``--root``, ``--json``), how the root is found, and how a path typed
-at the shell names a file of the root."""
+at the shell names a file of the root; and, for a command a resident runs for a shell
+(``fsmem.cli.served``), that shell's folder and the resident's memory in their place."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from fsmem._core.layout import STATE_DIR
+from fsmem._env.roots import chosen_root, with_real_folder
 from fsmem._errors import BadPath, BadStore, RootNotFound
 
 if TYPE_CHECKING:
@@ -28,20 +33,118 @@ _STORE_KEY = "fsmem._store"
 _PROJECT_KEY = "fsmem.project"
 
 
+@dataclasses.dataclass(frozen=True)
+class Asker:
+    """The shell a resident runs a command for (its variables are the process's while it runs): the
+    folder it stands in, and the memory (the resident's own) its command may use."""
+
+    cwd: str
+    memory: Memory
+
+
+class NotServed(BaseException):
+    """The command a resident runs names another root, other settings or a command it does not serve:
+    the shell runs it itself. Not an ``Exception``: nothing on the way may take it for a failure."""
+
+
+_ASKER: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("fsmem_asker", default=None)
+
+
+@contextlib.contextmanager
+def asked_by(asker: Asker) -> Iterator[None]:
+    """Commands run here are the asker's: its folder, and ``open_root`` gives its memory."""
+    token = _ASKER.set(asker)
+    try:
+        yield
+    finally:
+        _ASKER.reset(token)
+
+
+def serving_a_shell() -> bool:
+    """Whether the command runs in a resident, for a shell (its memory is open and watched)."""
+    return _ASKER.get() is not None
+
+
+def current_folder() -> str:
+    """The folder the command was typed in (``OSError`` when it was removed under us)."""
+    asker = _ASKER.get()
+    return os.getcwd() if asker is None else asker.cwd
+
+
 def open_root(explicit: str | None, near: str | None = None) -> Memory:
     """The memory a one-shot command works on, with its settings but no watcher: a process that
-    searches once would only pay for starting one (and leave it to die with it)."""
-    return open_memory(explicit, near, watch=False)
+    searches once would only pay for starting one (and leave it to die with it). In a resident, for
+    a shell: the resident's memory, when the command names it with the same settings. A command a
+    resident would have run, run here instead (none answered), starts one for next time when the
+    settings say ``watch_daemon = "auto"``."""
+    asker = _ASKER.get()
+    if asker is not None:
+        return _served_memory(asker, explicit, near)
+    memory = open_memory(explicit, near, watch=False)
+    if memory.settings.watch_daemon == "auto" and _command_words() in _served_commands():
+        _start_resident(memory)
+    return memory
+
+
+def _command_words() -> tuple[str, ...]:
+    """The words of the command running (``("facts", "list")``), below the group's."""
+    words: tuple[str, ...] = ()
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None:
+        words, ctx = (ctx.info_name or "", *words), ctx.parent
+    return words
+
+
+def _served_commands() -> frozenset[tuple[str, ...]]:
+    from fsmem._index.resident import SERVED_COMMANDS
+
+    return SERVED_COMMANDS
+
+
+def _start_resident(memory: Memory) -> None:
+    """Start ``fsmem watch`` for ``memory`` on first use (``fsmem._index.autostart``; it returns at
+    once, and does nothing when one listens already). A project in PostgreSQL is named to it by the
+    environment: a command line is anyone's to read, and the URL may hold a password."""
+    from fsmem._index.autostart import start_on_first_use
+    from fsmem._store.folder.drive import Drive
+
+    drive = memory.drive
+    if isinstance(drive, Drive):
+        argv, env = ["--root", str(memory.root)], {}
+    else:
+        argv, env = [], {"FSMEM_STORE": getattr(drive, "url", ""), "FSMEM_PROJECT": drive.name}
+    start_on_first_use(drive.state, argv, env, memory.settings.watch_idle)
+
+
+def _served_memory(asker: Asker, explicit: str | None, near: str | None) -> Memory:
+    from fsmem._env.config import load_settings
+
+    words = _command_words()
+    if words not in _served_commands():
+        raise NotServed(f"not a command a resident runs: {' '.join(words)!r}")
+    memory = asker.memory
+    url, project = chosen_store(folder_given=bool(explicit))
+    if url is not None:
+        if getattr(memory.drive, "url", None) != url or memory.drive.name != project:
+            raise NotServed("the command names another memory")
+        settings = load_settings(None)
+    elif memory.root is None or find_root(explicit, near) != memory.root:
+        raise NotServed("the command names another memory")
+    else:
+        settings = load_settings(memory.root)
+    if settings.for_answers() != memory.settings.for_answers():  # the asker's variables are the process's now
+        raise NotServed("asked with other settings")
+    return memory
 
 
 def open_memory(explicit: str | None, near: str | None = None, *, watch: bool = True, create: bool = False) -> Memory:
     """The memory a command names: ``--store URL --project NAME`` (or ``$FSMEM_STORE`` and
     ``$FSMEM_PROJECT``) for a project in PostgreSQL, else the folder ``find_root`` finds."""
-    import dataclasses
-
     import fsmem
     from fsmem._env.config import load_settings
 
+    if _ASKER.get() is not None:
+        raise NotServed("a resident opens no memory for a shell but its own")
     url, project = chosen_store(folder_given=bool(explicit))
     if url is not None:
         settings = load_settings(None)
@@ -74,39 +177,13 @@ def chosen_store(folder_given: bool = False) -> tuple[str | None, str | None]:
     return url, project
 
 
-def asked_resident(
-    explicit: str | None, op: str, args: dict[str, Any], near: str | None = None
-) -> dict[str, Any] | None:
-    """What a resident index of the root (``fsmem watch``) answers, or ``None``: none runs, or it could
-    not answer (the caller then does the work itself). A folder's only: a project in PostgreSQL has no
-    socket. Loads the wire alone, never the index."""
-    from fsmem._env.config import load_settings
-    from fsmem._index.resident import ask, settings_mark
-
-    if chosen_store(folder_given=bool(explicit))[0] is not None:
-        return None
-    folder = find_root(explicit, near)
-    if not (folder / STATE_DIR).is_dir():
-        return None  # no root yet: nothing can be serving it
-    return ask(folder / STATE_DIR, op, args, settings_mark(load_settings(folder)))
-
-
 def find_root(explicit: str | None, near: str | None = None) -> Path:
     """``--root``, else ``FSMEM_ROOT``, else the root holding ``near`` (an absolute path a person typed),
     else the nearest folder upward from here that holds ``.fsmem/``."""
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    from_env = os.environ.get("FSMEM_ROOT")
-    if from_env:
-        return Path(from_env).expanduser().resolve()
-    starts = [Path.cwd().resolve()]
-    if near and os.path.isabs(near):
-        starts.insert(0, _real(Path(near)).parent)
-    for start in starts:
-        for folder in (start, *start.parents):
-            if (folder / STATE_DIR).is_dir():
-                return folder
-    raise RootNotFound("no fsmem root here: pass --root DIR, set FSMEM_ROOT, or run `fsmem init` to make one")
+    folder = chosen_root(explicit, os.environ, current_folder(), near)
+    if folder is None:
+        raise RootNotFound("no fsmem root here: pass --root DIR, set FSMEM_ROOT, or run `fsmem init` to make one")
+    return Path(folder)
 
 
 def _remember_root(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -214,27 +291,21 @@ def shell_path(typed: str | None, root: Path | None) -> str:
         return typed or ""
     root = Path(os.path.realpath(root))
     try:
-        here: Path | None = Path(os.path.realpath(os.getcwd()))
+        here: Path | None = Path(os.path.realpath(current_folder()))
     except OSError:  # the current folder was removed under us
         here = None
     here_in_root = None if here is None else _inside(here, root)
     if typed is None:
         return here_in_root or ""
     if os.path.isabs(typed):
-        absolute = _inside(_real(Path(typed)), root)
+        absolute = _inside(Path(with_real_folder(typed)), root)
         return typed if absolute is None else absolute
     if here is None or here_in_root is None:
         return typed
-    target = _inside(_real(here / typed), root)
+    target = _inside(Path(with_real_folder(os.path.join(here, typed))), root)
     if target is None:
         raise BadPath(f"{typed!r} from {here} leads outside the root {root}; name a file inside it")
     return target
-
-
-def _real(path: Path) -> Path:
-    """``path`` with ``..`` folded and its folder's symlinks resolved (not the last name's own)."""
-    folded = Path(os.path.normpath(path))
-    return Path(os.path.realpath(folded.parent)) / folded.name if folded.name else folded
 
 
 def _inside(path: Path, root: Path) -> str | None:

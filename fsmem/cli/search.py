@@ -1,5 +1,5 @@
-"""``fsmem search``, ``fsmem index status|rebuild`` and ``fsmem watch``: through ``Memory``, with the
-root's settings, like every other command."""
+"""``fsmem search`` and ``fsmem index status|rebuild|embed``: through ``Memory``, with the root's
+settings, like every other command (``fsmem watch``: ``fsmem.cli.watch``)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ import click
 from fsmem._errors import BadPattern
 from fsmem._memory import render as _render
 from fsmem.cli import EXIT_NO_MATCH
-from fsmem.cli.options import asked_resident, echo_json, json_option, open_root, root_option
+from fsmem.cli.options import echo_json, json_option, open_root, root_option
 
 if TYPE_CHECKING:
-    from fsmem._core.fusion import SearchResults
     from fsmem._core.search import SearchHit
 
 
@@ -65,24 +64,19 @@ def search(
     phrases in "double quotes". Facts that hold come before replaced ones. Exits 1 when nothing
     matched, as grep does (with --json, prints [] and exits 0).
     """
-    from fsmem._index.resident import search_args
-
     text = " ".join(query)
-    # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
-    # match everywhere).
-    args = search_args(
-        text,
-        regex=use_regex,
-        include=list(include),
-        exclude=list(exclude),
-        since=since,
-        limit=limit + MORE_COUNTED if use_regex else limit,
-        mode=mode,
-    )
     with _warnings_to_stderr():
-        found = _asked_resident(root, args)
-        if found is None:  # none runs (or it could not answer): the same search, here
-            found = open_root(root).search(**args)
+        # In regex mode a few more than shown, to say how many more there are (capped: a pattern may
+        # match everywhere).
+        found = open_root(root).search(
+            text,
+            regex=use_regex,
+            include=list(include),
+            exclude=list(exclude),
+            since=since,
+            limit=limit + MORE_COUNTED if use_regex else limit,
+            mode=mode,
+        )
     hits, more = found[:limit], len(found) - limit
     if found.meaning == "partial" and not as_json:
         click.echo("Note: some files are not embedded yet; they were found by words alone.", err=True)
@@ -97,19 +91,6 @@ def search(
 
 
 MORE_COUNTED = 1000
-
-
-def _asked_resident(root: str | None, args: dict) -> SearchResults | None:
-    """The hits a resident index of the root answers with (``None``: none did)."""
-    from fsmem._core.fusion import SearchResults
-    from fsmem._index.resident import hit_from_wire
-
-    answer = asked_resident(root, "search", args)
-    if answer is None:
-        return None
-    for message in answer.get("warnings", []):
-        warnings.warn(message, stacklevel=2)
-    return SearchResults([hit_from_wire(hit) for hit in answer["hits"]], answer.get("meaning", "off"))
 
 
 def _echo_lines(hits: list[SearchHit], pattern: str, more: int) -> None:
@@ -235,37 +216,3 @@ def embed(root: str | None, as_json: bool) -> None:
         echo_json({"embedded": count})
     else:
         click.echo(f"Embedded {count} files.")
-
-
-@click.command()
-@root_option
-@click.option(
-    "--debounce",
-    type=click.FloatRange(min=0.01),
-    default=0.15,
-    show_default=True,
-    help="Seconds of quiet before a batch of changes is indexed.",
-)
-def watch(root: str | None, debounce: float) -> None:
-    """Keep the index current as files change and answer the shell's searches, until Ctrl-C (searches
-    then skip their own check, and a cold `fsmem search` asks this process instead of starting up)."""
-    from fsmem._errors import BadRequest
-    from fsmem._index.watch import Watcher
-    from fsmem._store.folder.drive import Drive
-
-    memory = open_root(root)
-    if not isinstance(memory.drive, Drive):
-        raise BadRequest(
-            "there is no folder to watch: on PostgreSQL each search catches up from the log first, "
-            "and a long-lived process (memory.watch()) listens for changes"
-        )
-    from fsmem._memory.resident import Resident
-
-    with _warnings_to_stderr(), Resident(memory) as resident:
-        serves = "serving searches" if resident.serving else f"not serving searches ({resident.why_not})"
-        click.echo(f"Watching {memory.drive.label}, {serves} (Ctrl-C to stop).", err=True)
-        memory.start_embedding()  # recall by meaning, when set up: passages embedded as files change
-        watcher = memory.watch(debounce=debounce)  # the process's one watcher: the searches it serves use it
-        if not isinstance(watcher, Watcher):  # a folder's is watchdog's, always
-            raise TypeError(f"a folder's watcher is a Watcher, not {type(watcher).__name__}")
-        watcher.run_forever()

@@ -221,7 +221,7 @@ def test_a_search_without_a_listener_still_finds_every_commit(open_worker) -> No
     assert status["stale"] == 0 and status["files"] == 6 and status["documents"] == 6
 
 
-def test_the_shell_searches_a_project_and_says_there_is_no_folder_to_watch(
+def test_the_shell_searches_a_project_and_fsmem_watch_stops_cleanly_when_idle(
     open_worker, postgres: str, project: str, tmp_path: Path
 ) -> None:
     from conftest import run_fsmem
@@ -234,8 +234,9 @@ def test_the_shell_searches_a_project_and_says_there_is_no_folder_to_watch(
     status = run_fsmem("index", "status", "--json", env=env)
     assert status.returncode == 0, status.stderr
     assert '"stale": 0' in status.stdout and '"documents": 2' in status.stdout, status.stdout
-    watched = run_fsmem("watch", env=env)
-    assert watched.returncode != 0 and "no folder to watch" in watched.stderr, watched.stderr
+    watched = run_fsmem("watch", "--idle-exit", "0.5", env=env)  # this worker's cache, served until idle
+    assert watched.returncode == 0, watched.stderr
+    assert f"Watching project {project} in" in watched.stderr and "Stopped: no question for 0.5 s." in watched.stderr
 
 
 def test_an_index_ahead_of_the_log_is_read_again_from_the_rows(open_worker) -> None:

@@ -51,7 +51,7 @@ def test_ui_bench_runs_and_reports() -> None:
 
 def test_missing_parts_are_skipped_and_unknown_parts_refused() -> None:
     help_text = _bench("--help")
-    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|recall|meaning|ui|all]"
+    usage = "usage: bin/bench [drive|search|facts|context|faces|store|processes|daemon|recall|meaning|ui|all]"
     assert help_text.returncode == 0 and help_text.stdout.startswith(usage)
     unknown = _bench("nonsense")
     assert unknown.returncode == 2
@@ -98,3 +98,11 @@ def test_recall_bench_says_where_the_split_goes(tmp_path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("Error: the LoCoMo dev split is not there (looked in ")
     assert "pass --data DIR" in done.stderr
+
+
+def test_daemon_bench_runs_and_reports_the_rss_rows_and_first_use() -> None:
+    done = _bench("daemon", "--files", "40", "--no-meaning")
+    assert done.returncode == 0, done.stderr
+    assert "| files | meaning | RSS MB served / settled | anon MB settled | peak MB | ≤ 150 MB |" in done.stdout
+    assert "\n| 40 | off | " in done.stdout
+    assert "| files | first use: cold search alone ms | until the resident answers ms | next cold search ms |" in done.stdout

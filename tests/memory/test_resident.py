@@ -1,5 +1,5 @@
-"""The resident index: `fsmem watch` answers the shell's searches over a socket only its owner may use;
-a cold `fsmem search` asks it and loads nothing heavy, and without it answers the same by itself."""
+"""The resident: `fsmem watch` runs the shell's read-only commands over a socket only its owner may use;
+what it prints is what the shell would have printed; anything it should not answer, the shell runs."""
 
 from __future__ import annotations
 
@@ -12,55 +12,49 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import fsmem
-from fsmem._env.config import Settings
+from fsmem._env.config import load_settings
 from fsmem._index import resident as wire
-from fsmem._index.resident import ask, search_args, settings_mark, socket_path
+from fsmem._index.resident import ask, socket_path
 from fsmem._index.state import watcher_health
 from fsmem._memory import resident as resident_module
+from fsmem._memory.memory import Memory
 from fsmem._memory.resident import Resident
-from tests.conftest import REPO, run_fsmem, write
-
-MARK = settings_mark(Settings(durable=False))  # the settings the residents below are opened with
-
-QUERIES = [
-    ["search", "okapi"],
-    ["search", "launch", "plan"],
-    ["search", "okapi", "--include", "seo/**"],
-    ["search", "okapi", "--exclude", "seo/**", "--limit", "1"],
-    ["search", "--regex", "ok[a-z]+i"],
-    ["search", "nothingmatcheshere"],
-    ["read", "MEMORY.md"],
-    ["read", "seo/plan.md", "--start", "2", "--end", "3"],
-    ["read"],
-    ["read", "missing.md"],
-]
+from fsmem.cli.served import answer
+from tests.conftest import REPO, okapi_root, run_fsmem, run_question, write
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    memory = fsmem.open(folder, create=True, settings=Settings(durable=False))
-    run = memory.run(thread_id="t-1")
-    for path, text in [
-        ("MEMORY.md", "# Project\n\nThe okapi launch is on Friday.\n"),
-        ("seo/plan.md", "# Plan\n\nLaunch plan: okapi pages first, then the rest.\n"),
-        ("notes/zoo.md", "# Zoo\n\nAn okapi, a giraffe's cousin.\n"),
-    ]:
-        assert run.call({"command": "write", "path": path, "content": text})["ok"]
-    memory.close()
-    return folder
+    return okapi_root(tmp_path / "root")
 
 
-def answers(root: Path) -> list[tuple[int, object]]:
-    out = []
-    for query in QUERIES:
-        done = run_fsmem(*query, "--json", "--root", str(root))
-        out.append((done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr))
-    return out
+def opened(root: Path) -> Memory:
+    """The memory as `fsmem watch` opens it: the root's settings, as a shell with no FSMEM_* has them."""
+    return fsmem.open(root, settings=load_settings(root, {}))
+
+
+class Recording:
+    """The CLI's answer, each answer kept: whether the resident ran the command."""
+
+    def __init__(self) -> None:
+        self.answers: list[dict[str, Any]] = []
+
+    def __call__(self, memory: Memory, question: Any) -> dict[str, Any]:
+        reply = answer(memory, question)
+        self.answers.append(reply)
+        return reply
+
+    def served(self) -> int:
+        return sum(1 for reply in self.answers if reply["ok"])
+
+
+def question(root: Path, *argv: str, cwd: Path | None = None) -> dict[str, Any]:
+    return run_question(cwd or root, *argv)
 
 
 def env() -> dict[str, str]:
@@ -69,33 +63,20 @@ def env() -> dict[str, str]:
     return values
 
 
-def test_the_shell_gets_the_same_searches_and_reads_from_a_resident_as_without_one_and_loads_no_tantivy(
-    root: Path,
-) -> None:
-    alone = answers(root)
-    assert alone[0][0] == 0 and len(alone[0][1]) == 3 and alone[5] == (0, [])
-    assert alone[6][1]["content"].startswith("# Project") and alone[-1][0] != 0
+def test_fsmem_watch_runs_the_shells_commands_and_stops_serving_when_stopped(root: Path) -> None:
+    alone = run_fsmem("search", "okapi", "--root", str(root))
     watch = subprocess.Popen(
-        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)],
-        env=env(),
-        stderr=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=env(), stderr=subprocess.PIPE, text=True
     )
     try:
         deadline = time.monotonic() + 30
         while not (watcher_health(root / ".fsmem")[0] and socket_path(root / ".fsmem").exists()):
             assert time.monotonic() < deadline and watch.poll() is None, "fsmem watch never started serving"
             time.sleep(0.05)
-        assert answers(root) == alone
-        for command in (["search", "okapi"], ["read", "MEMORY.md"]):
-            code = (
-                "import sys\nfrom fsmem.cli import main\n"
-                f"try:\n    main({command!r} + ['--root', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
-                "print(sorted(m for m in ('tantivy', 'jsonschema', 'watchdog', 'frontmatter', 'regex', "
-                "'fsmem._memory.memory') if m in sys.modules), file=sys.stderr)\n"
-            )
-            done = subprocess.run([sys.executable, "-c", code, str(root)], env=env(), capture_output=True, text=True)
-            assert "okapi" in done.stdout and done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+        reply = ask(socket_path(root / ".fsmem"), question(root, "search", "okapi"))
+        assert reply is not None and reply["code"] == 0
+        assert reply["stdout"].encode("latin-1").decode("utf-8") == alone.stdout  # bytes, a character each
+        assert run_fsmem("search", "okapi", "--root", str(root)).stdout == alone.stdout
     finally:
         watch.send_signal(signal.SIGINT)
         _, stderr = watch.communicate(timeout=20)
@@ -103,25 +84,49 @@ def test_the_shell_gets_the_same_searches_and_reads_from_a_resident_as_without_o
     assert not socket_path(root / ".fsmem").exists()
 
 
-def test_the_socket_is_its_owners_alone_and_another_uid_is_refused(root: Path, monkeypatch) -> None:
-    memory = fsmem.open(root, settings=Settings(durable=False))
-    with Resident(memory) as resident:
+def test_the_socket_is_its_owners_alone_and_another_uid_is_refused_both_ways(root: Path, monkeypatch) -> None:
+    memory = opened(root)
+    path = socket_path(root / ".fsmem")
+    with Resident(memory, answer) as resident:
         assert resident.serving
-        path = socket_path(root / ".fsmem")
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert stat.S_IMODE(os.stat(root / ".fsmem").st_mode) == 0o700
-        args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
-        assert len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
+        asked = question(root, "search", "okapi")
+        assert ask(path, asked)["code"] == 0
         other = os.geteuid() + 4242
         with monkeypatch.context() as patch:
             patch.setattr(resident_module, "peer_uid", lambda conn: other)  # the server sees another user
-            assert ask(root / ".fsmem", "search", args, MARK) is None
+            assert ask(path, asked) is None
             assert resident.refused == 1
         with monkeypatch.context() as patch:
             patch.setattr(wire, "peer_uid", lambda conn: other)  # the asker finds another user's server
-            assert ask(root / ".fsmem", "search", args, MARK) is None
-        assert len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
+            assert ask(path, asked) is None
+        assert ask(path, asked)["code"] == 0
     memory.close()
+
+
+def test_a_link_planted_as_the_socket_is_never_followed(root: Path, tmp_path: Path) -> None:
+    """A symlink (or a plain file) where the socket should be is no resident: the shell runs the
+    command itself and asks nothing of what the link names."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = socket.socket(socket.AF_UNIX)
+    target.bind(str(elsewhere / "listener.sock"))
+    target.listen(1)
+    target.settimeout(0.5)
+    path = socket_path(root / ".fsmem")
+    os.symlink(elsewhere / "listener.sock", path)
+    try:
+        assert ask(path, question(root, "search", "okapi")) is None
+        done = run_fsmem("search", "okapi", "--json", "--root", str(root))
+        assert done.returncode == 0 and len(json.loads(done.stdout)) == 3
+        with pytest.raises(TimeoutError):
+            target.accept()  # nobody connected through the link
+    finally:
+        target.close()
+    path.unlink()
+    path.write_text("not a socket")
+    assert ask(path, question(root, "search", "okapi")) is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")
@@ -133,8 +138,8 @@ def test_a_process_of_another_user_is_refused_even_through_loosened_permissions(
     try:
         moved = base / "root"
         shutil.copytree(root, moved)
-        memory = fsmem.open(moved, settings=Settings(durable=False))
-        with Resident(memory) as resident:
+        memory = opened(moved)
+        with Resident(memory, answer) as resident:
             path = socket_path(moved / ".fsmem")
             for folder in (base, moved, moved / ".fsmem"):
                 os.chmod(folder, 0o711)
@@ -158,25 +163,24 @@ def test_a_stale_socket_is_passed_over_then_replaced_and_a_live_one_is_left_alon
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(path))  # bound and closed without a listener: what a killed resident leaves
     dead.close()
-    assert path.exists()
-    args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
-    assert ask(root / ".fsmem", "search", args, MARK) is None
+    assert path.exists() and ask(path, question(root, "search", "okapi")) is None
     done = run_fsmem("search", "okapi", "--json", "--root", str(root))
     assert done.returncode == 0 and len(json.loads(done.stdout)) == 3
-    memory = fsmem.open(root, settings=Settings(durable=False))
-    with Resident(memory) as first:
-        assert first.serving and len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
-        with Resident(memory) as second:
+    memory = opened(root)
+    with Resident(memory, answer) as first:
+        assert first.serving and ask(path, question(root, "search", "okapi"))["code"] == 0
+        with Resident(memory, answer) as second:
             assert not second.serving  # one serves; the other does not take its socket
-            assert second.why_not == "another process serves them"
-        assert path.exists() and ask(root / ".fsmem", "search", args, MARK) is not None
+            assert (second.why_not or "").startswith("another process serves them (pid ")
+        assert path.exists() and ask(path, question(root, "search", "okapi")) is not None
     assert not path.exists()
     memory.close()
 
 
 def test_an_idle_resident_holds_no_lock_and_answers_what_another_process_just_wrote(root: Path) -> None:
-    memory = fsmem.open(root, settings=Settings(durable=False))
-    with Resident(memory):
+    memory = opened(root)
+    recording = Recording()
+    with Resident(memory, recording):
         code = (
             "import sys, fsmem\nm = fsmem.open(sys.argv[1])\n"
             "r = m.run().call({'command': 'write', 'path': 'new.md', 'content': '# New\\nthe numbat\\n'})\n"
@@ -191,63 +195,166 @@ def test_an_idle_resident_holds_no_lock_and_answers_what_another_process_just_wr
         assert done.returncode == 0, done.stderr
         found = run_fsmem("search", "numbat", "--json", "--root", str(root))
         assert [hit["path"] for hit in json.loads(found.stdout)] == ["new.md"]
+        assert recording.served() == 1
     memory.close()
 
 
 def test_a_root_deeper_than_a_socket_address_reaches_is_served(tmp_path: Path) -> None:
     deep = tmp_path.joinpath(*(["a-rather-long-folder-name"] * 5), "root")
-    memory = fsmem.open(deep, create=True, settings=Settings(durable=False))
+    fsmem.open(deep, create=True).close()
     write(deep, "MEMORY.md", "# Project\n\nthe okapi\n")
     assert len(str(socket_path(deep / ".fsmem"))) > 108
-    with Resident(memory) as resident:
+    memory = opened(deep)
+    with Resident(memory, answer) as resident:
         assert resident.serving
-        args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
-        assert [hit["path"] for hit in ask(deep / ".fsmem", "search", args, MARK)["hits"]] == ["MEMORY.md"]
+        reply = ask(socket_path(deep / ".fsmem"), question(deep, "search", "okapi", "--json"))
+        assert [hit["path"] for hit in json.loads(reply["stdout"])] == ["MEMORY.md"]
     memory.close()
 
 
-def test_fsmem_watch_runs_one_watcher_the_searches_it_serves_use_too(root: Path, monkeypatch) -> None:
+def test_fsmem_watch_runs_one_watcher_the_commands_it_runs_use_too(root: Path, monkeypatch) -> None:
     """`fsmem watch` keeps the index current with the process's one watcher (the shared index's): a
-    search it serves finds that watcher and starts no second one on the same files."""
+    command it runs uses its memory, and starts no second watcher or index on the same files."""
     from click.testing import CliRunner
 
-    from fsmem._env.config import load_settings
     from fsmem._index.watch import Watcher
     from fsmem.cli import main
+    from fsmem.cli import watch as watch_face
 
     started: list[Watcher] = []
     real_start = Watcher.start
+    opened_memories: list[object] = []
+    real_open = fsmem.open
 
     def counting_start(self: Watcher) -> Watcher:
         started.append(self)
         return real_start(self)
 
-    def serve_one_search(self: Watcher) -> None:  # instead of blocking: one search served, then stop
-        args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=5)
-        answer = ask(root / ".fsmem", "search", args, settings_mark(load_settings(root)))  # as the shell opens it
-        assert answer is not None and answer["ok"] and answer["hits"], answer
-        self.stop()
+    def counting_open(*args: Any, **kwargs: Any) -> Memory:
+        opened_memories.append(args)
+        return real_open(*args, **kwargs)
+
+    def serve_two_commands(stop, idle, watcher) -> None:  # instead of blocking: two commands run, then stop
+        for argv in (["search", "okapi"], ["read", "MEMORY.md"]):
+            reply = ask(socket_path(root / ".fsmem"), question(root, *argv))
+            assert reply is not None and reply["code"] == 0 and "okapi" in reply["stdout"], reply
 
     monkeypatch.setattr(Watcher, "start", counting_start)
-    monkeypatch.setattr(Watcher, "run_forever", serve_one_search)
+    monkeypatch.setattr(watch_face, "_until_stopped", serve_two_commands)
+    monkeypatch.setattr(fsmem, "open", counting_open)
+    monkeypatch.delenv("FSMEM_WATCH")  # as a shell with no FSMEM_* variable starts it
     done = CliRunner().invoke(main, ["watch", "--root", str(root)], catch_exceptions=False)
     assert done.exit_code == 0, done.output
-    assert len(started) == 1
+    assert len(started) == 1 and len(opened_memories) == 1  # the watch's own: none per question
 
 
-def test_a_resident_answers_only_an_asker_whose_settings_are_its_own(root: Path) -> None:
-    """An asker with other settings (another FSMEM_* variable, another config) would get the resident's
-    answers, not its own: it is told nothing and searches by itself."""
-    import dataclasses
+def test_a_resident_runs_only_its_own_roots_read_only_commands_with_its_own_settings(
+    root: Path, tmp_path: Path
+) -> None:
+    """Another root, other settings, a command that writes, a garbled question: refused, nothing done."""
+    other = tmp_path / "other"
+    fsmem.open(other, create=True).close()
+    memory = opened(root)
+    recording = Recording()
+    path = socket_path(root / ".fsmem")
+    with Resident(memory, recording):
+        assert ask(path, question(root, "search", "okapi"))["code"] == 0
+        assert ask(path, question(root, "search", "okapi", "--root", str(other))) is None
+        assert ask(path, question(other, "search", "okapi")) is None  # typed in the other root
+        assert ask(path, {**question(root, "search", "okapi"), "environ": {"FSMEM_SEARCH_MODE": "words"}}) is None
+        for argv in (["write", "x.md"], ["init", str(tmp_path / "new")], ["facts", "forget", "f1"], ["search", "-h"]):
+            assert ask(path, question(root, *argv)) is None
+        for garbled in ({"op": "search", "args": {}}, {**question(root, "read"), "argv": "read"}, [1, 2]):
+            assert ask(path, garbled) is None  # type: ignore[arg-type]
+        assert ask(path, {**question(root, "read"), "streams": {"stdout": {"tty": False}}}) is None
+        assert recording.served() == 1
+        assert not (root / "x.md").exists() and not (tmp_path / "new").exists()
+        # the settings of the root's own config are the asker's too: a change there is seen
+        (root / ".fsmem" / "config.toml").write_text('search_mode = "words"\n', encoding="utf-8")
+        assert ask(path, question(root, "search", "okapi")) is None
+    memory.close()
 
-    memory = fsmem.open(root, settings=Settings(durable=False))
-    with Resident(memory) as resident:
-        assert resident.serving
-        args = search_args("okapi", regex=False, include=[], exclude=[], since=None, limit=10)
-        assert len(ask(root / ".fsmem", "search", args, MARK)["hits"]) == 3
-        words_only = settings_mark(dataclasses.replace(Settings(durable=False), search_mode="words"))
-        assert ask(root / ".fsmem", "search", args, words_only) is None
-        assert settings_mark(Settings(durable=False, watch=True)) == MARK  # whether one watches is its own affair
-        done = run_fsmem("search", "okapi", "--json", "--root", str(root))  # default settings: durable
-        assert done.returncode == 0 and len(json.loads(done.stdout)) == 3  # answered by itself, the same
+
+def test_a_command_typed_in_a_folder_of_the_root_reads_from_there(root: Path) -> None:
+    memory = opened(root)
+    path = socket_path(root / ".fsmem")
+    with Resident(memory, answer):
+        reply = ask(path, question(root, "read", "plan.md", cwd=root / "seo"))
+        assert reply["code"] == 0 and "Launch plan" in reply["stdout"]
+        reply = ask(path, question(root, "read", "--root", "..", "../MEMORY.md", cwd=root / "seo"))
+        assert reply["code"] == 0 and "okapi launch" in reply["stdout"]  # --root .. taken from there too
+    memory.close()
+
+
+def test_shells_asking_at_once_are_each_answered_in_turn_with_their_own_output(root: Path) -> None:
+    commands = [["search", "okapi"], ["read", "MEMORY.md"], ["search", "--regex", "ok.pi"], ["read", "missing.md"]] * 2
+    alone = [run_fsmem(*command, cwd=root) for command in commands]
+    memory = opened(root)
+    recording = Recording()
+    with Resident(memory, recording):
+        shells = [
+            subprocess.Popen(
+                [sys.executable, "-m", "fsmem", *command],
+                cwd=root,
+                env=env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for command in commands
+        ]
+        together = [(shell.communicate(timeout=120), shell.returncode) for shell in shells]
+    memory.close()
+    assert recording.served() == len(commands)
+    assert together == [((done.stdout, done.stderr), done.returncode) for done in alone]
+
+
+def test_a_resident_killed_mid_life_leaves_the_shell_running_its_commands_itself(root: Path) -> None:
+    alone = run_fsmem("search", "okapi", "--root", str(root))
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=env(), stderr=subprocess.DEVNULL
+    )
+    path = socket_path(root / ".fsmem")
+    deadline = time.monotonic() + 30
+    while ask(path, question(root, "search", "okapi")) is None:
+        assert time.monotonic() < deadline and watch.poll() is None, "fsmem watch never started serving"
+        time.sleep(0.05)
+    watch.kill()  # kill -9: its socket stays behind, with nothing listening
+    watch.wait(timeout=20)
+    assert path.exists() and ask(path, question(root, "search", "okapi")) is None
+    again = run_fsmem("search", "okapi", "--root", str(root))
+    assert (again.returncode, again.stdout, again.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+
+
+def test_a_command_run_for_a_shell_leaves_the_processs_other_threads_their_own_streams(
+    root: Path, monkeypatch, capsys
+) -> None:
+    """A long-lived face that serves (`fsmem chat`, `fsmem mcp`) goes on printing and reading while
+    the resident runs a shell's command: only the thread running it has the shell's streams."""
+    import threading
+
+    memory = opened(root)
+    real_search = Memory.search
+    seen: dict[str, bool] = {}
+
+    def search_beside_another_thread(self: Memory, *args: Any, **kwargs: Any) -> Any:
+        def the_chat_goes_on() -> None:
+            print("the chat goes on")
+            print("a note of the chat's", file=sys.stderr)
+            seen["its stdin"] = not hasattr(sys.stdin, "getvalue")  # the process's, not the shell's empty one
+
+        seen["the shell's stdin"] = hasattr(sys.stdin, "getvalue")
+        other = threading.Thread(target=the_chat_goes_on)
+        other.start()
+        other.join()
+        return real_search(self, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "search", search_beside_another_thread)
+    capsys.readouterr()
+    reply = answer(memory, question(root, "search", "okapi"))
+    assert reply["ok"] and reply["code"] == 0 and "okapi" in reply["stdout"], reply
+    assert "the chat" not in reply["stdout"] + reply["stderr"]
+    printed = capsys.readouterr()  # the process's own streams
+    assert "the chat goes on" in printed.out and "a note of the chat's" in printed.err
+    assert seen == {"the shell's stdin": True, "its stdin": True}
     memory.close()

@@ -10,15 +10,11 @@ lives in a cache folder of its own, ``state``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
 
 from fsmem._core.layout import PROJECT_FILE, STATE_DIR
 from fsmem._core.paths import is_memory_file_name, normalize_path
@@ -26,30 +22,10 @@ from fsmem._core.search import Stamp
 from fsmem._env.config import Settings
 from fsmem._errors import BadStore, Conflict, Exists, FsmemError, NotFound, TooLarge
 from fsmem._store.atomic import make_dirs
+from fsmem._store.postgres.cache import default_cache, redacted
 from fsmem._store.postgres.store import PgStore
 from fsmem._store.postgres.transaction import PgTransaction
 from fsmem._store.types import ChangeProposal, Entry, LogEntry, Parked, ProjectCopy, VersionInfo
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for messages and cache names."""
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return url.split("@")[-1]
-    parts.pop("password", None)
-    host, dbname = parts.get("host") or "localhost", parts.get("dbname") or ""
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"postgresql://{host}{port}/{dbname}"
-
-
-def default_cache(url: str, project: str) -> Path:
-    """``$XDG_CACHE_HOME/fsmem/<project>-<hash of server, database and project>``: one per project per
-    user on this machine, whichever way the URL is spelled or its password changes."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    key = hashlib.sha256(f"{redacted(url)}\0{project}".encode()).hexdigest()[:12]
-    slug = "".join(char if char.isalnum() or char in "-_" else "-" for char in project)[:40]
-    return base / "fsmem" / f"{slug}-{key}"
 
 
 def open_store(

@@ -69,6 +69,9 @@ def ui(root: str | None, port: int, open_browser: bool, host: str, token: str | 
     except BaseException:
         sock.close()
         raise
+    from fsmem.cli.watch import serve_while_running
+
+    serve_while_running(memory)  # the shell's searches answered here while the page is served
     bound = sock.getsockname()[1]
     if host in WILDCARDS:  # every address of this machine: reached by names it cannot list, the token guards it
         shown_host, hosts = socket.gethostname(), None

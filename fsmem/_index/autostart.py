@@ -1,0 +1,135 @@
+"""One resident per root, and starting one on first use: the standard library only, so the shell can
+call it on its way to doing the work itself.
+
+    <state>/resident.lock     0600; the resident holds an exclusive flock on it for its whole life
+    <state>/resident.log      0600; what a resident started here said (its stdout and stderr)
+    <state>/resident.sock     its socket (``fsmem._index.resident``)
+
+The claim (``claim``) is what makes a resident the only one: whoever holds the flock serves, a second
+finds it taken and goes, and a resident killed with ``kill -9`` lets go of it with its last breath (the
+kernel releases the lock), so the next one takes it and replaces the socket it left. The claim is not
+the root's write lock (``.fsmem/lock``): an idle resident holds only this.
+
+``start_detached`` is what a one-shot command does when no resident answers and ``watch_daemon`` is
+``"auto"``: it starts ``fsmem watch`` for the root in a session of its own (no terminal, its output to
+the log) and returns at once; the command does its own work this time and never waits for it. Several
+shells at once may each start one: all but one find the claim taken and exit at once. A start tried a
+moment ago (``SPAWN_PAUSE``) is not tried again, so a resident that is still loading is not joined by a
+crowd of others.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import socket
+import time
+from pathlib import Path
+
+LOCK_NAME = "resident.lock"
+LOG_NAME = "resident.log"
+SPAWNED_NAME = "resident.spawned"
+SPAWN_PAUSE = 10.0  # seconds after a start during which no other shell starts one again
+LOG_KEPT_BYTES = 1 << 20  # a log longer than this is started afresh by the next resident
+
+
+def _open_private(path: Path, flags: int) -> int:
+    return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def claim(state: Path, who: str) -> int | None:
+    """Take the root's resident claim for this process's life: the descriptor holding it (close it, or
+    exit, to let go), or ``None`` when another live process holds it. ``who`` is written in the file,
+    for ``holder`` to say."""
+    fd = _open_private(Path(state) / LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        os.close(fd)
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {who}\n".encode(), 0)
+    return fd
+
+
+def holder(state: Path) -> str:
+    """Who holds the claim, as it wrote itself (``"1234 fsmem watch"``), or ``""`` when unknown."""
+    try:
+        with open(Path(state) / LOCK_NAME, "rb") as handle:
+            return handle.read(200).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def listening(path: Path, where: str) -> bool:
+    """Whether a process listens on the socket ``path`` (reached at the address ``where``): ``False``
+    when there is no socket or a dead resident's is left behind."""
+    if not os.path.exists(path):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(where)
+        except OSError:
+            return False
+    return True
+
+
+def start_detached(state: Path, argv: list[str], env: dict[str, str], cwd: str) -> int | None:
+    """Start ``argv`` (``[python, -m, fsmem, watch, …]``) detached: a new session, no terminal,
+    stdin from /dev/null, stdout and stderr to ``<state>/resident.log`` (0600). The pid, or ``None``
+    when a start was tried a moment ago or it could not start (the caller goes on with its own work)."""
+    import subprocess
+
+    state = Path(state)
+    marker = state / SPAWNED_NAME
+    try:
+        if time.time() - os.stat(marker).st_mtime < SPAWN_PAUSE:
+            return None
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(_open_private(marker, os.O_WRONLY))
+        os.utime(marker)
+        log_fd = _open_private(state / LOG_NAME, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return None
+    try:
+        if os.fstat(log_fd).st_size > LOG_KEPT_BYTES:
+            os.ftruncate(log_fd, 0)
+        os.write(log_fd, f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} started on first use\n".encode())
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,  # no terminal: the shell's hangup or Ctrl-C never reaches it
+            close_fds=True,
+        )
+    except OSError:
+        return None
+    finally:
+        os.close(log_fd)
+    return child.pid
+
+
+def start_on_first_use(state: Path, argv: list[str], env: dict[str, str], idle: float) -> int | None:
+    """Start ``fsmem watch ARGV --idle-exit IDLE`` for the store whose state folder is ``state``, with
+    ``env`` added to this process's environment, unless a resident listens there already. The pid,
+    or ``None`` when none was started."""
+    import sys
+
+    from fsmem._index.resident import address, socket_path
+
+    path = socket_path(state)
+    with address(path) as where:
+        if listening(path, where):
+            return None  # one serves (it did not answer this asker: other settings, another op)
+    if not os.path.isdir(state):
+        return None  # a worker's cache not made yet: the command's own work makes it, for next time
+    command = [sys.executable, "-m", "fsmem", "watch", *argv, "--idle-exit", repr(float(idle))]
+    return start_detached(state, command, {**os.environ, **env}, cwd="/")
