@@ -31,7 +31,7 @@ from pathlib import Path
 import fsmem
 from bench.timing import measure, median_p95
 from fsmem._env.config import Settings
-from fsmem._memory.facts import Facts
+from fsmem._memory.facts.facts import Facts
 from fsmem._memory.facts.recheck import ASKED_FILE, settled
 
 REPO = Path(__file__).resolve().parent.parent

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from fsmem._index.feed import IndexWatcher
     from fsmem._index.index import Index
     from fsmem._index.shared import Share
-    from fsmem._memory.facts import Facts
+    from fsmem._memory.facts.facts import Facts
     from fsmem._memory.hybrid import Hybrid
     from fsmem._memory.levels import Scope
     from fsmem._memory.tool import Run
@@ -207,7 +207,7 @@ class Memory:
     @cached_property
     def facts(self) -> Facts:
         """The facts of this root: keep, edit, forget, current, history, known, propose."""
-        from fsmem._memory.facts import Facts
+        from fsmem._memory.facts.facts import Facts
 
         return Facts(self.drive, watcher=lambda: self._watcher)  # its word spares a look every file's stat
 

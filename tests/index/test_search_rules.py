@@ -18,7 +18,8 @@ from fsmem._core.search import (
     plan_reconcile,
     split_query,
 )
-from fsmem._memory.facts import Facts, parse
+from fsmem._memory.facts.facts import Facts
+from fsmem._memory.facts.files import parse
 from fsmem._index.front_matter import fields, file_document, split
 
 

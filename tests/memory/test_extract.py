@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import fsmem
 from fsmem.cli import main
 from fsmem._errors import ModelError
-from fsmem._memory.facts import Facts
+from fsmem._memory.facts.facts import Facts
 from fsmem._llm.model import ScriptedModel
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import run_fsmem

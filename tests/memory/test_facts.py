@@ -12,7 +12,8 @@ import pytest
 import fsmem
 from fsmem import Scope
 from fsmem._errors import BadFact, FactSensitive, NotFound
-from fsmem._memory.facts import Facts, parse, render
+from fsmem._memory.facts.facts import Facts
+from fsmem._memory.facts.files import parse, render
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
 

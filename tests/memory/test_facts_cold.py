@@ -18,7 +18,7 @@ import pytest
 
 import fsmem
 from fsmem._core.layout import STATE_DIR
-from fsmem._memory.facts import Facts
+from fsmem._memory.facts.facts import Facts
 from fsmem._memory.facts.kept import VIEW_FILE
 from tests.conftest import REPO, run_fsmem
 from tests.memory.facts_checks import settle

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._memory.facts import Facts
+from fsmem._memory.facts.facts import Facts
 from fsmem._memory.facts.kept import VIEW_FILE, VIEW_FORMAT
 from tests.conftest import run_fsmem
 from tests.memory.facts_checks import settle

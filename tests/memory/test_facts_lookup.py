@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fsmem
-from fsmem._memory.facts import Facts
+from fsmem._memory.facts.facts import Facts
 from fsmem._memory.facts.journal import JOURNAL_FILE
 from fsmem._memory.facts.view import FactView
 from tests.conftest import run_fsmem

@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import fsmem
 from fsmem._errors import BadFact, FactSensitive
-from fsmem._memory.facts import Facts
+from fsmem._memory.facts.facts import Facts
 
 SUBJECTS = st.sampled_from(["Ana", "ana", "Bruno"])
 ATTRIBUTES = st.sampled_from(["role", "Role ", "team"])
