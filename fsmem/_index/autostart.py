@@ -55,13 +55,19 @@ def claim(state: Path, who: str) -> int | None:
     return fd
 
 
-def holder(state: Path) -> str:
-    """Who holds the claim, as it wrote itself (``"1234 fsmem watch"``), or ``""`` when unknown."""
-    try:
-        with open(Path(state) / LOCK_NAME, "rb") as handle:
-            return handle.read(200).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
+def holder(state: Path, wait: float = 0.2) -> str:
+    """Who holds the claim, as it wrote itself (``"1234 fsmem watch"``), or ``""`` when unknown. A claim
+    just taken is written a moment after its lock: an empty file is looked at again for ``wait`` s."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with open(Path(state) / LOCK_NAME, "rb") as handle:
+                said = handle.read(200).decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+        if said or time.monotonic() >= deadline:
+            return said
+        time.sleep(0.01)
 
 
 def listening(path: Path, where: str) -> bool:
