@@ -20,11 +20,8 @@ a refusal, a garbled line, a timeout): the shell then runs the command itself.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import socket
 import stat
-import struct
 import sys
 from collections.abc import Iterator, Mapping
 
@@ -32,6 +29,7 @@ from fsmem._env.roots import STATE_FOLDER, chosen_root
 
 TYPE_CHECKING = False  # typing and pathlib cost a cold shell a few ms: the client takes paths as strings
 if TYPE_CHECKING:
+    import socket
     from pathlib import Path
     from typing import Any
 
@@ -177,6 +175,9 @@ def ask(path: Where, question: dict[str, Any], timeout: float = ANSWER_TIMEOUT) 
         return None
     if not stat.S_ISSOCK(found.st_mode) or found.st_uid != os.geteuid():
         return None  # a link (or a file) planted in its place, or another user's: never followed
+    import json  # only once a socket is there: a shell no resident serves loads neither
+    import socket
+
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(timeout)
@@ -218,6 +219,9 @@ def pg_state(url: str, project: str) -> str:
 
 def peer_uid(conn: socket.socket) -> int | None:
     """The uid of the process at the other end (``None`` where the system cannot say)."""
+    import socket
+    import struct
+
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None
