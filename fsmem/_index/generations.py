@@ -56,6 +56,10 @@ LONGEST_WORD = 40  # longer tokens (hashes, base64) are left out of the index
 WRITER_HEAP = 15_000_000  # tantivy's smallest: a batch is a few files; memory stays flat
 BIG_HEAP = 128_000_000  # a batch of thousands (a rebuild, a checkout) gets more, and both cores
 BIG_BATCH = 1000
+# Readers reload when told (``reload``), never on their own: tantivy's reload-on-commit reader watches
+# meta.json from a thread of its own and reloads there, taking the index's meta lock; in a RAM index
+# (``fsmem._index.delta``) a reload meeting it waits tantivy's lock retry, 100 ms, on a search's path.
+READER_RELOAD = "Manual"
 BUILT_MARKER = "index.built"
 
 
@@ -201,6 +205,7 @@ class IndexStore:
             tv = tantivy.Index.open(str(folder))
         except ValueError as error:
             raise IndexError_(f"tantivy could not open it ({error})") from error
+        tv.config_reader(READER_RELOAD)
         tv.register_tokenizer("fsmem", self.analyzer)
         manifest = Manifest(folder / MANIFEST)
         manifest.check()  # DamagedManifest (an IndexError_): what the index holds is unknown, so rebuilt
@@ -297,6 +302,7 @@ class IndexStore:
                     f"the index could not be opened for writing ({error}); "
                     "`fsmem index rebuild` makes a new one from the files"
                 ) from error
+            tv.config_reader(READER_RELOAD)
             tv.register_tokenizer("fsmem", self.analyzer)
             writer = self._new_writer(tv, big, deadline)
             if file_key(str(folder / ".managed.json")) == before:
@@ -354,6 +360,7 @@ class IndexStore:
     ) -> tuple[str, int, object]:
         (folder / BUILDING).write_text(str(os.getpid()))
         tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
+        tv.config_reader(READER_RELOAD)
         tv.register_tokenizer("fsmem", self.analyzer)
         mark = self.feed.mark()
         files = sorted(entry.path for entry in self.drive.walk_files() if _indexable(entry.path))
