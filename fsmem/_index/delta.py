@@ -29,7 +29,8 @@ import tantivy
 from tantivy import Occur, Query
 
 from fsmem._core.search import Indexed
-from fsmem._index.generations import READER_RELOAD, WRITER_HEAP, IndexStore
+from fsmem._index.generations import WRITER_HEAP, IndexStore
+from fsmem._index.state import READER_RELOAD
 
 SCORED_FIELDS = ("title", "body", "meta")  # fields BM25 ranks on (``fsmem._index.query``'s text fields)
 BALLAST_WORD = "fsmemballast"

@@ -36,6 +36,7 @@ from fsmem._index.state import (
     BUILDING,
     CURRENT,
     MANIFEST,
+    READER_RELOAD,
     Manifest,
     file_key,
     index_dir,
@@ -56,10 +57,6 @@ LONGEST_WORD = 40  # longer tokens (hashes, base64) are left out of the index
 WRITER_HEAP = 15_000_000  # tantivy's smallest: a batch is a few files; memory stays flat
 BIG_HEAP = 128_000_000  # a batch of thousands (a rebuild, a checkout) gets more, and both cores
 BIG_BATCH = 1000
-# Readers reload when told (``reload``), never on their own: tantivy's reload-on-commit reader watches
-# meta.json from a thread of its own and reloads there, taking the index's meta lock; in a RAM index
-# (``fsmem._index.delta``) a reload meeting it waits tantivy's lock retry, 100 ms, on a search's path.
-READER_RELOAD = "Manual"
 BUILT_MARKER = "index.built"
 
 
@@ -302,7 +299,6 @@ class IndexStore:
                     f"the index could not be opened for writing ({error}); "
                     "`fsmem index rebuild` makes a new one from the files"
                 ) from error
-            tv.config_reader(READER_RELOAD)
             tv.register_tokenizer("fsmem", self.analyzer)
             writer = self._new_writer(tv, big, deadline)
             if file_key(str(folder / ".managed.json")) == before:
