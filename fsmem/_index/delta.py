@@ -30,6 +30,7 @@ from tantivy import Occur, Query
 
 from fsmem._core.search import Indexed
 from fsmem._index.generations import WRITER_HEAP, IndexStore
+from fsmem._index.state import READER_RELOAD
 
 SCORED_FIELDS = ("title", "body", "meta")  # fields BM25 ranks on (``fsmem._index.query``'s text fields)
 BALLAST_WORD = "fsmemballast"
@@ -81,6 +82,7 @@ class Delta:
         searcher = None
         if docs:
             ram = tantivy.Index(store.schema)  # no path: in RAM, and its commit writes nothing to disk
+            ram.config_reader(READER_RELOAD)
             ram.register_tokenizer("fsmem", store.analyzer)
             writer = ram.writer(heap_size=WRITER_HEAP, num_threads=1)
             for doc in [*docs, *_ballast(len(docs), lengths, averages)]:

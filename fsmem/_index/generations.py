@@ -35,6 +35,7 @@ from fsmem._index.state import (
     BUILDING,
     CURRENT,
     MANIFEST,
+    READER_RELOAD,
     Manifest,
     file_key,
     index_dir,
@@ -197,6 +198,7 @@ class IndexStore:
             tv = tantivy.Index.open(str(folder))
         except ValueError as error:
             raise IndexError_(f"tantivy could not open it ({error})") from error
+        tv.config_reader(READER_RELOAD)
         tv.register_tokenizer("fsmem", self.analyzer)
         manifest = Manifest(folder / MANIFEST)
         manifest.check()  # DamagedManifest (an IndexError_): what the index holds is unknown, so rebuilt
@@ -350,6 +352,7 @@ class IndexStore:
     ) -> tuple[str, int, object]:
         (folder / BUILDING).write_text(str(os.getpid()))
         tv = tantivy.Index(self.schema, path=str(folder), reuse=False)
+        tv.config_reader(READER_RELOAD)
         tv.register_tokenizer("fsmem", self.analyzer)
         mark = self.feed.mark()
         files = sorted(entry.path for entry in self.drive.walk_files() if _indexable(entry.path))

@@ -36,6 +36,10 @@ INDEX_DIR = "index"
 CURRENT = "CURRENT"
 MANIFEST = "files"
 BUILDING = ".building"
+# Readers reload when told (``reload``), never on their own: tantivy's reload-on-commit reader watches
+# meta.json from a thread of its own and reloads there, taking the index's meta lock; in a RAM index
+# (``fsmem._index.delta``) a reload meeting it waits tantivy's lock retry, 100 ms, on a search's path.
+READER_RELOAD = "Manual"
 HEARTBEAT = "watch.json"
 # A base: this magic, a nonce (8 random bytes: each base is told from any other that took its inode),
 # the payload's CRC-32 (4) and length (8), the payload, "\n". The payload, marshalled: the paths, their

@@ -587,3 +587,19 @@ def test_a_batch_that_waited_for_another_leaves_no_file_unmanaged(root: Path) ->
     assert unmanaged <= managed, sorted(unmanaged - managed)
     assert paths(index.search("first batch", fresh=False))[0] == "a.md"
     assert paths(index.search("second batch", fresh=False))[0] == "b.md"
+
+
+def test_a_reader_sees_another_commit_when_it_reloads_and_never_on_its_own(root: Path) -> None:
+    # tantivy's reload-on-commit reader reloads from a thread of its own, taking the index's meta lock:
+    # a search's reload (the delta's RAM index) meeting it waited tantivy's 100 ms lock retry.
+    write(root, "MEMORY.md", "# Project\n\nfirst\n")
+    reader, writer = index_of(root), index_of(root)
+    reader.search("first")
+    held = reader.store.open()
+    before = held.searcher().num_docs
+    write(root, "notes/second.md", "# Second\n\nsecond\n")
+    assert writer.refresh({"notes/second.md"}) == 1  # committed by another index of the root
+    time.sleep(1.5)  # past tantivy's meta.json watch (500 ms): a reader reloading on its own would have
+    assert held.searcher().num_docs == before
+    assert reader.store.searcher().num_docs == before + 1  # the store reloads when the commit is new
+    assert paths(reader.search("second")) == ["notes/second.md"]
