@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsmem._errors import Unsupported
@@ -59,3 +60,41 @@ def release_heap() -> None:
 
 
 _libc: Any = None  # loaded on the first release_heap (False: not glibc)
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """The command line that runs ``module`` in this interpreter. ``-P``: the folder the command was
+    typed in is not put on the import path, so a ``fsmem/`` folder there is never what is imported."""
+    return [sys.executable, "-P", "-m", module, *args]
+
+
+def start_detached(argv: Sequence[str], env: Mapping[str, str], output: int | None = None) -> int:
+    """Start ``argv`` in a session of its own (no terminal: a shell's hangup or Ctrl-C never reaches
+    it) and do not wait for it: stdin from /dev/null, stdout and stderr to the descriptor ``output``
+    (/dev/null when None). ``posix_spawn``: no shell, and no subprocess module for a cold command to
+    load. Those this process started before and that have ended are reaped first. The pid; ``OSError``
+    when it cannot start."""
+    for pid in list(_spawned):
+        try:
+            ended = os.waitpid(pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            ended = True
+        if ended:
+            _spawned.remove(pid)
+    outputs: list[tuple[Any, ...]]
+    if output is None:
+        outputs = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_WRONLY, 0) for fd in (1, 2)]
+    else:
+        outputs = [(os.POSIX_SPAWN_DUP2, output, fd) for fd in (1, 2)]
+    pid = os.posix_spawn(
+        argv[0],
+        list(argv),
+        dict(env),
+        setsid=True,
+        file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), *outputs],
+    )
+    _spawned.append(pid)
+    return pid
+
+
+_spawned: list[int] = []  # the processes start_detached started and has not reaped yet

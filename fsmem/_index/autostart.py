@@ -10,7 +10,7 @@ finds it taken and goes, and a resident killed with ``kill -9`` lets go of it wi
 kernel releases the lock), so the next one takes it and replaces the socket it left. The claim is not
 the root's write lock (``.fsmem/lock``): an idle resident holds only this.
 
-``start_detached`` is what a one-shot command does when no resident answers and ``watch_daemon`` is
+``start_on_first_use`` is what a one-shot command does when no resident answers and ``watch_daemon`` is
 ``"auto"``: it starts ``fsmem watch`` for the root in a session of its own (no terminal, its output to
 the log) and returns at once; the command does its own work this time and never waits for it. Several
 shells at once may each start one: all but one find the claim taken and exit at once. A start tried a
@@ -26,6 +26,8 @@ import os
 import socket
 import time
 from pathlib import Path
+
+from fsmem._env.system import python_module, start_detached
 
 LOCK_NAME = "resident.lock"
 LOG_NAME = "resident.log"
@@ -83,12 +85,10 @@ def listening(path: Path, where: str) -> bool:
     return True
 
 
-def start_detached(state: Path, argv: list[str], env: dict[str, str], cwd: str) -> int | None:
-    """Start ``argv`` (``[python, -m, fsmem, watch, …]``) detached: a new session, no terminal,
-    stdin from /dev/null, stdout and stderr to ``<state>/resident.log`` (0600). The pid, or ``None``
-    when a start was tried a moment ago or it could not start (the caller goes on with its own work)."""
-    import subprocess
-
+def _start_logged(state: Path, argv: list[str], env: dict[str, str]) -> int | None:
+    """Start ``argv`` detached (``fsmem._env.system.start_detached``), its stdout and stderr to
+    ``<state>/resident.log`` (0600). The pid, or ``None`` when a start was tried a moment ago or it
+    could not start (the caller goes on with its own work)."""
     state = Path(state)
     marker = state / SPAWNED_NAME
     try:
@@ -106,29 +106,17 @@ def start_detached(state: Path, argv: list[str], env: dict[str, str], cwd: str) 
         if os.fstat(log_fd).st_size > LOG_KEPT_BYTES:
             os.ftruncate(log_fd, 0)
         os.write(log_fd, f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} started on first use\n".encode())
-        child = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=log_fd,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,  # no terminal: the shell's hangup or Ctrl-C never reaches it
-            close_fds=True,
-        )
+        return start_detached(argv, env, output=log_fd)
     except OSError:
         return None
     finally:
         os.close(log_fd)
-    return child.pid
 
 
 def start_on_first_use(state: Path, argv: list[str], env: dict[str, str], idle: float) -> int | None:
     """Start ``fsmem watch ARGV --idle-exit IDLE`` for the store whose state folder is ``state``, with
     ``env`` added to this process's environment, unless a resident listens there already. The pid,
     or ``None`` when none was started."""
-    import sys
-
     from fsmem._index.resident import address, socket_path
 
     path = socket_path(state)
@@ -137,5 +125,5 @@ def start_on_first_use(state: Path, argv: list[str], env: dict[str, str], idle: 
             return None  # one serves (it did not answer this asker: other settings, another op)
     if not os.path.isdir(state):
         return None  # a worker's cache not made yet: the command's own work makes it, for next time
-    command = [sys.executable, "-m", "fsmem", "watch", *argv, "--idle-exit", repr(float(idle))]
-    return start_detached(state, command, {**os.environ, **env}, cwd="/")
+    command = python_module("fsmem", "watch", *argv, "--idle-exit", repr(float(idle)))
+    return _start_logged(state, command, {**os.environ, **env})

@@ -81,33 +81,12 @@ def settled(root: Path) -> bool:
     return True
 
 
-_started: list[int] = []  # the checkers this process started and has not reaped yet
-
-
 def _start_checker(root: Path) -> None:
     """A checker in a session of its own, its output nowhere, not waited for (it may outlive this
-    process); the ones this process started before and that are done are reaped first."""
-    for pid in list(_started):
-        try:
-            done = os.waitpid(pid, os.WNOHANG)[0] != 0
-        except ChildProcessError:
-            done = True
-        if done:
-            _started.remove(pid)
-    devnull = os.devnull
-    _started.append(
-        os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-m", "fsmem._memory.facts.recheck", str(root)],
-            os.environ,
-            setsid=True,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
-            ],
-        )
-    )
+    process)."""
+    from fsmem._env.system import python_module, start_detached
+
+    start_detached(python_module("fsmem._memory.facts.recheck", str(root)), os.environ)
 
 
 def recheck(root: Path) -> None:
