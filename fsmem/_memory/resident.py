@@ -87,7 +87,7 @@ class Resident:
     def _serve(self) -> None:
         """Under ``_life``: take the claim, then the socket; ``serving`` says whether both were had."""
         try:
-            make_home(self.home)
+            make_home(self.memory)
             held = claim(self.home, _who())
         except OSError as error:
             self.why_not = f"its claim cannot be taken ({error})"
@@ -243,9 +243,12 @@ def home_of(memory: Memory) -> Path:
     return Path(pg_home(getattr(drive, "url", ""), drive.name, os.environ))
 
 
-def make_home(home: Path) -> None:
-    """The resident's home and any missing parents, each 0700 (a folder's state folder is made already)."""
-    make_dirs(home)
+def make_home(memory: Memory) -> None:
+    """Make a PostgreSQL project's resident home (0700, with any missing parents). A folder's state
+    folder is made with its root and never again here: a new empty one must not stand in for a root
+    that was removed."""
+    if not isinstance(memory.drive, Drive):
+        make_dirs(home_of(memory))
 
 
 def serve(memory: Memory, answer: Answerer) -> Resident:

@@ -114,10 +114,9 @@ def _start_resident(memory: Memory) -> None:
         argv, env = ["--root", str(memory.root)], {}
     else:
         argv, env = [], {"FSMEM_STORE": getattr(drive, "url", ""), "FSMEM_PROJECT": drive.name}
-    home = home_of(memory)
     with contextlib.suppress(OSError):  # none can be made: the command does its own work, every time
-        make_home(home)
-    start_on_first_use(home, argv, env, memory.settings.watch_idle)
+        make_home(memory)
+    start_on_first_use(home_of(memory), argv, env, memory.settings.watch_idle)
 
 
 def _served_memory(asker: Asker, explicit: str | None, near: str | None) -> Memory:
