@@ -165,6 +165,7 @@ class Storage(RequestError):
 
     code = "STORAGE"
     read_only = False  # True when the root can be read and searched, only not changed
+    disk_errno: int | None = None  # the system's error when the disk itself failed (ENOSPC, EIO, ...)
 
 
 class SetupError(FsmemError):

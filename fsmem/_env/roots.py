@@ -37,6 +37,12 @@ def chosen_root(explicit: str | None, environ: Mapping[str, str], here: str, nea
     return None
 
 
+def cache_base(environ: Mapping[str, str]) -> str:
+    """This user's cache folder: ``$XDG_CACHE_HOME``, else ``~/.cache`` (a PostgreSQL worker's caches and
+    its residents' folders lie in its ``fsmem`` folder)."""
+    return environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
 def with_real_folder(path: str) -> str:
     """``path`` with ``..`` folded and its folder's symlinks resolved (not the last name's own)."""
     folded = os.path.normpath(path)

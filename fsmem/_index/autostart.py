@@ -1,9 +1,12 @@
 """One resident per root, and starting one on first use: the standard library only, so the shell can
 call it on its way to doing the work itself.
 
-    <state>/resident.lock     0600; the resident holds an exclusive flock on it for its whole life
-    <state>/resident.log      0600; what a resident started here said (its stdout and stderr)
-    <state>/resident.sock     its socket (``fsmem._index.resident``)
+    <home>/resident.lock      0600; the resident holds an exclusive flock on it for its whole life
+    <home>/resident.log       0600; what a resident started here said (its stdout and stderr)
+    <home>/resident.sock      its socket (``fsmem._index.resident``)
+
+``<home>`` is the resident's folder (``fsmem._memory.resident.home_of``): a folder's state folder, or a
+project in PostgreSQL's folder under the user's cache (``fsmem._index.resident.pg_home``).
 
 The claim (``claim``) is what makes a resident the only one: whoever holds the flock serves, a second
 finds it taken and goes, and a resident killed with ``kill -9`` lets go of it with its last breath (the
@@ -40,11 +43,11 @@ def _open_private(path: Path, flags: int) -> int:
     return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
 
-def claim(state: Path, who: str) -> int | None:
+def claim(home: Path, who: str) -> int | None:
     """Take the root's resident claim for this process's life: the descriptor holding it (close it, or
     exit, to let go), or ``None`` when another live process holds it. ``who`` is written in the file,
     for ``holder`` to say."""
-    fd = _open_private(Path(state) / LOCK_NAME, os.O_RDWR)
+    fd = _open_private(Path(home) / LOCK_NAME, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
@@ -57,13 +60,13 @@ def claim(state: Path, who: str) -> int | None:
     return fd
 
 
-def holder(state: Path, wait: float = 0.2) -> str:
+def holder(home: Path, wait: float = 0.2) -> str:
     """Who holds the claim, as it wrote itself (``"1234 fsmem watch"``), or ``""`` when unknown. A claim
     just taken is written a moment after its lock: an empty file is looked at again for ``wait`` s."""
     deadline = time.monotonic() + wait
     while True:
         try:
-            with open(Path(state) / LOCK_NAME, "rb") as handle:
+            with open(Path(home) / LOCK_NAME, "rb") as handle:
                 said = handle.read(200).decode("utf-8", "replace").strip()
         except OSError:
             return ""
@@ -85,12 +88,12 @@ def listening(path: Path, where: str) -> bool:
     return True
 
 
-def _start_logged(state: Path, argv: list[str], env: dict[str, str]) -> int | None:
+def _start_logged(home: Path, argv: list[str], env: dict[str, str]) -> int | None:
     """Start ``argv`` detached (``fsmem._env.system.start_detached``), its stdout and stderr to
-    ``<state>/resident.log`` (0600). The pid, or ``None`` when a start was tried a moment ago or it
+    ``<home>/resident.log`` (0600). The pid, or ``None`` when a start was tried a moment ago or it
     could not start (the caller goes on with its own work)."""
-    state = Path(state)
-    marker = state / SPAWNED_NAME
+    home = Path(home)
+    marker = home / SPAWNED_NAME
     try:
         if time.time() - os.stat(marker).st_mtime < SPAWN_PAUSE:
             return None
@@ -99,7 +102,7 @@ def _start_logged(state: Path, argv: list[str], env: dict[str, str]) -> int | No
     try:
         os.close(_open_private(marker, os.O_WRONLY))
         os.utime(marker)
-        log_fd = _open_private(state / LOG_NAME, os.O_WRONLY | os.O_APPEND)
+        log_fd = _open_private(home / LOG_NAME, os.O_WRONLY | os.O_APPEND)
     except OSError:
         return None
     try:
@@ -113,17 +116,17 @@ def _start_logged(state: Path, argv: list[str], env: dict[str, str]) -> int | No
         os.close(log_fd)
 
 
-def start_on_first_use(state: Path, argv: list[str], env: dict[str, str], idle: float) -> int | None:
-    """Start ``fsmem watch ARGV --idle-exit IDLE`` for the store whose state folder is ``state``, with
+def start_on_first_use(home: Path, argv: list[str], env: dict[str, str], idle: float) -> int | None:
+    """Start ``fsmem watch ARGV --idle-exit IDLE`` for the store whose resident's home is ``home``, with
     ``env`` added to this process's environment, unless a resident listens there already. The pid,
     or ``None`` when none was started."""
     from fsmem._index.resident import address, socket_path
 
-    path = socket_path(state)
+    path = socket_path(home)
     with address(path) as where:
         if listening(path, where):
             return None  # one serves (it did not answer this asker: other settings, another op)
-    if not os.path.isdir(state):
-        return None  # a worker's cache not made yet: the command's own work makes it, for next time
+    if not os.path.isdir(home):
+        return None  # a root's state folder not made yet: the command's own work makes it, for next time
     command = python_module("fsmem", "watch", *argv, "--idle-exit", repr(float(idle)))
-    return _start_logged(state, command, {**os.environ, **env})
+    return _start_logged(home, command, {**os.environ, **env})

@@ -57,10 +57,12 @@ def sweep_strays(folder: Path) -> int:
 
 def disk_fault(error: BaseException, doing: str) -> Storage | None:
     """``error`` as the coded refusal for a disk fault (``doing`` says what failed), or ``None`` when
-    it is no disk fault: the store's own ``Storage`` (not a read-only root's), an ``OSError``, or a
-    tantivy error carrying one."""
+    it is no disk fault: the store's own ``Storage`` for its disk (not a read-only root's), an
+    ``OSError``, or a tantivy error carrying one. A store that did not answer (a database down or
+    restarting, a folder gone) is no disk fault: what changed since the last commit is unknown, so a
+    search is refused, never answered from that commit."""
     if isinstance(error, Storage):
-        return None if error.read_only else error
+        return error if error.disk_errno in DISK_FAULTS else None
     if isinstance(error, OSError):
         return storage_error(doing, error, changed=False) if error.errno in DISK_FAULTS else None
     if isinstance(error, ValueError):

@@ -28,7 +28,7 @@ import tantivy
 from fsmem._core.search import SCHEMA_VERSION, FileDoc, Indexed
 from fsmem._core.versions import version_of
 from fsmem._env.system import release_heap
-from fsmem._errors import FsmemError, IndexError_
+from fsmem._errors import Busy, FsmemError, IndexError_, Storage
 from fsmem._index import faults
 from fsmem._index.feed import IndexFeed
 from fsmem._index.state import (
@@ -412,6 +412,8 @@ class IndexStore:
             if not self.drive.is_dir(path):
                 return None
             return {entry.path for entry in self.drive.walk_files(path)}
+        except (Storage, Busy):  # the store did not answer: taken as "nothing there", a batch would
+            raise  # drop what the folder holds, and its mark would say it had read it all
         except FsmemError:  # refused (a link leading out, a name no tool could give) or gone meanwhile
             return None
 

@@ -4,7 +4,9 @@ client, the standard library alone, so the shell imports it before it knows whet
 (the server: ``fsmem._memory.resident``; what it answers with: ``fsmem.cli.served``).
 
     <root>/.fsmem/resident.sock          0600, in the 0700 state folder; each side checks the other's uid
-    <cache>/.fsmem/resident.sock         a project in PostgreSQL: this worker's cache of it (pg_state)
+    <cache base>/fsmem/residents/<hash>/resident.sock
+                                         a project in PostgreSQL: its folder named by the exact URL and
+                                         project (``pg_home``), 0700 like a state folder
 
 One connection, one question: a JSON line
 ``{"op": "run", "argv": [...], "prog": "fsmem", "cwd": "...", "environ": {...}, "streams": {...}}``
@@ -25,7 +27,7 @@ import stat
 import sys
 from collections.abc import Iterator, Mapping
 
-from fsmem._env.roots import STATE_FOLDER, chosen_root
+from fsmem._env.roots import STATE_FOLDER, cache_base, chosen_root
 
 TYPE_CHECKING = False  # typing and pathlib cost a cold shell a few ms: the client takes paths as strings
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     Where = str | os.PathLike[str]
 
 SOCKET_NAME = "resident.sock"
+RESIDENTS_FOLDER = "residents"  # under the user's fsmem cache: the homes of PostgreSQL projects' residents
 ANSWER_TIMEOUT = 30.0  # a first search may build the index; a hung resident is given up on after this
 MAX_LINE = 1 << 20  # a question longer than this is no question of ours
 _AF_UNIX_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
@@ -103,7 +106,8 @@ def _given(argv: list[str], option: str) -> str | None:
 def socket_for(argv: list[str], environ: Mapping[str, str], here: str) -> str | None:
     """The socket of the resident that would serve this command line, found as the CLI finds its
     memory: a project in PostgreSQL (``--store``/``--project``, else ``$FSMEM_STORE``/``$FSMEM_PROJECT``
-    when no ``--root`` is given) has it in this worker's cache (``pg_state``), a folder in its root.
+    when no ``--root`` is given) has it in the folder of that URL and project (``pg_home``), a folder
+    in its root.
     ``None`` for a command line the CLI refuses (a root and a store, a store without a project)."""
     root, url, project = given_root(argv), _given(argv, "--store"), _given(argv, "--project")
     if root is not None:
@@ -113,7 +117,7 @@ def socket_for(argv: list[str], environ: Mapping[str, str], here: str) -> str | 
     else:
         url, project = url or environ.get("FSMEM_STORE"), project or environ.get("FSMEM_PROJECT")
         if url or project:
-            return socket_file(pg_state(url, project)) if url and project else None
+            return socket_file(pg_home(url, project, environ)) if url and project else None
         folder = chosen_root(None, environ, here)
     return None if folder is None else socket_file(os.path.join(folder, STATE_FOLDER))
 
@@ -209,12 +213,16 @@ def address(path: Where) -> Iterator[str]:
         os.close(folder)
 
 
-def pg_state(url: str, project: str) -> str:
-    """Where the resident of this worker's cache of a project in PostgreSQL keeps its socket: the
-    cache's state folder (``fsmem watch --store URL --project NAME`` serves there)."""
-    from fsmem._store.postgres.cache import default_cache
+def pg_home(url: str, project: str, environ: Mapping[str, str]) -> str:
+    """Where the resident of a project in PostgreSQL (``fsmem watch --store URL --project NAME``) keeps
+    its claim and socket: ``<cache base>/fsmem/residents/<hash of the URL and project, as written>``.
+    A resident runs only the commands naming its own URL and project, as written, so the shell finds
+    it without reading the URL (which only the driver reads as libpq does); another spelling finds no
+    resident, and the shell does the work itself."""
+    import hashlib  # only for a project in PostgreSQL
 
-    return os.path.join(default_cache(url, project), STATE_FOLDER)
+    key = hashlib.sha256(f"{url}\0{project}".encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    return os.path.join(cache_base(environ), "fsmem", RESIDENTS_FOLDER, key)
 
 
 def peer_uid(conn: socket.socket) -> int | None:

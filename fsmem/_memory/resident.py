@@ -1,6 +1,7 @@
 """The resident's server: a long-lived process (``fsmem watch``, or one that already watches: ``fsmem
 mcp``, ``fsmem chat``, ``fsmem ui``, a library user's ``serve``) answers the shell's questions about its
-memory over a local socket in the store's state folder (the wire and the client:
+memory over a local socket in its home (``home_of``: a folder's state folder, or a PostgreSQL
+project's folder named by its URL and project) (the wire and the client:
 ``fsmem._index.resident``; the claim and the start on first use: ``fsmem._index.autostart``).
 
     with Resident(memory, answer) as resident:   # serving, unless another live process already does
@@ -14,7 +15,7 @@ is set then); with ``standby`` a process that found the claim taken takes it ove
 
 ``answer(memory, question)`` makes each answer (the CLI's ``fsmem.cli.served.answer`` runs the asker's
 command itself, on this memory), one question at a time. Only its owner may ask: the socket
-is 0600 in the 0700 state folder, and each connection's peer uid (``SO_PEERCRED``) must be this
+is 0600 in the 0700 home, and each connection's peer uid (``SO_PEERCRED``) must be this
 process's. It takes no lock of the root's: a search takes only what a search takes, so an idle
 resident holds only its claim.
 """
@@ -29,11 +30,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fsmem._index.autostart import claim, holder
-from fsmem._index.resident import MAX_LINE, address, peer_uid, read_line, socket_path
+from fsmem._index.resident import MAX_LINE, address, peer_uid, pg_home, read_line, socket_path
 from fsmem._memory.memory import Memory
+from fsmem._store.atomic import make_dirs
+from fsmem._store.folder.drive import Drive
 
 log = logging.getLogger("fsmem.resident")
 
@@ -47,15 +51,15 @@ STANDBY_POLL = 2.0  # seconds between a standing-by process's tries of the claim
 
 
 class Resident:
-    """Serve the questions about ``memory`` on its state folder's socket until stopped (or idle that long)."""
+    """Serve the questions about ``memory`` on its home's socket until stopped (or idle that long)."""
 
     def __init__(
         self, memory: Memory, answer: Answerer, *, idle_exit: float | None = None, standby: bool = False
     ) -> None:
         self.memory = memory
         self._answerer = answer
-        self.state = memory.drive.state
-        self.path = socket_path(self.state)
+        self.home = home_of(memory)
+        self.path = socket_path(self.home)
         self.idle_exit = idle_exit
         self.standby = standby
         self.serving = False
@@ -83,12 +87,13 @@ class Resident:
     def _serve(self) -> None:
         """Under ``_life``: take the claim, then the socket; ``serving`` says whether both were had."""
         try:
-            held = claim(self.state, _who())
+            make_home(self.memory)
+            held = claim(self.home, _who())
         except OSError as error:
             self.why_not = f"its claim cannot be taken ({error})"
             return
         if held is None:
-            who = holder(self.state)
+            who = holder(self.home)
             self.why_not = "another process serves them" + (f" (pid {who})" if who else "")
             log.info("not serving %s: %s", self.path, self.why_not)
             return
@@ -227,6 +232,23 @@ class Resident:
             except Exception as error:  # noqa: BLE001 - the resident outlives a question it could not answer
                 log.warning("a question went unanswered: %r", error)
                 return {"ok": False, "why": type(error).__name__}
+
+
+def home_of(memory: Memory) -> Path:
+    """Where the resident of ``memory`` keeps its claim, socket and log: a folder's state folder; a
+    project in PostgreSQL's folder named by its URL and project (``pg_home``; ``make_home`` makes it)."""
+    drive = memory.drive
+    if isinstance(drive, Drive):
+        return drive.state
+    return Path(pg_home(getattr(drive, "url", ""), drive.name, os.environ))
+
+
+def make_home(memory: Memory) -> None:
+    """Make a PostgreSQL project's resident home (0700, with any missing parents). A folder's state
+    folder is made with its root and never again here: a new empty one must not stand in for a root
+    that was removed."""
+    if not isinstance(memory.drive, Drive):
+        make_dirs(home_of(memory))
 
 
 def serve(memory: Memory, answer: Answerer) -> Resident:

@@ -22,4 +22,6 @@ def storage_error(doing: str, error: OSError, *, changed: bool | str) -> Storage
         outcome = "the change was made, but its log line could not be written"
     else:
         outcome = changed
-    return Storage(f"{doing} failed: {what}; {outcome}. Free some space or fix the disk, then try again")
+    problem = Storage(f"{doing} failed: {what}; {outcome}. Free some space or fix the disk, then try again")
+    problem.disk_errno = error.errno
+    return problem

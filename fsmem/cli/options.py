@@ -106,6 +106,7 @@ def _start_resident(memory: Memory) -> None:
     once, and does nothing when one listens already). A project in PostgreSQL is named to it by the
     environment: a command line is anyone's to read, and the URL may hold a password."""
     from fsmem._index.autostart import start_on_first_use
+    from fsmem._memory.resident import home_of, make_home
     from fsmem._store.folder.drive import Drive
 
     drive = memory.drive
@@ -113,7 +114,9 @@ def _start_resident(memory: Memory) -> None:
         argv, env = ["--root", str(memory.root)], {}
     else:
         argv, env = [], {"FSMEM_STORE": getattr(drive, "url", ""), "FSMEM_PROJECT": drive.name}
-    start_on_first_use(drive.state, argv, env, memory.settings.watch_idle)
+    with contextlib.suppress(OSError):  # none can be made: the command does its own work, every time
+        make_home(memory)
+    start_on_first_use(home_of(memory), argv, env, memory.settings.watch_idle)
 
 
 def _served_memory(asker: Asker, explicit: str | None, near: str | None) -> Memory:

@@ -15,17 +15,19 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
 
 import fsmem
 from fsmem._env.config import Settings
-from fsmem._index.index import IndexWarning
+from fsmem._errors import Storage
+from fsmem._index.index import IndexWarning, feed_of
+from fsmem._index.postgres_feed import PgWatcher, applied_seq
 from fsmem._index.state import index_dir, read_applied, read_current
 from fsmem._memory.levels import Scope
-from fsmem._index.index import feed_of
-from fsmem._index.postgres_feed import PgWatcher, applied_seq
+from fsmem._store.postgres.errors import StoreUnavailable
 
 
 def _project() -> str:
@@ -390,3 +392,65 @@ def test_a_workers_delta_is_committed_in_the_background_once_it_has_waited(open_
     # b's committer, after its grace (the count follows the commit's mark)
     wait_until(lambda: applied_seq(b.index) == a.drive.pg.newest_seq() and b.index.committer.commits >= 1)
     assert paths(b.search("coral")) == ["brand.md"]
+
+
+# --- a server restarted or down under a search -------------------------------------------------------
+
+
+def _behind(open_worker) -> tuple[fsmem.Memory, fsmem.Memory]:
+    """Worker b's index committed with brand.md; then a writes zoo.md, which b has not applied yet."""
+    a, b = open_worker("a"), open_worker("b", watch=False)
+    write(a, "brand.md", "# Brand\nthe quokka\n")
+    assert paths(b.search("quokka")) == ["brand.md"]
+    b.index.apply_pending()
+    b.index.committer.close(0)  # b commits nothing in the background: only its searches bring zoo.md in
+    write(a, "zoo.md", "# Zoo\nthe quokka's cousin\n")
+    return a, b
+
+
+def test_the_first_search_after_a_server_restart_finds_a_write_made_before_it(open_worker, pg_server) -> None:
+    a, b = _behind(open_worker)
+    with b.drive.pg.connection(), b.drive.pg.connection():
+        pass  # two connections idle in b's pool, as a busy worker has (its commits, its listener, its searches)
+    pg_server.control("restart")  # the server drops every connection b holds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexWarning)  # no answer "from its last commit"
+        assert paths(b.search("quokka", mode="words")) == ["brand.md", "zoo.md"]
+    assert paths(b.search("cousin")) == ["zoo.md"]
+
+
+def test_a_search_while_the_server_is_down_is_refused_never_answered_from_the_last_commit(
+    open_worker, pg_server
+) -> None:
+    a, b = _behind(open_worker)
+    pg_server.control("down")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IndexWarning)
+            with pytest.raises(Storage, match="PostgreSQL"):  # words alone: nothing else asks the server
+                b.search("quokka", mode="words")
+            found = b.run(Scope.chat(), thread_id="t-down").call({"command": "search", "query": "quokka"})
+        assert not found["ok"] and found["error"]["code"] == "STORAGE", found
+    finally:
+        pg_server.control("up")
+    assert paths(b.search("quokka", mode="words")) == ["brand.md", "zoo.md"]
+
+
+def test_a_store_that_does_not_answer_a_folder_walk_is_never_taken_for_an_empty_folder(
+    open_worker, monkeypatch
+) -> None:
+    a, b = open_worker("a"), open_worker("b", watch=False)
+    write(a, "notes/one.md", "# One\nthe ibis\n")
+    assert paths(b.search("ibis")) == ["notes/one.md"]
+    b.index.apply_pending()
+
+    def unreachable(path: str = ""):
+        raise StoreUnavailable("PostgreSQL could not be reached (the server is restarting); nothing was changed")
+
+    with monkeypatch.context() as patch:  # as the server answers while it shuts down: one query, not the next
+        patch.setattr(b.drive, "walk_files", unreachable)
+        with pytest.raises(StoreUnavailable):
+            b.index.refresh({"notes"})  # a folder: its files walked, and what is held but gone dropped
+        with pytest.raises(StoreUnavailable):
+            b.index.store.expand({""})  # the whole memory, as a re-read from the rows names it
+    assert paths(b.search("ibis")) == ["notes/one.md"]  # nothing was dropped

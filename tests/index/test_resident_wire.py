@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from fsmem._env.roots import chosen_root
-from fsmem._index.resident import SERVED_COMMANDS, command_words, given_root, socket_for, socket_path
-from fsmem._store.postgres.cache import default_cache
+from fsmem._index.resident import SERVED_COMMANDS, command_words, given_root, pg_home, socket_for, socket_path
 
 
 @pytest.mark.parametrize(
@@ -60,20 +59,26 @@ def test_the_socket_is_the_roots_the_cli_would_find(tmp_path: Path) -> None:
     assert str(socket_for(["search", "x", "--root", str(root)], {"FSMEM_STORE": "postgresql://x"}, here)) == expected
 
 
-def test_a_project_in_postgresql_is_served_from_this_workers_cache(tmp_path: Path, monkeypatch) -> None:
+def test_a_project_in_postgresql_is_served_from_the_folder_of_its_url_and_project(tmp_path: Path) -> None:
     """Found as the CLI finds the store: options, else variables, never beside --root; the socket in
-    the worker's cache of the project, whichever way the URL is spelled (a password is no part of it)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    the folder named by the URL and the project as written (the resident answers only those), under
+    the user's cache: the shell reads nothing in the URL."""
+    xdg = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     url, here = "postgresql://me:secret@db.internal/fsmem", str(tmp_path)
-    expected = os.path.join(default_cache(url, "rye"), ".fsmem", "resident.sock")
-    assert expected.startswith(str(tmp_path / "xdg" / "fsmem" / "rye-"))
-    assert socket_for(["search", "x", "--store", url, "--project", "rye"], {}, here) == expected
-    assert socket_for(["--store=" + url, "--project=rye", "search", "x"], {}, here) == expected
-    assert socket_for(["search", "x"], {"FSMEM_STORE": url, "FSMEM_PROJECT": "rye"}, here) == expected
-    assert socket_for(["search", "x", "--project", "rye"], {"FSMEM_STORE": url}, here) == expected
-    other_spelling = "postgresql://you:other@db.internal/fsmem"
-    assert socket_for(["search", "x"], {"FSMEM_STORE": other_spelling, "FSMEM_PROJECT": "rye"}, here) == expected
-    assert socket_for(["search", "x", "--store", url, "--project", "oat"], {}, here) != expected
+    expected = os.path.join(pg_home(url, "rye", xdg), "resident.sock")
+    assert os.path.dirname(os.path.dirname(expected)) == str(tmp_path / "xdg" / "fsmem" / "residents")
+    assert "secret" not in expected and "db.internal" not in expected  # a hash: the URL is nowhere on disk
+    assert socket_for(["search", "x", "--store", url, "--project", "rye"], xdg, here) == expected
+    assert socket_for(["--store=" + url, "--project=rye", "search", "x"], xdg, here) == expected
+    assert socket_for(["search", "x"], {**xdg, "FSMEM_STORE": url, "FSMEM_PROJECT": "rye"}, here) == expected
+    assert socket_for(["search", "x", "--project", "rye"], {**xdg, "FSMEM_STORE": url}, here) == expected
+    other_spelling = "postgresql://you:other@db.internal/fsmem"  # another resident's, if any
+    assert socket_for(["search", "x"], {**xdg, "FSMEM_STORE": other_spelling, "FSMEM_PROJECT": "rye"}, here) != expected
+    assert socket_for(["search", "x", "--store", url, "--project", "oat"], xdg, here) != expected
+    home = os.path.expanduser("~")
+    assert pg_home(url, "rye", {}) == os.path.join(
+        home, ".cache", "fsmem", "residents", os.path.basename(pg_home(url, "rye", xdg))
+    )
     # what the CLI refuses, the shell asks no resident about: it runs the command and says why
     assert socket_for(["search", "x", "--store", url], {}, here) is None  # no project
     assert socket_for(["search", "x"], {"FSMEM_PROJECT": "rye"}, here) is None  # no store

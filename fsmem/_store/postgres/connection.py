@@ -131,6 +131,7 @@ class PgProject:
                         conn.execute("BEGIN")
                     except psycopg.OperationalError:
                         if attempt == 1 and conn.broken:
+                            self._drop_dropped()
                             continue
                         raise
                     yield conn
@@ -169,6 +170,7 @@ class PgProject:
                 raise closed(self.project) from error
             except psycopg.Error as error:
                 if broken and not write and attempt == 1:
+                    self._drop_dropped()
                     continue
                 outcome = (
                     "it may or may not have been saved; look before trying again"
@@ -177,6 +179,12 @@ class PgProject:
                 )
                 raise translated(error, outcome) from error
         raise AssertionError("unreachable")
+
+    def _drop_dropped(self) -> None:
+        """One connection the server dropped (a restart, a terminated backend) means the others idle
+        in the pool were most likely dropped too: check them all, so the one retry gets a live one."""
+        with contextlib.suppress(PoolClosed):
+            self._pool.check()
 
     def _pool_timeout(self, error: PoolTimeout, outcome: str) -> RequestError:
         """No connection came in time: every one this process may open is in use (BUSY), or none can be made."""

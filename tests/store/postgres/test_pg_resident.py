@@ -1,6 +1,7 @@
 """On PostgreSQL, `fsmem watch --store URL --project P` serves one worker's cache of the project: its
-socket in that cache's state folder, found by the shell (--store/--project or FSMEM_STORE/FSMEM_PROJECT)
-the same way, without loading the driver; started on first use there too."""
+socket in the folder named by that URL and project (under the user's cache), found by the shell
+(--store/--project or FSMEM_STORE/FSMEM_PROJECT) the same way, without loading the driver or reading
+the URL; started on first use there too."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import fsmem
 from fsmem._index.autostart import holder
-from fsmem._index.resident import ask, pg_state, socket_path
+from fsmem._index.resident import ask, pg_home, socket_path
 from tests.conftest import REPO, run_fsmem, run_question
 
 
@@ -23,10 +24,10 @@ def env(**extra: str) -> dict[str, str]:
     return {**values, "PYTHONPATH": str(REPO), **extra}
 
 
-def hits(state: Path, variables: dict[str, str]) -> list[str] | None:
+def hits(home: Path, variables: dict[str, str]) -> list[str] | None:
     """The paths the worker's resident finds for `fsmem search okapi --json` asked with these
     variables (the store and project among them), or None when it did not answer."""
-    reply = ask(socket_path(state), run_question(Path("/"), "search", "okapi", "--json", environ=variables))
+    reply = ask(socket_path(home), run_question(Path("/"), "search", "okapi", "--json", environ=variables))
     return None if reply is None or reply["code"] != 0 else [hit["path"] for hit in json.loads(reply["stdout"])]
 
 
@@ -43,10 +44,13 @@ def test_fsmem_watch_serves_one_workers_cache_and_the_shell_finds_it(postgres, t
     try:
         project = "okapi-pg"
         with fsmem.open(postgres, project=project, create=True) as memory:
-            assert memory.run(thread_id="t").call({"command": "write", "path": "zoo.md", "content": "# Zoo\n\nokapi\n"})["ok"]
-            state = memory.drive.state
-        assert pg_state(postgres, project) == str(state)  # the shell's reckoning is the store's
+            assert memory.run(thread_id="t").call(
+                {"command": "write", "path": "zoo.md", "content": "# Zoo\n\nokapi\n"}
+            )["ok"]
+            cache = memory.drive.cache  # type: ignore[attr-defined]
         variables = {"XDG_CACHE_HOME": str(xdg)}
+        home = Path(pg_home(postgres, project, variables))  # the shell's reckoning: the URL and project as written
+        assert str(home).startswith(str(xdg / "fsmem" / "residents")) and not home.exists()
         alone = run_fsmem("search", "okapi", "--json", "--store", postgres, "--project", project, env=variables)
         assert alone.returncode == 0, alone.stderr
         named = {"FSMEM_STORE": postgres, "FSMEM_PROJECT": project}
@@ -59,19 +63,22 @@ def test_fsmem_watch_serves_one_workers_cache_and_the_shell_finds_it(postgres, t
             text=True,
         )
         try:
-            wait_until(lambda: hits(state, named) is not None, "the worker's resident answers")
+            wait_until(lambda: hits(home, named) is not None, "the worker's resident answers")
+            assert oct(home.stat().st_mode & 0o777) == "0o700" and oct(home.parent.stat().st_mode & 0o777) == "0o700"
+            assert oct(socket_path(home).lstat().st_mode & 0o777) == "0o600"  # the owner's alone
+            assert not (cache / ".fsmem" / "resident.sock").exists()  # not in the cache: one home per URL
             # what the resident prints for a shell is, byte for byte, what the shell printed by itself
-            reply = ask(socket_path(state), run_question(tmp_path, "search", "okapi", environ=named))
+            reply = ask(socket_path(home), run_question(tmp_path, "search", "okapi", environ=named))
             assert reply is not None and reply["code"] == plain.returncode
             printed = tuple(reply[name].encode("latin-1").decode() for name in ("stdout", "stderr"))
             assert printed == (plain.stdout, plain.stderr)
             again = run_fsmem("search", "okapi", env={**variables, **named})
             assert (again.returncode, again.stdout, again.stderr) == (plain.returncode, plain.stdout, plain.stderr)
             # another project, or the same one with other settings, is not the resident's to answer
-            assert hits(state, {**named, "FSMEM_PROJECT": "another"}) is None
-            assert hits(state, {**named, "FSMEM_SEARCH_MODE": "words"}) is None
-            assert hits(state, {**named, "FSMEM_WATCH_DAEMON": "auto"}) is not None  # its own affair
-            assert int(holder(state).split()[0]) == proc.pid
+            assert hits(home, {**named, "FSMEM_PROJECT": "another"}) is None
+            assert hits(home, {**named, "FSMEM_SEARCH_MODE": "words"}) is None
+            assert hits(home, {**named, "FSMEM_WATCH_DAEMON": "auto"}) is not None  # its own affair
+            assert int(holder(home).split()[0]) == proc.pid
             served = run_fsmem(
                 "search", "okapi", "--json", env={**variables, "FSMEM_STORE": postgres, "FSMEM_PROJECT": project}
             )
@@ -93,13 +100,13 @@ def test_fsmem_watch_serves_one_workers_cache_and_the_shell_finds_it(postgres, t
             with fsmem.open(postgres, project=project) as writer:
                 call = {"command": "write", "path": "new.md", "content": "# New\n\nokapi calf\n"}
                 assert writer.run(thread_id="w").call(call)["ok"]
-            wait_until(lambda: len(hits(state, named) or []) == 2, "the new file is found")
+            wait_until(lambda: len(hits(home, named) or []) == 2, "the new file is found")
         finally:
             proc.send_signal(signal.SIGINT)
             _, stderr = proc.communicate(timeout=30)
         assert proc.returncode == 0, stderr
         assert f"Watching project {project} in" in stderr
-        assert not socket_path(state).exists()
+        assert not socket_path(home).exists()
     finally:
         del os.environ["XDG_CACHE_HOME"]
 
@@ -112,8 +119,9 @@ def test_first_use_on_postgresql_starts_the_workers_resident_with_the_url_kept_o
     os.environ["XDG_CACHE_HOME"] = str(xdg)
     try:
         with fsmem.open(postgres, project=project, create=True) as memory:
-            assert memory.run(thread_id="t").call({"command": "write", "path": "z.md", "content": "# Z\n\nokapi\n"})["ok"]
-            state = memory.drive.state
+            assert memory.run(thread_id="t").call({"command": "write", "path": "z.md", "content": "# Z\n\nokapi\n"})[
+                "ok"
+            ]
     finally:
         del os.environ["XDG_CACHE_HOME"]
     variables = {
@@ -126,11 +134,12 @@ def test_first_use_on_postgresql_starts_the_workers_resident_with_the_url_kept_o
     done = run_fsmem("search", "okapi", "--json", env=variables)
     assert done.returncode == 0 and len(json.loads(done.stdout)) == 1, done.stderr
     asking = {k: v for k, v in variables.items() if k.startswith("FSMEM_")}
-    wait_until(lambda: hits(state, asking) is not None, "the resident started on first use answers")
-    pid = int(holder(state).split()[0])
+    home = Path(pg_home(postgres, project, variables))
+    wait_until(lambda: hits(home, asking) is not None, "the resident started on first use answers")
+    pid = int(holder(home).split()[0])
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         assert b"watch" in argv and not any(postgres.encode() in arg for arg in argv)  # argv is anyone's to read
     finally:
         os.kill(pid, signal.SIGTERM)
-    wait_until(lambda: not socket_path(state).exists(), "the resident stopped")
+    wait_until(lambda: not socket_path(home).exists(), "the resident stopped")
