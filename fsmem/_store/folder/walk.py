@@ -46,7 +46,7 @@ _PACK_FOLDER = struct.Struct("<3q").pack
 
 class Walk(NamedTuple):
     """A walk as the cache keeps it, in columns, so that it loads as a few large objects and compares
-    in two passes (every folder, then every file) with no Python object per folder or file to check.
+    in two passes (every folder, then every file), each stat packed and dropped as it comes.
 
     Per folder, in walk order: its prefix, the names of its indexable files (sorted, NUL-joined) and of
     its sub-folders (sorted, NUL-joined), and its stamp, packed as three little-endian int64 (mtime,
