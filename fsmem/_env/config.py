@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -62,6 +61,8 @@ def load_settings(root: Path | None, environ: Mapping[str, str] | None = None) -
     if root is not None:
         config_file = Path(root) / ".fsmem" / "config.toml"
         if config_file.is_file():
+            import tomllib  # only where a config file is read: most roots have none
+
             try:
                 values.update(tomllib.loads(config_file.read_text(encoding="utf-8")))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:

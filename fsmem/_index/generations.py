@@ -14,7 +14,6 @@ Everything here lives under the memory store's ``state`` and reads the memory th
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 import warnings
@@ -344,6 +343,8 @@ class IndexStore:
         try:
             return self._fill_generation(folder, generation, progress)
         except BaseException:
+            import shutil  # a build or a collection: never a search's path
+
             shutil.rmtree(folder, ignore_errors=True)  # a live process's half build is never collected
             raise
 
@@ -404,6 +405,8 @@ class IndexStore:
                     continue  # still being built
                 except (ValueError, ProcessLookupError, OSError):
                     pass
+            import shutil  # only with an old generation to remove
+
             shutil.rmtree(folder, ignore_errors=True)
 
     def files_under(self, path: str) -> set[str] | None:

@@ -24,7 +24,6 @@ from fsmem._env.config import Settings
 from fsmem._errors import FsmemError
 from fsmem._index.state import index_dir
 from fsmem._index.vectors import FolderVectors, VectorKeep
-from fsmem._llm.embed import build_embedder, local_model_in_reach, meaning_wanted
 from fsmem._store.folder.drive import Drive
 
 if TYPE_CHECKING:
@@ -77,6 +76,8 @@ class Hybrid:
         """The memory's meaning (built once), or ``None`` when it is off or cannot be set up."""
         if self._built:
             return self._meaning
+        from fsmem._llm.embed import build_embedder, meaning_wanted  # model files: only once meaning is asked
+
         with self._mutex:
             if not self._built:
                 try:
@@ -134,10 +135,13 @@ class Hybrid:
         filters: Callable[[], list[Any]],
     ) -> SearchResults:
         """``words(depth)`` is the words search (it brings the index up to date first); ``filters()`` the
-        index's clauses for include, exclude and since, which files found by meaning alone pass too."""
-        if mode != "words" and self._nothing_embedded():
+        index's clauses for include, exclude and since, which files found by meaning alone pass too.
+        With meaning off (``settings.meaning``), no embedding module is even imported."""
+        if mode == "words" or self.settings.meaning == "off":
+            return SearchResults(words(limit), "off")
+        if self._nothing_embedded():
             return SearchResults(words(limit), "partial")
-        meaning = self.meaning() if mode != "words" else None
+        meaning = self.meaning()
         if meaning is None or time.monotonic() < self._down_until:
             return SearchResults(words(limit), "off")
         depth = max(limit, FUSE_DEPTH)
@@ -181,6 +185,8 @@ class Hybrid:
         """A process that embeds nothing itself (a one-shot command) before any passage is kept: the
         query's vector could change no answer, so the local model is not loaded for it (most of a cold
         search's time). An endpoint costs nothing to ask of, and is asked (a server down is said)."""
+        from fsmem._llm.embed import local_model_in_reach
+
         if self._built or self.settings.watch or not local_model_in_reach(self.settings):
             return False
         if self._keep is None:

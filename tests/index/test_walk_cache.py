@@ -91,9 +91,13 @@ def test_a_folder_whose_files_are_the_same_is_kept_with_its_new_stamp(tree: Path
     (tree / "notes/other.png").write_text("image")
     now = unchanged_since(tree, FAR_FUTURE, folders, 0)
     assert now is not None and now != folders
-    changed = [record for record, before in zip(now, folders) if record != before]
-    assert [record[0] for record in changed] == ["notes/"]
-    assert changed[0][2:] == next(r for r in folders if r[0] == "notes/")[2:]  # same files, new stamp
+    moved = [
+        prefix
+        for n, prefix in enumerate(now.prefixes)
+        if now.folder_stamps[24 * n : 24 * n + 24] != folders.folder_stamps[24 * n : 24 * n + 24]
+    ]
+    assert moved == ["notes/"]
+    assert now._replace(folder_stamps=folders.folder_stamps) == folders  # same files, new stamp
 
 
 def test_a_vanished_folder_makes_the_walk_unrecordable_not_wrong(tree: Path, monkeypatch) -> None:
@@ -123,7 +127,8 @@ def test_searches_use_the_cache_and_still_see_hand_edits(tree: Path, monkeypatch
     assert index_of(tree).search("friday")  # the settling re-recorded them: the cache follows it
     key, _, count, folders, racy = load_walk_cache(cache_file(tree))
     assert racy == {}
-    assert count == 4 and {record[0] for record in folders} == {"", "seo/", "seo/deep/", "notes/"}
+    assert count == 4 and set(folders.prefixes) == {"", "seo/", "seo/deep/", "notes/"}
+    assert folders.files() == 4 and folders.names[folders.prefixes.index("notes/")] == "b.md"
 
     walks = []
     real_walk = index_module.walk_tree
@@ -159,11 +164,12 @@ def test_a_damaged_or_foreign_cache_is_ignored(tree: Path) -> None:
         ({"notes/b.md": 1}, None),  # a racy entry that is no (version, tick)
         ({"notes/b.md": ("v1",)}, None),
         ({3: ("v1", 1)}, None),  # a path that is no text
-        ({}, [1]),  # a folder record that is no tuple
-        ({}, [("", (1, 2, 3), 5, b"", (), ())]),  # names that are no text
-        ({}, [("", "x", "", b"", (), ())]),  # a stamp that is no tuple
-        ({}, [("", (1, 2, 3), "", b"", (7,), ())]),  # a link that is no name
-        ({}, []),  # no folder at all, not even the root
+        ({}, (1,)),  # no six columns
+        ({}, ([""], [5], [""], bytes(24), b"", [])),  # names that are no text
+        ({}, ([""], [""], [""], "x" * 24, b"", [])),  # stamps that are no bytes
+        ({}, ([""], [""], [""], bytes(24), b"", [7])),  # a link that is no name
+        ({}, (["", "seo/"], [""], [""], bytes(48), b"", [])),  # columns of different lengths
+        ({}, ([], [], [], b"", b"", [])),  # no folder at all, not even the root
     ],
 )
 def test_a_cache_of_another_shape_is_ignored_even_with_a_valid_checksum(tree: Path, racy, folders) -> None:
@@ -223,3 +229,20 @@ def test_a_new_process_whose_walk_cache_holds_builds_no_manifest_and_still_sees_
     again = index_of(tree)
     assert [hit.path for hit in again.search("below")] == ["seo/titles.md"]
     assert again.store.manifest is not None and "seo/titles.md" in again.store.manifest.entries
+
+
+def test_a_symlinked_file_is_compared_by_its_target_and_must_stay_inside(tree: Path, tmp_path_factory) -> None:
+    symlink_in(tree)  # seo/link.md -> notes/b.md, inside the root
+    found, folders = walk_tree(tree, record=True)
+    assert folders is not None and folders.links == ["seo/link.md"] and "seo/link.md" in found
+    assert unchanged_since(tree, FAR_FUTURE, folders, 0) == folders
+    time.sleep(TICK)
+    write(tree, "notes/b.md", "# B\n\nbeta, edited through the link's target\n")
+    assert unchanged_since(tree, FAR_FUTURE, folders, 0) is None
+    found, folders = walk_tree(tree, record=True)
+    assert folders is not None and unchanged_since(tree, FAR_FUTURE, folders, 0) == folders
+    outside = tmp_path_factory.mktemp("outside") / "b.md"
+    outside.write_bytes((tree / "notes/b.md").read_bytes())
+    (tree / "seo/link.md").unlink()
+    os.symlink(outside, tree / "seo/link.md")  # the same bytes, now outside the root
+    assert unchanged_since(tree, FAR_FUTURE, folders, 0) is None

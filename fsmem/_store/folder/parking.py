@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -62,6 +60,9 @@ def deleting(drive: Folder, folder: str, command: str) -> Iterator[None]:
     The place aside is removed only once the folder is really back, or really deleted with its
     versions kept; a folder that cannot go back stays there, whole, and ``LevelParked`` says where.
     """
+    import shutil  # a level's delete is rare; every open asks parking (``restore_parked``), so only here
+    import tempfile
+
     aside = Path(tempfile.mkdtemp(prefix=f"{PARKED_PREFIX}{os.getpid()}-", dir=drive.state))
     (aside / "from").write_text(folder, encoding="utf-8")
     parked = aside / "folder"
@@ -117,5 +118,7 @@ def restore_parked(drive: Folder) -> list[str]:
                     except OSError:
                         pass  # its parent gone, the disk failing: it stays parked for a person
         if not os.path.lexists(parked):
+            import shutil  # only once a dead block left something parked
+
             shutil.rmtree(aside, ignore_errors=True)
     return restored

@@ -22,7 +22,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -178,7 +177,7 @@ class RootLock:
             previous = os.pread(fd, 256, 0)
             if previous.strip():  # a holder that released would have emptied it: it died holding the lock
                 _mark_crash(self.file.parent)
-            stamp = f"{os.getpid()} {socket.gethostname()} {command} {time.time():.3f}\n".encode()
+            stamp = f"{os.getpid()} {os.uname().nodename} {command} {time.time():.3f}\n".encode()
             os.ftruncate(fd, 0)
             os.pwrite(fd, stamp, 0)
         except OSError:

@@ -15,7 +15,7 @@ import time
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from fsmem._core.search import (
     RACY_WINDOW_NS,
@@ -40,20 +40,86 @@ def walk_files(root: Path) -> dict[str, tuple[int, int, int, int]]:
     return walk_tree(root)[0]
 
 
-# One folder as a walk saw it: its root-relative prefix ("" or "seo/"), its stamp (mtime, ctime,
-# inode) taken before listing it, the names of its indexable files joined by NUL, their stamps packed
-# as four little-endian int64 each (size, mtime, ctime, inode) in the same order, which of them are
-# symlinks, and the names of its sub-folders. Packed, a cache of 100,000 files loads and compares fast.
-FolderRecord = tuple[str, tuple[int, int, int], str, bytes, tuple[str, ...], tuple[str, ...]]
 _PACK = struct.Struct("<4q").pack
+_PACK_FOLDER = struct.Struct("<3q").pack
 
 
-def walk_tree(
-    root: Path, record: bool = False
-) -> tuple[dict[str, tuple[int, int, int, int]], list[FolderRecord] | None]:
-    """``walk_files``, and with ``record`` every folder's record too (``None`` if one could not be read)."""
+class Walk(NamedTuple):
+    """A walk as the cache keeps it, in columns, so that it loads as a few large objects and compares
+    in two passes (every folder, then every file), each stat packed and dropped as it comes.
+
+    Per folder, in walk order: its prefix, the names of its indexable files (sorted, NUL-joined) and of
+    its sub-folders (sorted, NUL-joined), and its stamp, packed as three little-endian int64 (mtime,
+    ctime, inode) in ``folder_stamps``. Per file, folder by folder in the same order, its stamp packed as
+    four (size, mtime, ctime, inode) in ``file_stamps``. ``links``: the files that are symlinks (their
+    stamp is their target's), root-relative."""
+
+    prefixes: list[str]
+    names: list[str]
+    subfolders: list[str]
+    folder_stamps: bytes
+    file_stamps: bytes
+    links: list[str]
+
+    def files(self) -> int:
+        return len(self.file_stamps) // 32
+
+
+# One folder's share of each column: (names, sub-folders, its packed stamp, its files' packed stamps, links).
+Columns = tuple[str, str, bytes, bytes, list[str]]
+
+
+def _columns_of(
+    prefix: str,
+    stamp: tuple[int, int, int],
+    files: dict[str, tuple[tuple[int, int, int, int], bool]],
+    subfolders: list[str],
+) -> Columns:
+    names = sorted(files)
+    return (
+        "\0".join(names),
+        "\0".join(sorted(subfolders)),
+        _PACK_FOLDER(*stamp),
+        b"".join([_PACK(*files[name][0]) for name in names]),
+        [prefix + name for name in names if files[name][1]],
+    )
+
+
+def _joined(prefixes: list[str], columns: list[Columns]) -> Walk:
+    return Walk(
+        prefixes,
+        [c[0] for c in columns],
+        [c[1] for c in columns],
+        b"".join([c[2] for c in columns]),
+        b"".join([c[3] for c in columns]),
+        [link for c in columns for link in c[4]],
+    )
+
+
+def _split(walk: Walk) -> dict[str, Columns]:
+    """Each folder's columns, by prefix (slices of the walk's: nothing per file is built)."""
+    starts = [0]
+    for names in walk.names:
+        starts.append(starts[-1] + (names.count("\0") + 1 if names else 0))
+    links: dict[str, list[str]] = {}
+    for link in walk.links:
+        links.setdefault(link[: link.rfind("/") + 1], []).append(link)
+    return {
+        prefix: (
+            walk.names[n],
+            walk.subfolders[n],
+            walk.folder_stamps[24 * n : 24 * n + 24],
+            walk.file_stamps[32 * starts[n] : 32 * starts[n + 1]],
+            links.get(prefix, []),
+        )
+        for n, prefix in enumerate(walk.prefixes)
+    }
+
+
+def walk_tree(root: Path, record: bool = False) -> tuple[dict[str, tuple[int, int, int, int]], Walk | None]:
+    """``walk_files``, and with ``record`` the walk in columns too (``None`` if a folder could not be read)."""
     found: dict[str, tuple[int, int, int, int]] = {}
-    folders: list[FolderRecord] | None = [] if record else None
+    folders: list[tuple[str, Columns]] | None = [] if record else None
     root_real = os.path.realpath(root)
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
@@ -72,25 +138,8 @@ def walk_tree(
             if stamp is None:
                 folders = None
                 continue
-            folders.append(_record_folder(prefix, stamp, files, subfolders))
-    return found, folders
-
-
-def _record_folder(
-    prefix: str,
-    stamp: tuple[int, int, int],
-    files: dict[str, tuple[tuple[int, int, int, int], bool]],
-    subfolders: list[str],
-) -> FolderRecord:
-    names = sorted(files)
-    return (
-        prefix,
-        stamp,
-        "\0".join(names),
-        b"".join(_PACK(*files[name][0]) for name in names),
-        tuple(name for name in names if files[name][1]),
-        tuple(sorted(subfolders)),
-    )
+            folders.append((prefix, _columns_of(prefix, stamp, files, subfolders)))
+    return found, None if folders is None else _joined([f[0] for f in folders], [f[1] for f in folders])
 
 
 def _folder_stamp(folder: str) -> tuple[int, int, int] | None:
@@ -146,7 +195,7 @@ def _scan(folder: str, root_real: str) -> tuple[dict[str, tuple[tuple[int, int, 
 # to the full comparison, so the cache can make a comparison fast, never wrong.
 
 WALK_CACHE = "walk.cache"
-_CACHE_MAGIC = b"fsmem-walk-3\n"
+_CACHE_MAGIC = b"fsmem-walk-4\n"
 
 # Files read within one timestamp tick of their last change (``Indexed.racy``): their stamp cannot tell
 # a later change in that tick, so the cache keeps their hash and checks it until the tick is long past.
@@ -154,10 +203,10 @@ Racy = dict[str, tuple[str, int]]  # path -> (version, newest of its mtime and c
 
 
 def save_walk_cache(
-    file: Path, key: tuple[int, int], taken_ns: int, count: int, folders: list[FolderRecord], racy: Racy | None = None
+    file: Path, key: tuple[int, int], taken_ns: int, count: int, walk: Walk, racy: Racy | None = None
 ) -> None:
     """Write the cache (temp file and rename, no fsync: it is derived, and checked when read)."""
-    payload = marshal.dumps((key, taken_ns, count, folders, racy or {}))
+    payload = marshal.dumps((key, taken_ns, count, tuple(walk), racy or {}))
     data = _CACHE_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload
     temp = file.parent / f".{file.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     try:
@@ -171,7 +220,7 @@ def save_walk_cache(
             pass
 
 
-def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderRecord], Racy] | None:
+def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, Walk, Racy] | None:
     try:
         with open(file, "rb") as handle:
             data = handle.read()
@@ -184,59 +233,94 @@ def load_walk_cache(file: Path) -> tuple[tuple[int, int], int, int, list[FolderR
     if zlib.crc32(payload) != int.from_bytes(data[head : head + 4], "big"):
         return None
     try:
-        key, taken_ns, count, folders, racy = marshal.loads(payload)
-        if not folders:  # every walk records the root's own folder
-            return None
-        return (int(key[0]), int(key[1])), int(taken_ns), int(count), list(folders), dict(racy)
+        key, taken_ns, count, columns, racy = marshal.loads(payload)
+        walk = Walk(*columns)
     except (ValueError, TypeError, EOFError, IndexError):
         return None
+    if not (  # the shape fsmem writes (a planted cache with a valid CRC may hold anything)
+        all(type(column) is list for column in (walk.prefixes, walk.names, walk.subfolders, walk.links))
+        and type(walk.folder_stamps) is bytes
+        and type(walk.file_stamps) is bytes
+        and len(walk.prefixes) == len(walk.names) == len(walk.subfolders) == len(walk.folder_stamps) // 24 > 0
+        and {str} >= set(map(type, walk.prefixes)) | set(map(type, walk.names)) | set(map(type, walk.links))
+    ):  # every walk records the root's own folder
+        return None
+    try:
+        return (int(key[0]), int(key[1])), int(taken_ns), int(count), walk, dict(racy)
+    except (ValueError, TypeError, IndexError):
+        return None
 
 
-def unchanged_since(
-    root: Path, taken_ns: int, folders: list[FolderRecord], window_ns: int
-) -> list[FolderRecord] | None:
-    """The folders as they are now if every file is exactly as recorded, else ``None``.
+def unchanged_since(root: Path, taken_ns: int, walk: Walk, window_ns: int) -> Walk | None:
+    """The walk as it is now if every file is exactly as recorded, else ``None``.
 
-    A folder is listed again unless its stamp is the recorded one and older than ``window_ns`` before
-    the record was taken (a change within the same timestamp tick would leave the stamp as it was).
-    Otherwise its files are only stat'ed, by name, and their stamps packed and compared in one go: a
+    Every folder is stat'ed, in one pass, and its stamp compared packed; one whose stamp changed, or
+    was within ``window_ns`` of the record being taken (a change within the same timestamp tick would
+    leave the stamp as it was), is listed again and must hold the same files. Then every file is
+    stat'ed, in one pass, by name, and the stamps compared packed against the record in one go: a
     file replaced by anything else (another file, a FIFO, a folder) has another inode or ctime.
     This is the one cost a search pays without a watcher, one ``lstat`` a folder and a file, so it
-    builds no path object and no tuple per file.
+    builds no path object and no tuple per file, and nothing per folder that stayed as it was.
     """
-    base = str(root)
+    base = f"{root}/"
     root_real = os.path.realpath(root)
-    lstat = os.lstat
-    pack = _PACK
-    now: list[FolderRecord] = []
+    lstat, pack, pack_folder = os.lstat, _PACK, _PACK_FOLDER
     try:
-        for record in folders:
-            prefix, stamp, joined, packed, links, _subfolders = record
-            folder = f"{base}/{prefix}"
-            info = lstat(folder)
-            seen = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            if seen != stamp or max(seen[0], seen[1]) + window_ns >= taken_ns:
-                scanned = _scan(folder, root_real)
-                if scanned is None or _record_folder(prefix, seen, *scanned) != (prefix, seen, *record[2:]):
-                    return None
-                now.append((prefix, seen, *record[2:]))
-                continue
-            now.append(record)
-            if not joined:
-                continue
-            if links:  # rare: a symlink is followed (and must still lead inside the root)
-                if not all(_link_stays_inside(folder + name, root_real) for name in links):
-                    return None
-                infos = [os.stat(folder + name) for name in joined.split("\0")]
-                if any(info.st_mode & 0o170000 != 0o100000 for info in infos):
-                    return None
-            else:
-                infos = [lstat(folder + name) for name in joined.split("\0")]
-            if b"".join([pack(i.st_size, i.st_mtime_ns, i.st_ctime_ns, i.st_ino) for i in infos]) != packed:
+        stamps = b"".join(
+            [pack_folder(i.st_mtime_ns, i.st_ctime_ns, i.st_ino) for i in map(lstat, [base + p for p in walk.prefixes])]
+        )
+        recent = {
+            n
+            for n, (mtime, ctime, _) in enumerate(_FOLDER_STAMPS(walk.folder_stamps))
+            if max(mtime, ctime) + window_ns >= taken_ns
+        }
+        if (stamps != walk.folder_stamps or recent) and not _same_listings(base, root_real, walk, stamps, recent):
+            return None
+        paths = (
+            base + prefix + name
+            for prefix, names in zip(walk.prefixes, walk.names, strict=True)
+            if names
+            for name in names.split("\0")
+        )
+        if walk.links:  # rare: a symlink is followed (and must still lead inside the root)
+            links = {base + link for link in walk.links}
+            if not all(_link_stays_inside(link, root_real) for link in links):
                 return None
+            infos = [os.stat(path) if path in links else lstat(path) for path in paths]
+            if any(info.st_mode & 0o170000 != 0o100000 for info in infos):
+                return None
+        else:
+            infos = map(lstat, paths)  # type: ignore[assignment]  # each stat dropped once packed
+        if b"".join([pack(i.st_size, i.st_mtime_ns, i.st_ctime_ns, i.st_ino) for i in infos]) != walk.file_stamps:
+            return None
     except (OSError, ValueError, TypeError, struct.error):
         return None
-    return now
+    return walk if stamps == walk.folder_stamps else walk._replace(folder_stamps=stamps)
+
+
+_FOLDER_STAMPS = struct.Struct("<3q").iter_unpack
+
+
+def _same_listings(base: str, root_real: str, walk: Walk, stamps: bytes, recent: set[int]) -> bool:
+    """Whether each folder whose stamp moved (or is too recent to trust) still lists exactly what the
+    walk recorded: the same files with the same stamps, the same links and the same sub-folders."""
+    recorded = _split(walk)
+    for n, prefix in enumerate(walk.prefixes):
+        stamp = stamps[24 * n : 24 * n + 24]
+        if stamp == recorded[prefix][2] and n not in recent:
+            continue
+        scanned = _scan(base + prefix, root_real)
+        if scanned is None:
+            return False
+        now = _columns_of(prefix, (0, 0, 0), *scanned)
+        if (now[0], now[1], now[3], now[4]) != (
+            recorded[prefix][0],
+            recorded[prefix][1],
+            recorded[prefix][3],
+            recorded[prefix][4],
+        ):
+            return False
+    return True
 
 
 def _link_stays_inside(link: str, root_real: str) -> bool:
@@ -366,12 +450,10 @@ def _unchanged_since_cached_walk(
     return count
 
 
-def _advance(
-    root: Path, folders: list[FolderRecord], paths: set[str], seen: Mapping[str, Indexed]
-) -> list[FolderRecord] | None:
-    """The records with the folders of ``paths`` (and their parents) listed again, if every file in
-    them is as ``seen`` holds it and no folder appeared that nobody listed; else ``None``."""
-    records = {record[0]: record for record in folders}
+def _advance(root: Path, walk: Walk, paths: set[str], seen: Mapping[str, Indexed]) -> Walk | None:
+    """The walk with the folders of ``paths`` (and their parents) listed again, if every file in them
+    is as ``seen`` holds it and no folder appeared that nobody listed; else ``None``."""
+    records = _split(walk)
     todo: set[str] = set()
     for path in paths:
         parts = path.split("/")[:-1]
@@ -389,16 +471,20 @@ def _advance(
             entry = seen.get(prefix + nfc(name))
             if entry is None or tuple(entry[0]) != file_stamp:
                 return None  # a file the index does not hold as it is: only a full walk can say
-        records[prefix] = _record_folder(prefix, stamp, files, subfolders)
-    reachable: list[FolderRecord] = []
+        records[prefix] = _columns_of(prefix, stamp, files, subfolders)
+    prefixes: list[str] = []
+    reachable: list[Columns] = []
     stack = [""]
     while stack:
-        record = records.get(stack.pop())
+        prefix = stack.pop()
+        record = records.get(prefix)
         if record is None:
             return None  # a folder no walk listed
+        prefixes.append(prefix)
         reachable.append(record)
-        stack.extend(record[0] + nfc(name) + "/" for name in record[5])
-    return reachable
+        if record[1]:
+            stack.extend(prefix + nfc(name) + "/" for name in record[1].split("\0"))
+    return _joined(prefixes, reachable)
 
 
 def _hash_differs(root: Path, path: str, version: str, limit: int) -> bool:
