@@ -69,6 +69,22 @@ def test_a_passage_never_outlives_its_files_version(memory):
     assert memory.embed_pending() == 0 and "pets.md" not in paths(memory.search("paperwork", mode="meaning"))
 
 
+def test_a_search_holds_the_vectors_and_reads_only_the_passages_it_shows(memory):
+    memory.embed_pending()
+    meaning = memory.hybrid.meaning()
+    view = meaning.view()
+    assert view.files == sorted(view.files) and view.passages == len(view.matrix) >= len(view.files) == 3  # MEMORY.md: no passage
+    assert not hasattr(view, "texts")  # the passages' texts stay in the keep
+    near = view.nearest(meaning.embedder.embed_query("dog"), 1)
+    assert list(near) == ["pets.md"] and near["pets.md"].n == 0
+    assert meaning.passage("pets.md", near["pets.md"]) == (1, PETS.strip().replace("\n\n", "\n"))
+    (memory.drive.root / "pets.md").write_text(PETS + "\nShe sleeps by the door.\n")  # by hand, then embedded
+    memory.search("dog", mode="words")
+    assert memory.embed_pending() == 1
+    assert meaning.passage("pets.md", near["pets.md"]) is None  # the view's version is gone: not shown
+    assert meaning.view() is not view and paths(memory.search("canine", mode="meaning"))[:1] == ["pets.md"]
+
+
 def test_files_found_by_meaning_alone_obey_the_filters(memory):
     memory.embed_pending()
     assert "pets.md" not in paths(memory.search("dog", exclude="pets.md"))
