@@ -12,9 +12,9 @@ while its file's version is the one the index holds, so a file changed since it 
 by words alone until its new passages are in (``backlog``). Embedding reads through the store, takes no
 lock, and never runs in a search: a search uses what is kept at that moment.
 
-What a search holds in memory is the vectors alone (a float32 matrix, one row per passage) and each
-file's path, version and first row; the passages' texts stay in the keep, read for the few files a
-search shows by meaning. The matrix is filled row by row from the keep, never from a copy of it all.
+What a search holds in memory and how it ranks: :mod:`fsmem._index.nearest` (the vectors as int8
+codes, the answer the float32 vectors give). The passages' texts stay in the keep, read for the few
+files a search shows by meaning.
 """
 
 from __future__ import annotations
@@ -24,24 +24,24 @@ from __future__ import annotations
 # SIGTERM handler). A one-shot search that builds no meaning loads neither.
 import sqlite3  # noqa: F401
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from fsmem._core.chunks import Chunk, chunk_text
 from fsmem._core.versions import version_of
 from fsmem._env.system import release_heap
-from fsmem._errors import FsmemError, ModelError
+from fsmem._errors import FsmemError
 from fsmem._index.generations import MAX_INDEXED_BYTES
+from fsmem._index.nearest import Near, View, load_view
 from fsmem._index.state import MANIFEST, file_key
-from fsmem._index.vectors import VectorKeep, VectorRow
+from fsmem._index.vectors import VectorKeep
 
 if TYPE_CHECKING:
     from fsmem._index.index import Index
 
-__all__ = ["FILES_PER_ROUND", "Embeds", "Meaning", "Near", "View"]
+__all__ = ["FILES_PER_ROUND", "Embeds", "Meaning"]
 
 FILES_PER_ROUND = 8  # files embedded between two looks at what changed (a round of a few seconds)
 POLL = 2.0  # seconds the worker sleeps with nothing to embed before it looks again
@@ -226,80 +226,10 @@ class Meaning:
         if self._view is not None and self._view.key == key:
             return self._view
         live = self.live()
-        self._view = None  # the old matrix goes before the new one is filled: one in memory at a time
-        files, versions, starts, matrix = _fill(self.keep.count(self.model), self.keep.vectors(self.model, live))
-        self._view = View(key, files, versions, starts, matrix, len(self.backlog(live)))
+        self._view = None  # the old vectors go before the new ones are read: one copy in memory at a time
+        self._view = load_view(self.keep, self.model, live, key, len(self.backlog(live)))
         return self._view
 
     def passage(self, path: str, near: Near) -> tuple[int, str] | None:
         """The line and text of the passage ``near`` names; ``None`` when its file was embedded again since."""
         return self.keep.passage(self.model, path, near.version, near.n)
-
-
-def _fill(count: int, rows: Iterator[VectorRow]) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """A view's files, their versions, their first rows and the matrix, from the keep's rows (at most
-    ``count``): each vector is copied once, into its row."""
-    files: list[str] = []
-    versions: list[str] = []
-    starts: list[int] = []
-    matrix = np.zeros((0, 0), np.float32)
-    flat = memoryview(b"")
-    width = used = 0
-    for path, version, vector in rows:
-        if not width:
-            width = len(vector)
-            matrix = np.empty((count, width // 4), np.float32)
-            flat = matrix.reshape(-1).view(np.uint8).data
-        if len(vector) != width:
-            raise ModelError(f"the passages kept for {path} are not of the model's {width // 4} dimensions")
-        if used == len(matrix):  # another process put passages since they were counted
-            del flat
-            matrix = np.concatenate([matrix, np.empty((max(len(matrix), 64), width // 4), np.float32)])
-            flat = matrix.reshape(-1).view(np.uint8).data
-        if not files or files[-1] != path:
-            files.append(path)
-            versions.append(version)
-            starts.append(used)
-        flat[used * width : (used + 1) * width] = vector
-        used += 1
-    del flat
-    if used < len(matrix):
-        matrix = matrix[:used].copy() if used < len(matrix) // 2 else matrix[:used]  # rows of files gone or changed
-    return files, versions, np.array(starts, dtype=np.intp), matrix
-
-
-class Near(NamedTuple):
-    cosine: float
-    version: str  # the file's version the passage is of
-    n: int  # which of its passages, from 0
-
-
-@dataclass(frozen=True)
-class View:
-    key: object
-    files: list[str]  # the files whose passages are kept, in the matrix's order
-    versions: list[str]  # each file's version the passages are of
-    starts: np.ndarray  # the matrix's row where each file's passages start
-    matrix: np.ndarray  # one row per passage, each file's in order
-    waiting: int  # files of the index whose passages are not (all) kept yet
-
-    @property
-    def passages(self) -> int:
-        return len(self.matrix)
-
-    def nearest(self, vector: np.ndarray, k: int) -> dict[str, Near]:
-        """The ``k`` files whose best passage is nearest ``vector``: path → its cosine, version and number."""
-        if not self.files:
-            return {}
-        # einsum's own loop, not BLAS: OpenBLAS's threads spin against a loaded machine (10k passages:
-        # 14 ms by matmul, 3 ms by einsum at a load of 9 on two cores)
-        scores = np.einsum("ij,j->i", self.matrix, vector.astype(np.float32))
-        best = np.maximum.reduceat(scores, self.starts)
-        chosen = np.argsort(-best)[:k] if len(best) <= k else np.argpartition(-best, k)[:k]
-        found = {}
-        for group in chosen:
-            start = int(self.starts[group])
-            end = int(self.starts[group + 1]) if group + 1 < len(self.starts) else len(self.matrix)
-            n = int(np.argmax(scores[start:end]))
-            found[self.files[group]] = Near(float(best[group]), self.versions[group], n)
-        return found

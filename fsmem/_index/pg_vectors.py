@@ -64,6 +64,16 @@ class PgVectors:
             if live.get(path) == kept:
                 yield path, kept, bytes(vector)
 
+    def vectors_of(self, model: str, files: Mapping[str, str]) -> Iterator[VectorRow]:
+        found = self.pg.rows(
+            "SELECT path, version, vector FROM fsmem.passages WHERE project = %s AND model = %s AND path = ANY(%s) "
+            "ORDER BY path, n",
+            (model, sorted(files)),
+        )
+        for path, kept, vector in found:
+            if files.get(path) == kept:
+                yield path, kept, bytes(vector)
+
     def passage(self, model: str, path: str, version: str, n: int) -> tuple[int, str] | None:
         found = self.pg.one(
             "SELECT line, text FROM fsmem.passages WHERE project = %s AND model = %s AND path = %s AND version = %s "

@@ -51,6 +51,10 @@ class VectorKeep(Protocol):
         by path, each file's passages together and in order. Consume it whole (it may hold a lock)."""
         ...
 
+    def vectors_of(self, model: str, files: Mapping[str, str]) -> Iterator[VectorRow]:
+        """``vectors`` for just the files of ``files`` (a few hundred at most), looked up by path."""
+        ...
+
     def passage(self, model: str, path: str, version: str, n: int) -> tuple[int, str] | None:
         """The line and text of passage ``n`` (from 0) of ``path`` at ``version``; ``None`` once that
         version's passages are gone."""
@@ -160,6 +164,20 @@ class FolderVectors:
             for path, kept, vector in cursor:
                 if live.get(path) == kept:
                     yield path, kept, vector
+
+    def vectors_of(self, model: str, files: Mapping[str, str]) -> Iterator[VectorRow]:
+        with self._lock:
+            db = self._connect()
+            for batch in _batches(sorted(files), 500):
+                marks = ",".join("?" * len(batch))
+                cursor = db.execute(
+                    "SELECT p.path, f.version, p.vector FROM passages p JOIN files f ON f.model = p.model "  # noqa: S608
+                    f"AND f.path = p.path WHERE p.model = ? AND p.path IN ({marks}) ORDER BY p.path, p.n",
+                    (model, *batch),
+                )
+                for path, kept, vector in cursor:
+                    if files.get(path) == kept:
+                        yield path, kept, vector
 
     def passage(self, model: str, path: str, version: str, n: int) -> tuple[int, str] | None:
         with self._lock:

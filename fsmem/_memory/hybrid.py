@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from fsmem._index.index import Index
-    from fsmem._index.meaning import Meaning, Near
+    from fsmem._index.meaning import Meaning
+    from fsmem._index.nearest import Near
 
 __all__ = ["FUSE_DEPTH", "Hybrid", "MeaningWarning"]
 

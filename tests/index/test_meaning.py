@@ -73,7 +73,7 @@ def test_a_search_holds_the_vectors_and_reads_only_the_passages_it_shows(memory)
     memory.embed_pending()
     meaning = memory.hybrid.meaning()
     view = meaning.view()
-    assert view.files == sorted(view.files) and view.passages == len(view.matrix) >= len(view.files) == 3  # MEMORY.md: no passage
+    assert view.files == sorted(view.files) and view.passages == len(view.codes) >= len(view.files) == 3  # MEMORY.md: no passage
     assert not hasattr(view, "texts")  # the passages' texts stay in the keep
     near = view.nearest(meaning.embedder.embed_query("dog"), 1)
     assert list(near) == ["pets.md"] and near["pets.md"].n == 0

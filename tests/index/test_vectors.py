@@ -26,6 +26,11 @@ def test_vectors_are_those_of_the_versions_asked_for_by_path_and_in_order(tmp_pa
         ("b.md", "b1", _vector(0, 1)),
     ]
     assert list(keep.vectors("m", {"a.md": "a2", "b.md": "b1"}))[0][0] == "b.md"  # a.md's kept version is not a2
+    assert list(keep.vectors_of("m", {"b.md": "b1", "gone.md": "g1"})) == [
+        ("b.md", "b1", _vector(1, 0)),
+        ("b.md", "b1", _vector(0, 1)),
+    ]
+    assert list(keep.vectors_of("m", {"a.md": "a0"})) == []  # not the version kept
     assert keep.passage("m", "b.md", "b1", 1) == (4, "more of b")
     keep.put("m", "b.md", "b2", [(1, "# B again", _vector(1, 0))])
     assert keep.passage("m", "b.md", "b1", 1) is None  # that version's passages went with it
