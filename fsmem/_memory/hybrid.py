@@ -155,15 +155,15 @@ class Hybrid:
         try:
             vector = asked.result()
             view = meaning.view()  # the keep may fail too (a read-only or full disk, the database away)
+            nearest = view.nearest(vector, depth)  # which reads the keep again, for a few files
         except Exception as error:  # noqa: BLE001 - meaning is an aid: whatever fails, words answer
-            self._down_until = time.monotonic() + DOWN_FOR
-            self._warn(error.message if isinstance(error, FsmemError) else f"{type(error).__name__}: {error}")
+            self._down(error)
             return SearchResults(word_hits[:limit], "off")
         known = {hit.path: hit for hit in word_hits}
         newer = self.index.changed_since_commit()  # their passages may be older than the files: words only
         near = {
             path: found
-            for path, found in view.nearest(vector, depth).items()
+            for path, found in nearest.items()
             if (found.cosine >= MIN_COSINE or (mode == "both" and path in known)) and path not in newer
         }
         if mode == "meaning":
@@ -201,7 +201,11 @@ class Hybrid:
             if hit.kind in ("fact", "replaced_fact"):  # a sentence, shown whole with whether it holds
                 shown[path] = hit
                 continue
-            passage = meaning.passage(path, near[path])
+            try:
+                passage = meaning.passage(path, near[path])
+            except Exception as error:  # noqa: BLE001 - the keep went away since: the file is left out, said
+                self._down(error)
+                passage = None
             if passage is None:
                 continue
             line, text = passage
@@ -209,6 +213,11 @@ class Hybrid:
             cut = snippet if len(snippet) <= SNIPPET_CHARS else snippet[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"
             shown[path] = hit._replace(snippet=cut, line=line)
         return shown
+
+    def _down(self, error: Exception) -> None:
+        """Meaning failed in a search: said once, and not asked again for ``DOWN_FOR`` seconds."""
+        self._down_until = time.monotonic() + DOWN_FOR
+        self._warn(error.message if isinstance(error, FsmemError) else f"{type(error).__name__}: {error}")
 
     def _warn(self, reason: str) -> None:
         if self._warned:

@@ -258,6 +258,24 @@ def test_a_keep_that_cannot_be_read_means_words_alone(memory, monkeypatch):
     ]
 
 
+def test_a_passage_that_cannot_be_read_leaves_its_file_out_with_one_warning(memory, monkeypatch):
+    memory.embed_pending()
+    meaning = memory.hybrid.meaning()
+
+    def broken(*args, **kwargs):
+        raise __import__("sqlite3").OperationalError("disk I/O error")
+
+    monkeypatch.setattr(meaning.keep, "passage", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = memory.search("canine companion", mode="meaning")  # pets.md by meaning alone: its passage is shown
+    assert paths(found) == []
+    assert [str(w.message) for w in caught if issubclass(w.category, MeaningWarning)] == [
+        "searching by words alone: recall by meaning is unavailable (OperationalError: disk I/O error)"
+    ]
+    assert paths(memory.search("staging", mode="both")) == ["deploy.md"]  # words meanwhile
+
+
 def test_the_embedding_is_woken_once_the_change_is_in_the_index(memory, monkeypatch):
     """The worker is woken after the writer's index commit (in the background), so it finds the change
     at once (woken before, it found nothing new and slept its poll)."""
