@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                 found = memory.search(question, mode=mode, limit=5)
                 timings[mode].append(time.perf_counter() - started)
         rss, peak = _rss_mb()
-        passages = len(meaning.view().paths)
+        passages = meaning.view().passages
         print(f"| files | passages | words p50 / p95 ms | both p50 / p95 ms (query vector included) | RSS now / peak MB |")
         print("|---|---|---|---|---|")
         (w50, w95), (b50, b95) = median_p95(timings["words"]), median_p95(timings["both"])

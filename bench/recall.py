@@ -203,7 +203,7 @@ def _fsmem_meaning(mode: str, settings: dict[str, object] | None = None) -> Rank
         if meaning is None:
             NOTES.append(f"- fsmem {mode}: no embedding model (`fsmem model install`): its row is words alone")
         elif embedded:
-            passages = len(meaning.view().paths)
+            passages = meaning.view().passages
             size = memory.hybrid.vectors_bytes()
             NOTES.append(
                 f"- embedding {meaning.model}: {embedded} files, {passages} passages in {took:.1f} s "

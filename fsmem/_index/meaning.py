@@ -3,13 +3,18 @@ background, and the passages nearest a query.
 
     meaning = Meaning(index, embedder, keep)    # keep: FolderVectors, or the database's (PgVectors)
     meaning.start()                             # a thread embeds the backlog, a few files at a time
-    meaning.view().nearest(vector, k=20)        # {path: (cosine, line, passage)} for the files the index holds now
+    near = meaning.view().nearest(vector, k=20) # {path: Near(cosine, version, n)} for the files the index holds now
+    meaning.passage(path, near[path])           # (line, text) of that nearest passage, read from the keep
     meaning.status()                            # {"model", "files", "embedded", "backlog", "passages", …}
 
 What is embedded follows the index: the files and versions its manifest holds. A passage is used only
 while its file's version is the one the index holds, so a file changed since it was embedded is found
 by words alone until its new passages are in (``backlog``). Embedding reads through the store, takes no
 lock, and never runs in a search: a search uses what is kept at that moment.
+
+What a search holds in memory and how it ranks: :mod:`fsmem._index.nearest` (the vectors as int8
+codes, the answer the float32 vectors give). The passages' texts stay in the keep, read for the few
+files a search shows by meaning.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from __future__ import annotations
 import sqlite3  # noqa: F401
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -30,13 +34,14 @@ from fsmem._core.versions import version_of
 from fsmem._env.system import release_heap
 from fsmem._errors import FsmemError
 from fsmem._index.generations import MAX_INDEXED_BYTES
+from fsmem._index.nearest import Near, View, load_view
 from fsmem._index.state import MANIFEST, file_key
 from fsmem._index.vectors import VectorKeep
 
 if TYPE_CHECKING:
     from fsmem._index.index import Index
 
-__all__ = ["FILES_PER_ROUND", "Embeds", "Meaning", "View"]
+__all__ = ["FILES_PER_ROUND", "Embeds", "Meaning"]
 
 FILES_PER_ROUND = 8  # files embedded between two looks at what changed (a round of a few seconds)
 POLL = 2.0  # seconds the worker sleeps with nothing to embed before it looks again
@@ -218,52 +223,13 @@ class Meaning:
         """What a search uses now: the kept passages of the versions the index holds, and how many files
         wait for theirs. Made again only when the index or the keep changed."""
         key = (self.keep.mark(), file_key(str(self.index.store.folder / MANIFEST)), self.index.store.generation)
-        cached = self._view
-        if cached is not None and cached.key == key:
-            return cached
+        if self._view is not None and self._view.key == key:
+            return self._view
         live = self.live()
-        rows = self.keep.rows(self.model, live)
-        paths = [row[0] for row in rows]
-        matrix = (
-            np.frombuffer(b"".join(row[3] for row in rows), dtype=np.float32).reshape(len(rows), -1)
-            if rows
-            else np.zeros((0, 0), np.float32)
-        )
-        self._view = View(
-            key,
-            paths,
-            [row[1] for row in rows],
-            [row[2] for row in rows],
-            np.array([i for i, path in enumerate(paths) if i == 0 or paths[i - 1] != path], dtype=np.intp),
-            matrix,
-            len(self.backlog(live)),
-        )
+        self._view = None  # the old vectors go before the new ones are read: one copy in memory at a time
+        self._view = load_view(self.keep, self.model, live, key, len(self.backlog(live)))
         return self._view
 
-
-@dataclass(frozen=True)
-class View:
-    key: object
-    paths: list[str]  # one per passage, grouped by file
-    lines: list[int]
-    texts: list[str]
-    starts: np.ndarray  # where each file's passages start
-    matrix: np.ndarray  # one row per passage
-    waiting: int  # files of the index whose passages are not (all) kept yet
-
-    def nearest(self, vector: np.ndarray, k: int) -> dict[str, tuple[float, int, str]]:
-        """The ``k`` files whose best passage is nearest ``vector``: path → (cosine, line, passage)."""
-        if not self.paths:
-            return {}
-        # einsum's own loop, not BLAS: OpenBLAS's threads spin against a loaded machine (10k passages:
-        # 14 ms by matmul, 3 ms by einsum at a load of 9 on two cores)
-        scores = np.einsum("ij,j->i", self.matrix, vector.astype(np.float32))
-        best = np.maximum.reduceat(scores, self.starts)
-        chosen = np.argsort(-best)[:k] if len(best) <= k else np.argpartition(-best, k)[:k]
-        found = {}
-        for group in chosen:
-            start = int(self.starts[group])
-            end = int(self.starts[group + 1]) if group + 1 < len(self.starts) else len(self.paths)
-            at = start + int(np.argmax(scores[start:end]))
-            found[self.paths[at]] = (float(best[group]), self.lines[at], self.texts[at])
-        return found
+    def passage(self, path: str, near: Near) -> tuple[int, str] | None:
+        """The line and text of the passage ``near`` names; ``None`` when its file was embedded again since."""
+        return self.keep.passage(self.model, path, near.version, near.n)

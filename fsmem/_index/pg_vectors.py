@@ -5,10 +5,10 @@ them there and embeds nothing again. The same contract as the folder's keep
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from fsmem._index.vectors import Passage
+from fsmem._index.vectors import VectorRow
 
 if TYPE_CHECKING:
     from fsmem._store.postgres.drive import PgDrive
@@ -51,13 +51,36 @@ class PgVectors:
 
         self.pg.run(work, write=True, alone=True)
 
-    def rows(self, model: str, live: Mapping[str, str]) -> list[Passage]:
+    def count(self, model: str) -> int:
+        found = self.pg.one("SELECT count(*) FROM fsmem.passages WHERE project = %s AND model = %s", (model,))
+        return int(found[0]) if found else 0
+
+    def vectors(self, model: str, live: Mapping[str, str]) -> Iterator[VectorRow]:
         found = self.pg.rows(
-            "SELECT path, version, line, text, vector FROM fsmem.passages WHERE project = %s AND model = %s "
-            "ORDER BY path, n",
+            "SELECT path, version, vector FROM fsmem.passages WHERE project = %s AND model = %s ORDER BY path, n",
             (model,),
         )
-        return [(path, line, text, bytes(vector)) for path, kept, line, text, vector in found if live.get(path) == kept]
+        for path, kept, vector in found:
+            if live.get(path) == kept:
+                yield path, kept, bytes(vector)
+
+    def vectors_of(self, model: str, files: Mapping[str, str]) -> Iterator[VectorRow]:
+        found = self.pg.rows(
+            "SELECT path, version, vector FROM fsmem.passages WHERE project = %s AND model = %s AND path = ANY(%s) "
+            "ORDER BY path, n",
+            (model, sorted(files)),
+        )
+        for path, kept, vector in found:
+            if files.get(path) == kept:
+                yield path, kept, bytes(vector)
+
+    def passage(self, model: str, path: str, version: str, n: int) -> tuple[int, str] | None:
+        found = self.pg.one(
+            "SELECT line, text FROM fsmem.passages WHERE project = %s AND model = %s AND path = %s AND version = %s "
+            "AND n = %s",
+            (model, path, version, n),
+        )
+        return None if found is None else (int(found[0]), str(found[1]))
 
     def prune(self, model: str, live: Mapping[str, str]) -> int:
         gone = [path for path in self.held(model) if path not in live]

@@ -3,12 +3,14 @@
     keep = FolderVectors(index_dir(state) / "vectors.sqlite3")   # the folder store: beside the generations
     keep.put(model, "seo/titles.md", "3f9a1c2e77aa", [(1, "# Titles\\n…", vector_bytes), …])
     keep.held(model)                     # {"seo/titles.md": "3f9a1c2e77aa"}: files whose passages are all in
-    keep.rows(model, {"seo/titles.md": "3f9a1c2e77aa"})   # the passages of exactly those versions
+    keep.vectors(model, {"seo/titles.md": "3f9a1c2e77aa"})   # (path, version, vector) of exactly those versions
+    keep.passage(model, "seo/titles.md", "3f9a1c2e77aa", 0)   # (1, "# Titles\n…"): one passage's line and text
     keep.prune(model, live)              # drop the passages of files gone
 
 A file's passages are put in one transaction with its version, replacing any of an older one, so a
 reader sees a file's passages all or none. Rows are read only for the version the index holds now:
-a passage never outlives its file's version. On PostgreSQL the same rows live in the database
+a passage never outlives its file's version. A search scans the vectors alone; a passage's text is
+read only for the few files it shows by meaning. On PostgreSQL the same rows live in the database
 (``fsmem._index.pg_vectors``), so a new worker finds them embedded.
 
 The folder's keep is one SQLite file (``sqlite3``, the standard library's): several processes of
@@ -20,16 +22,16 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["FolderVectors", "Passage", "VectorKeep"]
+__all__ = ["FolderVectors", "VectorKeep", "VectorRow"]
 
-Passage = tuple[str, int, str, bytes]  # path, line, text, float32 vector bytes
+VectorRow = tuple[str, str, bytes]  # path, version, one passage's float32 vector bytes
 BUSY_TIMEOUT = 5.0
 
 
@@ -40,8 +42,22 @@ class VectorKeep(Protocol):
 
     def put(self, model: str, path: str, version: str, passages: list[tuple[int, str, bytes]]) -> None: ...
 
-    def rows(self, model: str, live: Mapping[str, str]) -> list[Passage]:
-        """The passages of the files of ``live`` (path → version) whose kept version is that one."""
+    def count(self, model: str) -> int:
+        """How many passages are kept under ``model``, of any version (at least what ``vectors`` yields)."""
+        ...
+
+    def vectors(self, model: str, live: Mapping[str, str]) -> Iterator[VectorRow]:
+        """The passage vectors of the files of ``live`` (path → version) whose kept version is that one,
+        by path, each file's passages together and in order. Consume it whole (it may hold a lock)."""
+        ...
+
+    def vectors_of(self, model: str, files: Mapping[str, str]) -> Iterator[VectorRow]:
+        """``vectors`` for just the files of ``files`` (a few hundred at most), looked up by path."""
+        ...
+
+    def passage(self, model: str, path: str, version: str, n: int) -> tuple[int, str] | None:
+        """The line and text of passage ``n`` (from 0) of ``path`` at ``version``; ``None`` once that
+        version's passages are gone."""
         ...
 
     def prune(self, model: str, live: Mapping[str, str]) -> int:
@@ -133,14 +149,48 @@ class FolderVectors:
                 raise
             self._writes += 1
 
-    def rows(self, model: str, live: Mapping[str, str]) -> list[Passage]:
+    def count(self, model: str) -> int:
         with self._lock:
+            (count,) = self._connect().execute("SELECT count(*) FROM passages WHERE model = ?", (model,)).fetchone()
+            return int(count)
+
+    def vectors(self, model: str, live: Mapping[str, str]) -> Iterator[VectorRow]:
+        with self._lock:  # one statement, streamed: the rows are never all in memory at once
             cursor = self._connect().execute(
-                "SELECT p.path, f.version, p.line, p.text, p.vector FROM passages p "
+                "SELECT p.path, f.version, p.vector FROM passages p "
                 "JOIN files f ON f.model = p.model AND f.path = p.path WHERE p.model = ? ORDER BY p.path, p.n",
                 (model,),
             )
-            return [(path, line, text, vector) for path, kept, line, text, vector in cursor if live.get(path) == kept]
+            for path, kept, vector in cursor:
+                if live.get(path) == kept:
+                    yield path, kept, vector
+
+    def vectors_of(self, model: str, files: Mapping[str, str]) -> Iterator[VectorRow]:
+        with self._lock:
+            db = self._connect()
+            for batch in _batches(sorted(files), 500):
+                marks = ",".join("?" * len(batch))
+                cursor = db.execute(
+                    "SELECT p.path, f.version, p.vector FROM passages p JOIN files f ON f.model = p.model "  # noqa: S608
+                    f"AND f.path = p.path WHERE p.model = ? AND p.path IN ({marks}) ORDER BY p.path, p.n",
+                    (model, *batch),
+                )
+                for path, kept, vector in cursor:
+                    if files.get(path) == kept:
+                        yield path, kept, vector
+
+    def passage(self, model: str, path: str, version: str, n: int) -> tuple[int, str] | None:
+        with self._lock:
+            found = (
+                self._connect()
+                .execute(
+                    "SELECT p.line, p.text FROM passages p JOIN files f ON f.model = p.model AND f.path = p.path "
+                    "WHERE p.model = ? AND p.path = ? AND p.n = ? AND f.version = ?",
+                    (model, path, n, version),
+                )
+                .fetchone()
+            )
+            return None if found is None else (int(found[0]), str(found[1]))
 
     def prune(self, model: str, live: Mapping[str, str]) -> int:
         gone = [path for path in self.held(model) if path not in live]

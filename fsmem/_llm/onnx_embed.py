@@ -26,7 +26,11 @@ from fsmem._llm.model_files import MODEL_FILE, TOKENIZER_FILE, sha256_of
 __all__ = ["MAX_TOKENS", "OnnxEmbedder"]
 
 MAX_TOKENS = 256  # the model was trained on 256 word pieces; the tokenizer file says 128 unless told
-BATCH = 8  # texts per run: larger ones gain nothing on two cores and raise the peak of memory (16: +100 MB)
+# Word pieces in one run, padding included: a run's working memory grows with its texts times their
+# width (attention: times the width again), and batching gains nothing on two cores. 256: a passage of
+# 256 pieces runs alone (+22-51 MB at its peak; eight of them at once took +160-400 MB), while short
+# texts (facts, queries) still go several to a run.
+RUN_TOKENS = 256
 
 
 class OnnxEmbedder:
@@ -91,9 +95,8 @@ class OnnxEmbedder:
         lengths = [len(encoding.ids) for encoding in encodings]
         order = sorted(range(len(texts)), key=lengths.__getitem__)  # like lengths together: less padding
         rows: list[Any] = [None] * len(texts)
-        for start in range(0, len(order), BATCH):
-            chunk = order[start : start + BATCH]
-            width = max(1, max(lengths[i] for i in chunk))
+        for chunk in _runs(order, lengths):
+            width = max(1, lengths[chunk[-1]])
             ids = np.zeros((len(chunk), width), dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)
             for row, i in enumerate(chunk):
@@ -106,6 +109,18 @@ class OnnxEmbedder:
             for row, vector in zip(chunk, _mean_pool(hidden, mask), strict=True):
                 rows[row] = vector
         return np.stack(rows).astype(np.float32, copy=False)
+
+
+def _runs(order: list[int], lengths: list[int]) -> list[list[int]]:
+    """``order`` (texts by length, shortest first) cut into runs of at most ``RUN_TOKENS`` word pieces
+    once padded to the run's longest text; a text longer than that runs alone."""
+    runs: list[list[int]] = []
+    for i in order:
+        if runs and (len(runs[-1]) + 1) * max(1, lengths[i]) <= RUN_TOKENS:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
 
 
 def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

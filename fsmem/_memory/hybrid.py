@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from fsmem._index.index import Index
     from fsmem._index.meaning import Meaning
+    from fsmem._index.nearest import Near
 
 __all__ = ["FUSE_DEPTH", "Hybrid", "MeaningWarning"]
 
@@ -158,25 +159,25 @@ class Hybrid:
         try:
             vector = asked.result()
             view = meaning.view()  # the keep may fail too (a read-only or full disk, the database away)
+            nearest = view.nearest(vector, depth)  # which reads the keep again, for a few files
         except Exception as error:  # noqa: BLE001 - meaning is an aid: whatever fails, words answer
-            self._down_until = time.monotonic() + DOWN_FOR
-            self._warn(error.message if isinstance(error, FsmemError) else f"{type(error).__name__}: {error}")
+            self._down(error)
             return SearchResults(word_hits[:limit], "off")
         known = {hit.path: hit for hit in word_hits}
         newer = self.index.changed_since_commit()  # their passages may be older than the files: words only
         near = {
             path: found
-            for path, found in view.nearest(vector, depth).items()
-            if (found[0] >= MIN_COSINE or (mode == "both" and path in known)) and path not in newer
+            for path, found in nearest.items()
+            if (found.cosine >= MIN_COSINE or (mode == "both" and path in known)) and path not in newer
         }
         if mode == "meaning":
-            order = sorted(((path, found[0]) for path, found in near.items()), key=lambda item: (-item[1], item[0]))
+            order = sorted(((path, found.cosine) for path, found in near.items()), key=lambda item: (-item[1], item[0]))
         else:
             by_words = {hit.path: hit.score for hit in word_hits}
-            order = fuse(by_words, {path: found[0] for path, found in near.items()}, self.settings.meaning_weight)
+            order = fuse(by_words, {path: found.cosine for path, found in near.items()}, self.settings.meaning_weight)
         missing = [path for path, _ in order[: depth * 2] if path not in known]
         if missing:
-            known.update(self._meaning_hits(missing, near, filters))
+            known.update(self._meaning_hits(meaning, missing, near, filters))
         hits = [known[path]._replace(score=round(score, 4)) for path, score in order if path in known]
         whole = not view.waiting and not newer  # a file changed since the commit is not embedded yet
         return SearchResults(holding_first(hits)[:limit], "full" if whole else "partial")
@@ -194,22 +195,35 @@ class Hybrid:
         return not self._keep.holds_any()
 
     def _meaning_hits(
-        self, paths: list[str], near: dict[str, tuple[float, int, str]], filters: Callable[[], list[Any]]
+        self, meaning: Meaning, paths: list[str], near: dict[str, Near], filters: Callable[[], list[Any]]
     ) -> dict[str, SearchHit]:
-        """Hits for files found by meaning alone (those the filters let through), shown by their passage."""
+        """Hits for files found by meaning alone (those the filters let through), shown by their passage
+        (a file embedded again since the view was made is left out: its new passages are for the next)."""
         from fsmem._index.query import SNIPPET_CHARS  # tantivy's: loaded by the index already
 
         found = self.index.hits_for(paths, filters())
         shown = {}
         for path, hit in found.items():
-            _, line, text = near[path]
             if hit.kind in ("fact", "replaced_fact"):  # a sentence, shown whole with whether it holds
                 shown[path] = hit
                 continue
+            try:
+                passage = meaning.passage(path, near[path])
+            except Exception as error:  # noqa: BLE001 - the keep went away since: the file is left out, said
+                self._down(error)
+                passage = None
+            if passage is None:
+                continue
+            line, text = passage
             snippet = " ".join(text.split())
             cut = snippet if len(snippet) <= SNIPPET_CHARS else snippet[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"
             shown[path] = hit._replace(snippet=cut, line=line)
         return shown
+
+    def _down(self, error: Exception) -> None:
+        """Meaning failed in a search: said once, and not asked again for ``DOWN_FOR`` seconds."""
+        self._down_until = time.monotonic() + DOWN_FOR
+        self._warn(error.message if isinstance(error, FsmemError) else f"{type(error).__name__}: {error}")
 
     def _warn(self, reason: str) -> None:
         if self._warned:

@@ -69,6 +69,22 @@ def test_a_passage_never_outlives_its_files_version(memory):
     assert memory.embed_pending() == 0 and "pets.md" not in paths(memory.search("paperwork", mode="meaning"))
 
 
+def test_a_search_holds_the_vectors_and_reads_only_the_passages_it_shows(memory):
+    memory.embed_pending()
+    meaning = memory.hybrid.meaning()
+    view = meaning.view()
+    assert view.files == sorted(view.files) and view.passages == len(view.codes) >= len(view.files) == 3  # MEMORY.md: no passage
+    assert not hasattr(view, "texts")  # the passages' texts stay in the keep
+    near = view.nearest(meaning.embedder.embed_query("dog"), 1)
+    assert list(near) == ["pets.md"] and near["pets.md"].n == 0
+    assert meaning.passage("pets.md", near["pets.md"]) == (1, PETS.strip().replace("\n\n", "\n"))
+    (memory.drive.root / "pets.md").write_text(PETS + "\nShe sleeps by the door.\n")  # by hand, then embedded
+    memory.search("dog", mode="words")
+    assert memory.embed_pending() == 1
+    assert meaning.passage("pets.md", near["pets.md"]) is None  # the view's version is gone: not shown
+    assert meaning.view() is not view and paths(memory.search("canine", mode="meaning"))[:1] == ["pets.md"]
+
+
 def test_files_found_by_meaning_alone_obey_the_filters(memory):
     memory.embed_pending()
     assert "pets.md" not in paths(memory.search("dog", exclude="pets.md"))
@@ -240,6 +256,24 @@ def test_a_keep_that_cannot_be_read_means_words_alone(memory, monkeypatch):
     assert [str(w.message) for w in caught if issubclass(w.category, MeaningWarning)] == [
         "searching by words alone: recall by meaning is unavailable (OperationalError: disk I/O error)"
     ]
+
+
+def test_a_passage_that_cannot_be_read_leaves_its_file_out_with_one_warning(memory, monkeypatch):
+    memory.embed_pending()
+    meaning = memory.hybrid.meaning()
+
+    def broken(*args, **kwargs):
+        raise __import__("sqlite3").OperationalError("disk I/O error")
+
+    monkeypatch.setattr(meaning.keep, "passage", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = memory.search("canine companion", mode="meaning")  # pets.md by meaning alone: its passage is shown
+    assert paths(found) == []
+    assert [str(w.message) for w in caught if issubclass(w.category, MeaningWarning)] == [
+        "searching by words alone: recall by meaning is unavailable (OperationalError: disk I/O error)"
+    ]
+    assert paths(memory.search("staging", mode="both")) == ["deploy.md"]  # words meanwhile
 
 
 def test_the_embedding_is_woken_once_the_change_is_in_the_index(memory, monkeypatch):

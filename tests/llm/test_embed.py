@@ -135,3 +135,22 @@ def test_nothing_heavy_is_imported_by_fsmem_or_a_search_without_meaning(tmp_path
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["off", "[]"]
+
+
+def test_a_run_holds_at_most_256_word_pieces_padded_and_a_long_text_runs_alone():
+    from fsmem._llm.onnx_embed import RUN_TOKENS, _runs
+
+    lengths = [256, 3, 70, 5, 200, 40, 256, 60, 300]
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    runs = _runs(order, lengths)
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))  # each text once
+    assert [[lengths[i] for i in run] for run in runs] == [[3, 5, 40, 60], [70], [200], [256], [256], [300]]
+    assert all(len(run) == 1 or len(run) * max(lengths[i] for i in run) <= RUN_TOKENS for run in runs)
+
+
+def test_texts_embedded_together_match_each_embedded_alone(local):
+    # runs are cut by length: whatever a text is run with, its vector is its own (within 1e-5 of cosine)
+    texts = ["deploy on friday", "the quarterly tax forms are due", "w " * 300, "staging first " * 40, "a cat"]
+    together = local.embed(texts)
+    for text, row in zip(texts, together, strict=True):
+        assert float(local.embed([text])[0] @ row) > 1 - 1e-5

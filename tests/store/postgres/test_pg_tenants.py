@@ -332,9 +332,13 @@ def test_a_tenant_keeps_and_drops_its_own_passages_and_sees_none_of_another(tena
         kept_a, kept_b = PgVectors(SimpleNamespace(pg=a)), PgVectors(SimpleNamespace(pg=b))  # type: ignore[arg-type]
         kept_a.put("m", "plan.md", "v1", [(1, "alpha's plan", b"\x01\x02")])
         kept_b.put("m", "plan.md", "w1", [(1, "beta's plan", b"\x03")])
-        assert kept_a.rows("m", {"plan.md": "v1"}) == [("plan.md", 1, "alpha's plan", b"\x01\x02")]
-        assert kept_b.rows("m", {"plan.md": "v1"}) == []  # A's version is not B's to see
+        assert list(kept_a.vectors("m", {"plan.md": "v1"})) == [("plan.md", "v1", b"\x01\x02")]
+        assert kept_a.passage("m", "plan.md", "v1", 0) == (1, "alpha's plan") and kept_a.count("m") == 1
+        assert list(kept_a.vectors_of("m", {"plan.md": "v1"})) == [("plan.md", "v1", b"\x01\x02")]
+        assert list(kept_b.vectors("m", {"plan.md": "v1"})) == []  # A's version is not B's to see
+        assert list(kept_b.vectors_of("m", {"plan.md": "v1"})) == []
+        assert kept_b.passage("m", "plan.md", "v1", 0) is None
         kept_a.put("m", "plan.md", "v2", [(2, "alpha's new plan", b"\x04")])  # the older version's rows go
-        assert kept_a.held("m") == {"plan.md": "v2"}
+        assert kept_a.held("m") == {"plan.md": "v2"} and kept_a.passage("m", "plan.md", "v1", 0) is None
         assert kept_a.prune("m", {}) == 1 and kept_a.held("m") == {}
         assert kept_b.held("m") == {"plan.md": "w1"}  # A's drops never reach B's rows
