@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import fsmem
+from bench.installed import installed_env, installed_fsmem
 from bench.timing import measure, median_p95
 from fsmem._env.config import Settings
 from fsmem._memory.facts.facts import Facts
@@ -53,13 +54,18 @@ def _row(name: str, times: list[float], baseline: float | None = None, unit: str
 
 
 CPU: dict[str, list[float]] = {}  # the new processes' user + system seconds, by row
+# The cold rows' `fsmem`: "installed", a wheel of this checkout in a venv of its own (bench.installed), as a
+# user's shell has it; "editable", the checkout's .venv/bin/fsmem, whose editable finder every start imports.
+SHELL: dict[str, tuple[str, ...]] = {}
 
 
-def _fsmem(*args: str, row: str = "", command: tuple[str, ...] = (sys.executable, "-m", "fsmem")) -> None:
-    """One shell command, as a person runs it: a new process, output read and dropped. Its CPU
-    seconds are kept under ``row``: on a loaded machine they say more than the wall clock."""
+def _fsmem(*args: str, row: str = "", command: tuple[str, ...] | None = None) -> None:
+    """One shell command, as a person runs it: a new process, output read and dropped (by default the
+    ``fsmem`` a user installs: ``SHELL``). Its CPU seconds are kept under ``row``: on a loaded machine
+    they say more than the wall clock."""
+    command = command or SHELL["installed"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([*command, *args], capture_output=True, check=False, env=_child_env())
+    done = subprocess.run([*command, *args], capture_output=True, check=False, env=installed_env())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1) or not done.stdout:
         raise SystemExit(f"{' '.join(command + args)} failed: {done.stderr.decode(errors='replace')}")
@@ -67,10 +73,10 @@ def _fsmem(*args: str, row: str = "", command: tuple[str, ...] = (sys.executable
 
 
 def _cold_row(name: str, *args: str, baseline: float | None = None, rg: bool = False,
-              settle: Path | None = None) -> float:
+              settle: Path | None = None, shell: str = "installed") -> float:
     """Five new processes, timed. With ``settle`` (a root), each after the checks the one before it
     started are done, as when a person types one command after another."""
-    command = ("rg",) if rg else (sys.executable, "-m", "fsmem")
+    command = ("rg",) if rg else SHELL[shell]
     times = []
     for _ in range(5):
         if settle is not None:
@@ -222,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
 
         # The steady state a person's shell meets: the files above written more than the racy window
         # (2 s) ago, and the view brought up to the hand edits above by the check after a cold answer.
+        started = time.perf_counter()
+        SHELL["installed"] = (str(installed_fsmem(Path(scratch) / "installed")),)
+        print(f"  installed a wheel of this checkout in a venv of its own for the cold rows "
+              f"({time.perf_counter() - started:.0f} s)")
+        editable = Path(sys.executable).with_name("fsmem")  # the checkout's console script, if this is its venv
+        if editable.is_file():
+            SHELL["editable"] = (str(editable),)
         time.sleep(2.1)
         _fsmem("facts", "list", "--root", str(root))
         _settle(root / ".fsmem")
@@ -235,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         rg_one = _cold_row("cold rg, the files about SUBJECT", "-l", "-i", f"^subject: {subject}$", *folders, rg=True)
         _cold_row("cold `fsmem facts list SUBJECT`", "facts", "list", subject.lower(), "--root", str(root),
                   baseline=rg_one, settle=root)
+        if "editable" in SHELL:
+            _cold_row("  the same, the checkout's editable install", "facts", "list", subject.lower(), "--root",
+                      str(root), baseline=rg_one, settle=root, shell="editable")
         print("  (the cold rows' ratios are against the rg row above them, run in the same way)")
         state = root / ".fsmem"
         _settle(state)

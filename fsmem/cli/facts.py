@@ -1,17 +1,15 @@
-"""``fsmem facts keep|list|show|history|edit|forget|known``, ``fsmem remember``, ``fsmem check``."""
+"""``fsmem facts keep|list|show|history|edit|forget|known`` and ``fsmem check``: no model code (``fsmem
+remember``, which asks a model, is ``fsmem.cli.remember``), so a cold ``fsmem facts list`` loads none."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from fsmem._core.facts import DEFAULT_SOURCE, Fact, format_when
 from fsmem._core.layout import STATE_DIR
-from fsmem._errors import BadFact
-from fsmem.cli.model_options import conversation_option, make_model, model_options, read_conversation
 from fsmem.cli.options import chosen_store, echo_json, find_root, json_option, open_root, root_option, serving_a_shell
 
 if TYPE_CHECKING:
@@ -20,8 +18,7 @@ if TYPE_CHECKING:
 THREAD = "cli"
 
 
-def _facts(root: str | None):
-
+def open_facts(root: str | None):  # the memory's facts (``fsmem remember`` keeps through it too)
     return open_root(root).facts
 
 
@@ -75,14 +72,14 @@ def keep(
 ) -> None:
     """Keep FACT about SUBJECT's ATTRIBUTE. A later fact about the same thing replaces the one that
     holds (which moves to the history); an earlier one goes to the history at once."""
-    kept = _facts(root).keep(subject, attribute, fact, source=source, said=said, thread=THREAD)
+    kept = open_facts(root).keep(subject, attribute, fact, source=source, said=said, thread=THREAD)
     if as_json:
         echo_json(kept.to_dict())
         return
-    _echo_kept(kept)
+    echo_kept(kept)
 
 
-def _echo_kept(kept: Any, prefix: str = "") -> None:
+def echo_kept(kept: Any, prefix: str = "") -> None:
     fact = kept.fact
     if kept.outcome == "known":
         click.echo(f"{prefix}Already known as {fact.id}: {fact.text} Nothing was kept.")
@@ -111,7 +108,7 @@ def list_(subject: str | None, everything: bool, root: str | None, as_json: bool
     """The facts that hold now (about SUBJECT, ignoring case), oldest said first."""
     listing = None if everything else _kept_listing(root, subject)
     if listing is None:
-        store = _facts(root)
+        store = open_facts(root)
         listing = store.listing(subject)
     shown, broken = listing.facts, listing.broken
     if everything:
@@ -141,7 +138,7 @@ def _repair_note(problem: Any) -> str:
 @json_option
 def show(fact_id: str, root: str | None, as_json: bool) -> None:
     """One fact with everything it records."""
-    store = _facts(root)
+    store = open_facts(root)
     fact = store.get(store.resolve_id(fact_id))
     if as_json:
         echo_json(fact.to_dict())
@@ -168,7 +165,7 @@ def show(fact_id: str, root: str | None, as_json: bool) -> None:
 @json_option
 def history(fact_id: str, root: str | None, as_json: bool) -> None:
     """The chain ID belongs to, newest first: what holds now, then what it replaced."""
-    store = _facts(root)
+    store = open_facts(root)
     chain = store.history(store.resolve_id(fact_id))
     if as_json:
         echo_json([f.to_dict() for f in chain])
@@ -188,7 +185,7 @@ def edit(
     fact_id: str, text: str | None, subject: str | None, attribute: str | None, root: str | None, as_json: bool
 ) -> None:
     """Correct a fact's words, subject or attribute. It keeps its id and history and replaces nothing."""
-    store = _facts(root)
+    store = open_facts(root)
     fact = store.edit(store.resolve_id(fact_id), fact=text, subject=subject, attribute=attribute, thread=THREAD)
     if as_json:
         echo_json(fact.to_dict())
@@ -202,7 +199,7 @@ def edit(
 @json_option
 def forget(fact_id: str, root: str | None, as_json: bool) -> None:
     """Delete a fact and the facts it replaced, back to the first (their files stay in versions/)."""
-    store = _facts(root)
+    store = open_facts(root)
     deleted = store.forget(store.resolve_id(fact_id), thread=THREAD)
     if as_json:
         echo_json([f.to_dict() for f in deleted])
@@ -217,7 +214,7 @@ def forget(fact_id: str, root: str | None, as_json: bool) -> None:
 @json_option
 def known(root: str | None, as_json: bool) -> None:
     """The subjects and attributes in use, so new facts can name things the same way."""
-    pairs = _facts(root).known()
+    pairs = open_facts(root).known()
     if as_json:
         echo_json([{"subject": s, "attribute": a} for s, a in pairs])
         return
@@ -229,110 +226,6 @@ def known(root: str | None, as_json: bool) -> None:
         grouped.setdefault(subject, []).append(attribute)
     for subject, attributes in grouped.items():
         click.echo(f"{subject}: {', '.join(attributes)}")
-
-
-# --------------------------------------------------------------------------- remember
-
-
-def _choice(text: str, count: int) -> list[int]:
-    text = text.strip().lower()
-    if text == "all":
-        return list(range(1, count + 1))
-    if text in ("", "none"):
-        return []
-    chosen: list[int] = []
-    for part in text.replace(" ", "").split(","):
-        if "-" in part:
-            low, _, high = part.partition("-")
-            numbers = list(range(int(low), int(high) + 1)) if low.isdigit() and high.isdigit() else []
-        else:
-            numbers = [int(part)] if part.isdigit() else []
-        if not numbers or any(n < 1 or n > count for n in numbers):
-            raise BadFact(
-                f"--keep {text!r}: give proposal numbers between 1 and {count} (like 1,3 or 2-4), `all`, or `none`"
-            )
-        chosen += [n for n in numbers if n not in chosen]
-    return chosen
-
-
-@click.command()
-@conversation_option
-@model_options
-@click.option(
-    "--keep",
-    "keep_choice",
-    metavar="1,3|all|none",
-    help="Which proposals to keep; without it you are asked one by one (at a terminal).",
-)
-@click.option("--ask", is_flag=True, help="Ask about each proposal, even when stdin is not a terminal.")
-@click.option("--source", help="Where the facts came from (default: `chat: TITLE` or `a conversation`).")
-@click.option("--said", metavar="DATE", help="When the conversation took place (default: its `date`, else now).")
-@root_option
-@json_option
-def remember(
-    conversation_file: Path,
-    model_settings: Any,
-    keep_choice: str | None,
-    ask: bool,
-    source: str | None,
-    said: str | None,
-    root: str | None,
-    as_json: bool,
-) -> None:
-    """Propose the durable facts of a conversation through a model; keep the ones you choose."""
-    store = _facts(root)
-    conversation = read_conversation(conversation_file)
-    model = make_model(model_settings)
-    extraction = store.propose(conversation, model, source=source, said=said)
-    proposals = extraction.proposals
-    keepable = [p for p in proposals if p.status != "known"]
-    if keep_choice is not None:
-        numbers = _choice(keep_choice, len(proposals))
-        chosen = [p for p in proposals if p.number in numbers and p.status != "known"]
-    elif not ask and (as_json or not sys.stdin.isatty()):
-        chosen = []
-    else:
-        _echo_proposals(extraction, conversation_file)
-        chosen = [
-            p
-            for p in keepable
-            if click.confirm(f"Keep {p.number}. {p.draft.subject} / {p.draft.attribute}: {p.draft.text}", default=False)
-        ]
-        if not chosen:
-            click.echo("Nothing was kept.")
-            return
-        _echo_kept_all(store.keep_drafts([p.draft for p in chosen], thread=THREAD))
-        return
-    kept = store.keep_drafts([p.draft for p in chosen], thread=THREAD) if chosen else []
-    if as_json:
-        echo_json({**extraction.to_dict(), "kept": [k.to_dict() for k in kept]})
-        return
-    _echo_proposals(extraction, conversation_file)
-    if kept:
-        _echo_kept_all(kept)
-    elif keepable and keep_choice is None:
-        click.echo("Nothing was kept. Choose with --keep 1,3 or --keep all.")
-    else:
-        click.echo("Nothing was kept.")
-
-
-def _echo_proposals(extraction: Any, conversation_file: Path) -> None:
-    proposals = extraction.proposals
-    name = "stdin" if str(conversation_file) == "-" else conversation_file.name
-    count = len(proposals)
-    click.echo(
-        f"{count} fact{'s' if count != 1 else ''} proposed from {name}:" if count else f"No facts proposed from {name}."
-    )
-    for p in proposals:
-        click.echo(f"  {p.number}. {p.draft.subject} / {p.draft.attribute}: {p.draft.text}")
-        click.echo(f"     {p.describe()}")
-    for note in extraction.notes:
-        click.echo(f"Note: {note}")
-
-
-def _echo_kept_all(kept: list[Any]) -> None:
-    for result in kept:
-        _echo_kept(result)
 
 
 # --------------------------------------------------------------------------- check
@@ -350,7 +243,7 @@ def _echo_kept_all(kept: list[Any]) -> None:
 def check(repair: bool, root: str | None, as_json: bool) -> None:
     """Report fact files fsmem cannot use as they are (broken front matter, rule breaks, broken
     chains), each with what `--repair` would do about it or that a person must mend it."""
-    store = _facts(root)
+    store = open_facts(root)
     repaired = store.repair(thread=THREAD) if repair else []
     problems = store.check()
     if as_json:

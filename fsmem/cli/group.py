@@ -32,7 +32,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "fsmem.cli.mcp:mcp",
     "proposals": "fsmem.cli.proposals:proposals",
     "facts": "fsmem.cli.facts:facts",
-    "remember": "fsmem.cli.facts:remember",
+    "remember": "fsmem.cli.remember:remember",
     "review": "fsmem.cli.review:review",
     "check": "fsmem.cli.facts:check",
     "chat": "fsmem.cli.chat:chat",

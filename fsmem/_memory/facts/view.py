@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fsmem._core import chains
@@ -148,7 +147,7 @@ class FactView:
             version = version_of(data)
             known = self.files.get(path)
             if known is not None and known.version == version:  # read again, as it was: no parse
-                reads[path] = replace(known, stamp=stamp)
+                reads[path] = known._replace(stamp=stamp)
                 continue
             try:
                 reads[path] = Read(stamp, location, file_format.parse(data, fid), version=version)
