@@ -22,6 +22,7 @@ from fsmem._store.postgres import schema as pg_schema
 from fsmem._store.postgres.errors import StoreUnavailable, closed, first_line, translated
 
 T = TypeVar("T")
+RECONNECT_WINDOW = 2.0  # seconds the pool keeps retrying a lost server in the background (tries at 0, ~1 and 2 s)
 
 
 class PgProject:
@@ -91,8 +92,17 @@ class PgProject:
         # A thread holds at most one connection (its change's: reads inside a change go through it),
         # so ``pool_size`` threads of this process work at once and the rest wait their turn (BUSY
         # after ``connect_timeout``); the pool opens connections as the load asks and closes idle ones.
+        # psycopg_pool retries a lost server with a doubling delay until ``reconnect_timeout``: after an
+        # outage of 15 s its next try may be 16 s away, longer than a caller waits for a connection.
+        # Giving up after RECONNECT_WINDOW lets the next caller's request start a new attempt at once.
         pool = ConnectionPool(
-            url, min_size=1, max_size=max(1, pool_size), timeout=connect_timeout, open=False, kwargs=connect
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            timeout=connect_timeout,
+            reconnect_timeout=min(connect_timeout, RECONNECT_WINDOW),
+            open=False,
+            kwargs=connect,
         )
         try:
             pool.open(wait=True, timeout=connect_timeout)
