@@ -2,7 +2,8 @@
 instead of committing it (a commit fsyncs several files, and on a busy disk each fsync waits for the
 journal; a search never does).
 
-    delta = Delta.build(store, changed, removed, searcher)   # the files read now, indexed in RAM
+    ram = RamIndex(store)                                    # one per index, kept: each delta is built in it
+    delta = Delta.build(store, ram, changed, removed, searcher, averages)  # the files read now, indexed in RAM
     delta.hidden                                             # paths whose committed documents it replaces
 
 A search then asks both the committed searcher (less ``delta.hidden``) and ``delta.searcher``, and ranks
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -60,6 +62,7 @@ class Delta:
     def build(
         cls,
         store: IndexStore,
+        ram: RamIndex,
         changed: Iterable[str],
         removed: Iterable[str],
         committed: tantivy.Searcher,
@@ -79,18 +82,7 @@ class Delta:
         hidden = frozenset([*changed, *removed])
         manifest = store.manifest
         held = sum(1 for path in hidden if manifest is not None and path in manifest.entries)
-        searcher = None
-        if docs:
-            ram = tantivy.Index(store.schema)  # no path: in RAM, and its commit writes nothing to disk
-            ram.config_reader(READER_RELOAD)
-            ram.register_tokenizer("fsmem", store.analyzer)
-            writer = ram.writer(heap_size=WRITER_HEAP, num_threads=1)
-            for doc in [*docs, *_ballast(len(docs), lengths, averages)]:
-                writer.add_document(doc)
-            writer.commit()
-            writer.wait_merging_threads()
-            ram.reload()
-            searcher = ram.searcher()
+        searcher = ram.holding([*docs, *_ballast(len(docs), lengths, averages)]) if docs else None
         total = max(1, committed.num_docs - held + len(docs))
         return cls(searcher, hidden, entries, Weights(committed, searcher, total), store.schema)
 
@@ -99,6 +91,34 @@ class Delta:
         seen = {path: entry for path, entry in held.items() if path not in self.hidden}
         seen.update(self.entries)
         return seen
+
+
+class RamIndex:
+    """The RAM index deltas are built in, kept with its writer for the index's life: a new index and
+    writer for each delta would start tantivy's threads and fault in a fresh heap every time, about
+    three times the build, on the path of the search that reads it. Each build replaces what the one
+    before held; a searcher of an earlier build stays as it was (tantivy's searchers are snapshots)."""
+
+    def __init__(self, store: IndexStore) -> None:
+        self._store = store
+        self._mutex = threading.Lock()
+        self._kept: tuple[tantivy.Index, tantivy.IndexWriter] | None = None
+
+    def holding(self, docs: Sequence[tantivy.Document]) -> tantivy.Searcher:
+        """A searcher of ``docs`` alone."""
+        with self._mutex:
+            if self._kept is None:
+                ram = tantivy.Index(self._store.schema)  # no path: in RAM, and its commit writes nothing to disk
+                ram.config_reader(READER_RELOAD)
+                ram.register_tokenizer("fsmem", self._store.analyzer)
+                self._kept = (ram, ram.writer(heap_size=WRITER_HEAP, num_threads=1))
+            ram, writer = self._kept
+            writer.delete_all_documents()  # the segments of the build before are dropped whole at the commit
+            for doc in docs:
+                writer.add_document(doc)
+            writer.commit()
+            ram.reload()
+            return ram.searcher()
 
 
 class Weights:

@@ -44,6 +44,10 @@ class Freshness:
         self.files_seen = 0
         self._probed: tuple[str | None, object] | None = None  # (generation, probe) last found applied
         self.probed: object = None  # what the feed's probe last answered (a delta read for it holds)
+        # The feed's last answer, with the (generation, applied mark, probe) it was asked for: what
+        # changed after a mark up to a probe's answer never changes, so a search after a watcher's wake
+        # asks the feed its probe and nothing more.
+        self._noted: tuple[tuple[str | None, object, object], tuple[set[str], object] | None] | None = None
         self._mutex = threading.Lock()  # one comparison at a time per process (they share the walk cache)
 
     # --- what the feed noted ---------------------------------------------------------------------
@@ -87,14 +91,20 @@ class Freshness:
         key = (self.store.generation, probe)
         if key == self._probed:
             return set()
-        got = self.feed.noted(read_applied(self.store.folder))  # the mark first: the searcher taken after holds it
+        asked = (self.store.generation, read_applied(self.store.folder), probe)
+        known = self._noted
+        if known is not None and known[0] == asked:
+            got = known[1]
+        else:
+            got = self.feed.noted(asked[1])  # the mark first: the searcher taken after holds it
+            self._noted = (asked, got)
         if got is None or not got[0]:
             self._probed = key
             return set()
         if "" in got[0] or len(got[0]) > DELTA_LIMIT:
             self.apply_pending()
             return None
-        return got[0]
+        return set(got[0])  # a copy: the answer kept stays as the feed gave it
 
     def settle_others(self, watched: set[str] | None, delta: Delta | None) -> bool:
         """Bring the index level with what changed besides the paths ``delta`` reads (a person's edits:

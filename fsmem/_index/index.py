@@ -24,6 +24,7 @@ change through fsmem.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -34,7 +35,7 @@ from fsmem._core.search import SCHEMA_VERSION, Plan, SearchHit
 from fsmem._core.text import check_text
 from fsmem._errors import BadRequest
 from fsmem._index.committer import GRACE, Committer
-from fsmem._index.delta import Delta, average_lengths
+from fsmem._index.delta import Delta, RamIndex, average_lengths
 from fsmem._index.faults import disk_fault
 from fsmem._index.feed import IndexFeed, IndexWatcher
 from fsmem._index.folder_feed import FolderFeed
@@ -76,6 +77,8 @@ class Index:
         self.query = TextQuery(self.store.schema, self.store.analyzer)
         self.committer = Committer(lambda: self.freshness.apply_pending())
         self._delta: tuple[object, Delta] | None = None  # the last delta read, and what it was read for
+        self._ram = RamIndex(self.store)  # what each delta is built in
+        self._reading = threading.Lock()  # one delta read at a time: a search waits for a watcher's, and finds it
         self._averages: tuple[object, dict[str, float]] | None = None  # the committed field lengths
 
     def commit_soon(self) -> None:
@@ -145,6 +148,14 @@ class Index:
         searcher, delta = self._view(self.freshness.noted() or set())
         return self.query.hits_for(searcher, paths, filters, delta)
 
+    def read_ahead(self) -> None:
+        """Read what the feed noted since the last commit into the delta the next search answers from,
+        before that search comes (a watcher's wake: the search then asks the feed its probe and finds the
+        rest read); commits nothing (the committer does, once the delta has waited ``GRACE``)."""
+        paths = self.freshness.noted()
+        if paths:
+            self._delta_of(paths, self.store.searcher())
+
     def changed_since_commit(self) -> frozenset[str]:
         """The paths changed through the store since the index's last commit (what a search reads for
         itself): what was derived from the committed index for them (passages) may be older than the file."""
@@ -179,18 +190,19 @@ class Index:
 
     def _delta_of(self, paths: set[str], searcher: Any) -> Delta:
         self.committer.wake(GRACE, must=False)  # the process that changed them commits first; if it died, this one
-        changed, removed = self.store.expand(paths, self.feed.noted_files)
-        commit = (self.store.generation, self.store.commit_key)
-        key = (commit, self.freshness.probed, tuple(changed), tuple(removed), self.feed.stamps(changed))
-        known = self._delta
-        if known is not None and known[0] == key:
-            return known[1]
-        averages = self._averages
-        if averages is None or averages[0] != commit:
-            averages = self._averages = (commit, average_lengths(searcher, self.store.schema, self.store.analyzer))
-        delta = Delta.build(self.store, changed, removed, searcher, averages[1])
-        self._delta = (key, delta)
-        return delta
+        with self._reading:
+            changed, removed = self.store.expand(paths, self.feed.noted_files)
+            commit = (self.store.generation, self.store.commit_key)
+            key = (commit, self.freshness.probed, tuple(changed), tuple(removed), self.feed.stamps(changed))
+            known = self._delta
+            if known is not None and known[0] == key:
+                return known[1]
+            averages = self._averages
+            if averages is None or averages[0] != commit:
+                averages = self._averages = (commit, average_lengths(searcher, self.store.schema, self.store.analyzer))
+            delta = Delta.build(self.store, self._ram, changed, removed, searcher, averages[1])
+            self._delta = (key, delta)
+            return delta
 
     def _answer(
         self, query: str, filters: list[Any], limit: int, paths: set[str], watched: set[str] | None | object

@@ -14,9 +14,11 @@ another time (a database restored from a backup, a project made again), re-reads
     feed.probe()                    # the newest sequence number: the one query a search makes
     feed.noted(applied)             # (paths changed after the mark ``applied``, the mark they reach)
 
-A long-lived worker also LISTENs (``PgWatcher``): each commit's NOTIFY wakes it to catch up between
-searches. Rows change only through fsmem, so there are no hand edits to keep and nothing to compare
-by stats: the log is the whole story (``vouched``).
+A long-lived worker also LISTENs (``PgWatcher``): each commit's NOTIFY wakes it to read the change into
+the delta the next search answers from (``Index.read_ahead``: the log rows and the rows themselves, off
+the search's path), so that search asks the newest number and finds the rest read; the worker's
+committer commits it to the cache index later, in the background. Rows change only through fsmem, so
+there are no hand edits to keep and nothing to compare by stats: the log is the whole story (``vouched``).
 """
 
 from __future__ import annotations
@@ -154,16 +156,16 @@ class PgFeed:
 
 
 class PgWatcher:
-    """LISTEN on the project's channel: each commit's NOTIFY brings this worker's index level."""
+    """LISTEN on the project's channel: each commit's NOTIFY reads the change into this worker's view."""
 
     def __init__(self, index: Followed, feed: PgFeed) -> None:
         self.index = index
         self.feed = feed
         self.errors: list[str] = []
-        self.wakes = 0  # notifications acted on (the tests watch it)
+        self.wakes = 0  # notifications acted on, each read ahead by the time it counts (the tests watch it)
         self._listener: Listener | None = None
         self._stopped = threading.Event()
-        self._applied = -1  # the newest sequence number this watcher brought the index to
+        self._applied = -1  # the newest sequence number this watcher brought the index's view to
         self._mutex = threading.Lock()
 
     @property
@@ -194,8 +196,13 @@ class PgWatcher:
     def _notified(self, seq: int) -> None:
         if self._stopped.is_set() or seq <= self._applied:
             return  # a notification of a commit a catch-up already applied
+        with self._mutex:
+            try:
+                self.index.read_ahead()  # no commit here: on a busy disk it would hold up the next wakes
+                self._applied = max(self._applied, seq)
+            except Exception as error:  # noqa: BLE001 - keep listening; the next search reads it itself
+                self.errors.append(f"{type(error).__name__}: {error}")
         self.wakes += 1
-        self._catch_up()
 
     def _catch_up(self) -> None:
         with self._mutex:

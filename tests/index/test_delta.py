@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tantivy
 
 import fsmem
 from fsmem._env.config import Settings
@@ -111,6 +112,27 @@ def test_a_delta_keeps_filters_kinds_and_replaced_facts_after_those_that_hold(tm
     assert "seo/plan.md" not in [h.path for h in index.search("okapi", exclude="seo/**", fresh=False)]
     assert index.search("okapi", include="seo/**", since="2200-01-01", fresh=False) == []
     assert index.search("okapi", include="seo/**", since="1d", fresh=False)[0].level == "project"
+    memory.close()
+
+
+def test_each_delta_replaces_the_last_in_the_kept_ram_index_and_an_earlier_one_still_answers(tmp_path):
+    memory = _corpus(tmp_path, 30)
+    index = memory.index
+    _hand_noted(tmp_path, {"first.md": "# First\n\nquokka burrow\n"})
+    assert [h.path for h in index.search("quokka", fresh=False)] == ["first.md"]
+    first = index._delta[1] if index._delta is not None else None
+    assert first is not None and first.searcher is not None
+    _hand_noted(tmp_path, {"first.md": None, "second.md": "# Second\n\nnumbat burrow\n"})
+    assert [h.path for h in index.search("burrow", fresh=False)] == ["second.md"]  # the first file deleted
+    assert index.search("quokka", fresh=False) == []
+    second = index._delta[1] if index._delta is not None else None
+    assert second is not None and second is not first and second.searcher is not None
+    quokka = tantivy.Query.term_query(index.store.schema, "body", "quokka")
+    assert second.searcher.search(quokka, 5).hits == []  # the build before left nothing behind
+    # A search still holding the first delta reads it whole: a searcher is a snapshot.
+    assert [first.searcher.doc(address)["path"] for _, address in first.searcher.search(quokka, 5).hits] == [
+        ["first.md"]
+    ]
     memory.close()
 
 

@@ -207,10 +207,49 @@ def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, m
     newest = real_newest()
     watcher = b._watcher
     assert isinstance(watcher, PgWatcher)
-    wait_until(lambda: watcher._applied == newest)  # the listener's catch-up has returned
+    wait_until(lambda: watcher._applied == newest)  # the listener's read-ahead has returned
     asked.clear()
-    assert paths(b.search("ibex")) == ["brand.md"]  # the listener applied it: still one query
+    assert paths(b.search("ibex")) == ["brand.md"]  # the listener read it ahead: still one query
     assert asked == ["newest_seq", "query"]
+
+
+def test_a_notification_reads_the_change_ahead_of_the_next_search_and_commits_nothing(open_worker, monkeypatch) -> None:
+    a, b = open_worker("a"), open_worker("b", watch=True)
+    write(a, "brand.md", "# Brand\nthe lynx\n")
+    assert paths(b.search("lynx")) == ["brand.md"]  # built, caught up, listening
+    b.index.apply_pending()
+    b.index.committer.close(0)  # b's background commits held off: what the notifications do is all there is
+    generation = index_dir(b.drive.state) / read_current(b.drive.state)["generation"]
+    meta = (generation / "meta.json").stat().st_mtime_ns, (generation / "meta.json").stat().st_ino
+    applied = read_applied(generation)
+    write(a, "brand.md", "# Brand\nthe lynx and the ibex\n")
+    write(a, "zoo.md", "# Zoo\nan ibex herd\n")
+    newest = a.drive.pg.newest_seq()
+    watcher = b._watcher
+    assert isinstance(watcher, PgWatcher)
+    wait_until(lambda: watcher._applied == newest)  # both notifications acted on
+    assert watcher.errors == []
+    store = b.drive.pg
+    asked: list[str] = []
+    real_run, real_newest = store.run, store.newest_seq
+
+    def counted_run(work):
+        asked.append("query")
+        return real_run(work)
+
+    def counted_newest():
+        asked.append("newest_seq")
+        return real_newest()
+
+    monkeypatch.setattr(store, "run", counted_run)
+    monkeypatch.setattr(store, "newest_seq", counted_newest)
+    assert paths(b.search("ibex")) == ["brand.md", "zoo.md"]
+    assert asked == ["newest_seq", "query"]  # the log's rows and the rows themselves were read ahead
+    assert read_applied(generation) == applied  # read into the delta, not committed
+    assert ((generation / "meta.json").stat().st_mtime_ns, (generation / "meta.json").stat().st_ino) == meta
+    asked.clear()
+    write(a, "zoo.md", "# Zoo\nan ibex herd and a wolverine\n")  # a change the search's own probe finds first
+    assert paths(b.search("wolverine")) == ["zoo.md"]  # never stale, whether or not its notification came yet
 
 
 def test_a_search_without_a_listener_still_finds_every_commit(open_worker) -> None:
