@@ -27,7 +27,7 @@ import onnxruntime as ort
 
 from fsmem._errors import ModelError
 from fsmem._llm.file_stamps import owned_privately, private_folder, recall, remember, stamp_of
-from fsmem._store.atomic import temp_name
+from fsmem._store.atomic import remove_dead_temps, temp_name
 
 __all__ = ["SAVED_LEVEL", "copy_key", "kept_copy", "open_session"]
 
@@ -73,6 +73,7 @@ def _believed(copy: Path, key: str) -> bool:
 
 
 def _make(model: Path, copy: Path, key: str, options: Options) -> ort.InferenceSession:
+    remove_dead_temps(copy.parent, deep=False)  # a copy of 90 MB left half-written by a process that died
     temp = temp_name(copy)
     chosen = options(SAVED_LEVEL)
     chosen.optimized_model_filepath = str(temp)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +151,12 @@ def test_a_file_changed_within_a_tick_of_its_hashing_is_not_recorded(tmp_path, c
     known_sha256(fresh)
     known_sha256(fresh)
     assert recall(fresh.resolve()) is None and len(hashes) == 2
+
+
+def test_a_copy_left_half_written_by_a_process_that_died_is_swept_when_one_is_made(embedding_model, cache, makes):
+    cache.mkdir(parents=True, mode=0o700)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = cache / f".x_onnx.{int(dead.stdout)}.{'0' * 12}.tmp"
+    left.write_bytes(b"half a model")
+    OnnxEmbedder(embedding_model)
+    assert makes and not left.exists()
