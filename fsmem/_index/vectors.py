@@ -126,7 +126,8 @@ class FolderVectors:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # derived state: a crash may lose the last puts, never corrupt
             db.executescript(_SCHEMA)
-            db.execute("INSERT OR IGNORE INTO changes VALUES (0, ?, 0)", (os.urandom(8).hex(),))
+            if db.execute("SELECT 1 FROM changes").fetchone() is None:  # written once: opening takes no write lock
+                db.execute("INSERT OR IGNORE INTO changes VALUES (0, ?, 0)", (os.urandom(8).hex(),))
         except sqlite3.DatabaseError:
             db.close()
             raise

@@ -151,3 +151,28 @@ def test_a_new_process_loads_the_view_the_last_one_built_until_the_keep_changes(
     assert built == "1" and "more.md" in paths.split(",")  # the keep changed: built again
     assert cold()[0] == "0"
 
+
+
+def test_a_keep_made_before_its_mark_lasted_keeps_its_rows_and_opening_one_takes_no_write_lock(tmp_path):
+    import sqlite3
+
+    file = tmp_path / "vectors.sqlite3"
+    keep = FolderVectors(file)
+    keep.put("m", "a.md", "v1", [(1, "a", np.ones(DIMS, np.float32).tobytes())])
+    keep.close()
+    old = sqlite3.connect(file, isolation_level=None)
+    old.execute("DROP TABLE changes")  # as the keep was made before
+    old.close()
+    again = FolderVectors(file)
+    assert again.held("m") == {"a.md": "v1"} and again.mark()[1] == 0
+    mark = again.mark()
+    again.close()
+    writer = sqlite3.connect(file, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a put
+    try:
+        reader = FolderVectors(file)
+        assert reader.mark() == mark and reader.held("m") == {"a.md": "v1"}
+        reader.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
