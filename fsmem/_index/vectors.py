@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from fsmem._errors import Busy
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -88,6 +90,8 @@ CREATE TABLE IF NOT EXISTS passages (
     model TEXT NOT NULL, path TEXT NOT NULL, n INTEGER NOT NULL, line INTEGER NOT NULL,
     text TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, path, n)
 );  -- a rowid table: rows of 1.5 KB are half the size there that they take in a WITHOUT ROWID one
+"""
+_MARK_SCHEMA = """
 CREATE TABLE IF NOT EXISTS changes (
     one INTEGER PRIMARY KEY CHECK (one = 0), keep TEXT NOT NULL, n INTEGER NOT NULL
 );  -- the keep's mark: a name of its own (a keep made again is another) and its count of changes
@@ -126,12 +130,26 @@ class FolderVectors:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # derived state: a crash may lose the last puts, never corrupt
             db.executescript(_SCHEMA)
-            if db.execute("SELECT 1 FROM changes").fetchone() is None:  # written once: opening takes no write lock
-                db.execute("INSERT OR IGNORE INTO changes VALUES (0, ?, 0)", (os.urandom(8).hex(),))
+            self._give_a_mark(db)
         except sqlite3.DatabaseError:
             db.close()
             raise
         return db
+
+    def _give_a_mark(self, db: sqlite3.Connection) -> None:
+        """The keep's lasting mark, made once (by the first process to open it, or to open one made
+        before marks): a keep that has one is opened without a write, so never waits on another's put."""
+        import sqlite3
+
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'changes'").fetchone() is not None:
+            if db.execute("SELECT 1 FROM changes").fetchone() is not None:
+                return
+        try:
+            db.executescript(_MARK_SCHEMA)
+            db.execute("INSERT OR IGNORE INTO changes VALUES (0, ?, 0)", (os.urandom(8).hex(),))
+        except sqlite3.OperationalError as error:  # busy (or read-only, full): not damage, the keep stays
+            db.close()
+            raise Busy(f"the passages' keep {self.file} could not be written ({error}); try again") from error
 
     def _remove(self) -> None:
         for suffix in ("", "-wal", "-shm", ".view"):

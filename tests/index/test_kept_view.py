@@ -153,8 +153,11 @@ def test_a_new_process_loads_the_view_the_last_one_built_until_the_keep_changes(
 
 
 
-def test_a_keep_made_before_its_mark_lasted_keeps_its_rows_and_opening_one_takes_no_write_lock(tmp_path):
+def test_a_keep_made_before_its_mark_lasted_keeps_its_rows_and_opening_one_takes_no_write_lock(tmp_path, monkeypatch):
     import sqlite3
+
+    from fsmem._errors import Busy
+    from fsmem._index import vectors
 
     file = tmp_path / "vectors.sqlite3"
     keep = FolderVectors(file)
@@ -163,14 +166,21 @@ def test_a_keep_made_before_its_mark_lasted_keeps_its_rows_and_opening_one_takes
     old = sqlite3.connect(file, isolation_level=None)
     old.execute("DROP TABLE changes")  # as the keep was made before
     old.close()
+    monkeypatch.setattr(vectors, "BUSY_TIMEOUT", 0.1)
+    writer = sqlite3.connect(file, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a put
+    try:
+        with pytest.raises(Busy, match="could not be written"):
+            FolderVectors(file).mark()  # its mark must be written: it waits, and is not taken for damage
+    finally:
+        writer.execute("ROLLBACK")
     again = FolderVectors(file)
     assert again.held("m") == {"a.md": "v1"} and again.mark()[1] == 0
     mark = again.mark()
     again.close()
-    writer = sqlite3.connect(file, isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a put
+    writer.execute("BEGIN IMMEDIATE")
     try:
-        reader = FolderVectors(file)
+        reader = FolderVectors(file)  # marked: opened without a write
         assert reader.mark() == mark and reader.held("m") == {"a.md": "v1"}
         reader.close()
     finally:
