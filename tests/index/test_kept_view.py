@@ -186,3 +186,37 @@ def test_a_keep_made_before_its_mark_lasted_keeps_its_rows_and_opening_one_takes
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_a_search_beside_a_busy_keep_that_needs_its_mark_answers_by_words(tmp_path, embedding_model, monkeypatch):
+    import sqlite3
+
+    from fsmem._memory.hybrid import MeaningWarning
+    from fsmem._index import vectors
+
+    root = tmp_path / "root"
+    memory = _open(root, embedding_model)
+    memory.run().call({"command": "write", "path": "pets.md", "content": "# Pets\n\nWe adopted a golden dog.\n"})
+    memory.embed_pending()
+    memory.close()
+    file = root / ".fsmem" / "index" / "vectors.sqlite3"
+    old = sqlite3.connect(file, isolation_level=None)
+    old.execute("DROP TABLE changes")
+    old.close()
+    monkeypatch.setattr(vectors, "BUSY_TIMEOUT", 0.1)
+    writer = sqlite3.connect(file, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        memory = _open(root, embedding_model)
+        with pytest.warns(MeaningWarning, match="could not be written"):
+            found = memory.search("golden dog")
+        assert [hit.path for hit in found] == ["pets.md"] and found.meaning == "off"
+        memory.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    (files,) = sqlite3.connect(file).execute("SELECT count(*) FROM files").fetchone()
+    assert files == 2  # pets.md and MEMORY.md: the keep was not taken for damaged
+    keep = FolderVectors(file)
+    assert keep.mark()[1] == 0  # marked now that no one else writes
+    keep.close()
