@@ -264,8 +264,10 @@ def shell_search(root: Path, query: str, environ: dict[str, str]) -> None:
 Row = tuple[int, dict[str, tuple[float, float]]]  # files, and each column's p50/p95
 
 
-def cold_rows(temp: Path, sizes: list[int], rounds: int, meaning: str) -> list[Row]:
-    """The cold rows at each size, on a corpus of its own (indexed first, as `fsmem watch` keeps it)."""
+def cold_rows(temp: Path, sizes: list[int], rounds: int, meaning: str, embedded: bool = False) -> list[Row]:
+    """The cold rows at each size, on a corpus of its own (indexed first, as `fsmem watch` keeps it;
+    with ``embedded``, every passage in the keep under the local model's name first, as a root whose
+    passages were all embedded: random vectors through meaning's own path, ``bench.daemon.embed_all``)."""
     import compileall
 
     compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "fsmem"), quiet=1)  # a user's bytecode
@@ -273,7 +275,12 @@ def cold_rows(temp: Path, sizes: list[int], rounds: int, meaning: str) -> list[R
     for size in sizes:
         print(f"[processes] cold searches, {size:,} files …", file=sys.stderr, flush=True)
         root = temp / f"cold-{size}"
-        cold = cold_searches(root, indexed_corpus(root, size), rounds, meaning)
+        qs = indexed_corpus(root, size)
+        if embedded:
+            from bench.daemon import embed_all
+
+            print(f"[processes] {embed_all(root):,} files embedded", file=sys.stderr, flush=True)
+        cold = cold_searches(root, qs, rounds, meaning)
         shutil.rmtree(root, ignore_errors=True)
         if cold:
             rows.append((size, cold))
@@ -293,9 +300,9 @@ def indexed_corpus(root: Path, files: int) -> list[str]:
     return queries(words, random.Random(11), n=10)
 
 
-def print_cold(rows: list[Row], meaning: str) -> None:
+def print_cold(rows: list[Row], meaning: str, embedded: bool = False) -> None:
     print()
-    print(f"Cold searches, FSMEM_MEANING={meaning}:")
+    print(f"Cold searches, FSMEM_MEANING={meaning}{', every passage embedded' if embedded else ''}:")
     print(
         "| files | cold `fsmem search`, `fsmem watch` serving p50/p95 ms | cold rg p50/p95 ms | served ÷ rg "
         "| cold `fsmem search` with none p50/p95 ms | cold rg p50/p95 ms | none ÷ rg |"
@@ -350,13 +357,20 @@ def main(argv: list[str] | None = None) -> int:
         help="FSMEM_MEANING of A, B and the cold rows (default off: words, as rg; auto: a query embedded too, "
         "and the resident embedding the new corpus meanwhile)",
     )
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="the cold rows on a root whose every passage is embedded (random vectors under the local model's "
+        "name), with --meaning auto: what a cold search with the default settings meets once embedding is done",
+    )
     args = parser.parse_args(argv)
     given = [int(size) for size in args.sizes.split(",")] if args.sizes else None
     cold_sizes = given or ([1000, 10000] if args.quick else [1000, 10000, 100000])
     rounds = 2 if args.quick else 3
     if args.cold_only:
         with tempfile.TemporaryDirectory(prefix="fsmem-bench-") as temp:
-            print_cold(cold_rows(Path(temp), cold_sizes, rounds, args.meaning), args.meaning)
+            cold = cold_rows(Path(temp), cold_sizes, rounds, args.meaning, args.embedded)
+            print_cold(cold, args.meaning, args.embedded)
         print(f"(cores: {os.cpu_count()}; load {os.getloadavg()[0]:.2f} at the end)")
         return 0
     files = args.files or (1000 if args.quick else 10000)

@@ -13,7 +13,8 @@ by words alone until its new passages are in (``backlog``). Embedding reads thro
 lock, and never runs in a search: a search uses what is kept at that moment.
 
 What a search holds in memory and how it ranks: :mod:`fsmem._index.nearest` (the vectors as int8
-codes, the answer the float32 vectors give). The passages' texts stay in the keep, read for the few
+codes, the answer the float32 vectors give); the view is kept beside the folder's keep for the next
+process under the same key (:mod:`fsmem._index.kept_view`). The passages' texts stay in the keep, read for the few
 files a search shows by meaning.
 """
 
@@ -34,6 +35,7 @@ from fsmem._core.versions import version_of
 from fsmem._env.system import release_heap
 from fsmem._errors import FsmemError
 from fsmem._index.generations import MAX_INDEXED_BYTES
+from fsmem._index.kept_view import load_kept, save_kept
 from fsmem._index.nearest import Near, View, load_view
 from fsmem._index.state import MANIFEST, file_key
 from fsmem._index.vectors import VectorKeep
@@ -46,6 +48,7 @@ __all__ = ["FILES_PER_ROUND", "Embeds", "Meaning"]
 FILES_PER_ROUND = 8  # files embedded between two looks at what changed (a round of a few seconds)
 POLL = 2.0  # seconds the worker sleeps with nothing to embed before it looks again
 BACK_OFF = 30.0  # seconds it waits after the model failed
+VIEW_FILE = "view"  # beside the keep (vectors.sqlite3.view): the view a new process loads (kept_view)
 STOP_WAIT = 0.5  # seconds stop() waits for the worker to end: it stops between two files, never mid-file
 
 
@@ -227,8 +230,14 @@ class Meaning:
             return self._view
         live = self.live()
         self._view = None  # the old vectors go before the new ones are read: one copy in memory at a time
-        self._view = load_view(self.keep, self.model, live, key, len(self.backlog(live)))
-        return self._view
+        waiting, kept = len(self.backlog(live)), self.keep.beside(VIEW_FILE)
+        view = load_kept(kept, self.keep, self.model, key, waiting) if kept else None
+        if view is None:
+            view = load_view(self.keep, self.model, live, key, waiting)
+            if kept:
+                save_kept(kept, self.model, view)  # for the next process: derived, never fsynced
+        self._view = view
+        return view
 
     def passage(self, path: str, near: Near) -> tuple[int, str] | None:
         """The line and text of the passage ``near`` names; ``None`` when its file was embedded again since."""

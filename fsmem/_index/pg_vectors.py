@@ -102,6 +102,10 @@ class PgVectors:
         """Any worker's put or prune changes the count or the newest time (one indexed query)."""
         return self.pg.one("SELECT count(*), max(made) FROM fsmem.embedded WHERE project = %s", ())
 
+    def beside(self, name: str) -> None:
+        """In the database: no file beside it (each worker builds its view)."""
+        return None
+
     def close(self) -> None:
         """The store's pool is the memory's: closed with it."""
 

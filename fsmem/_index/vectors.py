@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from fsmem._errors import Busy
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -65,11 +67,16 @@ class VectorKeep(Protocol):
         ...
 
     def mark(self) -> object:
-        """Changes whenever what is kept may have changed (any process's put or prune)."""
+        """Changes whenever what is kept may have changed (any process's put or prune); the same in every
+        process while what is kept is the same (a view saved under it may be loaded by another)."""
         ...
 
     def holds_any(self) -> bool:
         """Whether any file's passages are kept at all (asked before a model is loaded for nothing)."""
+        ...
+
+    def beside(self, name: str) -> Path | None:
+        """Where a file derived from this keep is kept (the search's view), or None: the keep is no file."""
         ...
 
     def close(self) -> None: ...
@@ -84,6 +91,12 @@ CREATE TABLE IF NOT EXISTS passages (
     text TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, path, n)
 );  -- a rowid table: rows of 1.5 KB are half the size there that they take in a WITHOUT ROWID one
 """
+_MARK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS changes (
+    one INTEGER PRIMARY KEY CHECK (one = 0), keep TEXT NOT NULL, n INTEGER NOT NULL
+);  -- the keep's mark: a name of its own (a keep made again is another) and its count of changes
+"""
+_COUNT_CHANGE = "UPDATE changes SET n = n + 1"
 
 
 class FolderVectors:
@@ -93,7 +106,6 @@ class FolderVectors:
         self.file = file
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
-        self._writes = 0
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
@@ -118,13 +130,29 @@ class FolderVectors:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # derived state: a crash may lose the last puts, never corrupt
             db.executescript(_SCHEMA)
+            self._give_a_mark(db)
         except sqlite3.DatabaseError:
             db.close()
             raise
         return db
 
+    def _give_a_mark(self, db: sqlite3.Connection) -> None:
+        """The keep's lasting mark, made once (by the first process to open it, or to open one made
+        before marks): a keep that has one is opened without a write, so never waits on another's put."""
+        import sqlite3
+
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'changes'").fetchone() is not None:
+            if db.execute("SELECT 1 FROM changes").fetchone() is not None:
+                return
+        try:
+            db.executescript(_MARK_SCHEMA)
+            db.execute("INSERT OR IGNORE INTO changes VALUES (0, ?, 0)", (os.urandom(8).hex(),))
+        except sqlite3.OperationalError as error:  # busy (or read-only, full): not damage, the keep stays
+            db.close()
+            raise Busy(f"the passages' keep {self.file} could not be written ({error}); try again") from error
+
     def _remove(self) -> None:
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal", "-shm", ".view"):
             Path(f"{self.file}{suffix}").unlink(missing_ok=True)
 
     def held(self, model: str) -> dict[str, str]:
@@ -143,11 +171,11 @@ class FolderVectors:
                     [(model, path, n, line, text, vector) for n, (line, text, vector) in enumerate(passages)],
                 )
                 db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (model, path, version))
+                db.execute(_COUNT_CHANGE)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            self._writes += 1
 
     def count(self, model: str) -> int:
         with self._lock:
@@ -204,11 +232,11 @@ class FolderVectors:
                     marks = ",".join("?" * len(batch))
                     db.execute(f"DELETE FROM passages WHERE model = ? AND path IN ({marks})", (model, *batch))  # noqa: S608
                     db.execute(f"DELETE FROM files WHERE model = ? AND path IN ({marks})", (model, *batch))  # noqa: S608
+                db.execute(_COUNT_CHANGE)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            self._writes += 1
         return len(gone)
 
     def holds_any(self) -> bool:
@@ -221,9 +249,13 @@ class FolderVectors:
             return self._connect().execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
 
     def mark(self) -> object:
+        """The keep's name and count of changes: the same in every process that reads the same rows."""
         with self._lock:
-            (version,) = self._connect().execute("PRAGMA data_version").fetchone()  # others' commits
-            return (version, self._writes)  # and this connection's own
+            row = self._connect().execute("SELECT keep, n FROM changes").fetchone()
+            return (str(row[0]), int(row[1]))
+
+    def beside(self, name: str) -> Path | None:
+        return self.file.with_name(f"{self.file.name}.{name}")
 
     def size(self) -> int:
         files = [Path(f"{self.file}{suffix}") for suffix in ("", "-wal")]

@@ -192,7 +192,10 @@ class Hybrid:
             return False
         if self._keep is None:
             self._keep = keep_of(self.index)
-        return not self._keep.holds_any()
+        try:
+            return not self._keep.holds_any()
+        except FsmemError:  # the keep cannot tell now (busy): the search by meaning fails and says so, once
+            return False
 
     def _meaning_hits(
         self, meaning: Meaning, paths: list[str], near: dict[str, Near], filters: Callable[[], list[Any]]
