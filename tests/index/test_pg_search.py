@@ -182,11 +182,9 @@ def test_a_long_lived_worker_catches_up_between_searches_and_stops_listening_on_
     assert applied_seq(b.index) == newest
 
 
-def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, monkeypatch) -> None:
-    a, b = open_worker("a"), open_worker("b", watch=True)
-    write(a, "brand.md", "# Brand\nthe lynx\n")
-    assert paths(b.search("lynx")) == ["brand.md"]  # built, caught up, listening
-    store = b.drive.pg
+def _queries_counted(worker, monkeypatch) -> list[str]:
+    """The questions ``worker`` asks its database from now on, in order: "newest_seq" then each "query"."""
+    store = worker.drive.pg
     asked: list[str] = []
     real_run, real_newest = store.run, store.newest_seq
 
@@ -200,11 +198,19 @@ def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, m
 
     monkeypatch.setattr(store, "run", counted_run)
     monkeypatch.setattr(store, "newest_seq", counted_newest)
+    return asked
+
+
+def test_a_search_with_nothing_new_asks_the_database_one_question(open_worker, monkeypatch) -> None:
+    a, b = open_worker("a"), open_worker("b", watch=True)
+    write(a, "brand.md", "# Brand\nthe lynx\n")
+    assert paths(b.search("lynx")) == ["brand.md"]  # built, caught up, listening
+    asked = _queries_counted(b, monkeypatch)
     assert paths(b.search("lynx")) == ["brand.md"]
     assert asked == ["newest_seq", "query"]  # one query: the newest sequence number
     asked.clear()
     write(a, "brand.md", "# Brand\nthe lynx and the ibex\n")
-    newest = real_newest()
+    newest = b.drive.pg.newest_seq()
     watcher = b._watcher
     assert isinstance(watcher, PgWatcher)
     wait_until(lambda: watcher._applied == newest)  # the listener's read-ahead has returned
@@ -229,20 +235,7 @@ def test_a_notification_reads_the_change_ahead_of_the_next_search_and_commits_no
     assert isinstance(watcher, PgWatcher)
     wait_until(lambda: watcher._applied == newest)  # both notifications acted on
     assert watcher.errors == []
-    store = b.drive.pg
-    asked: list[str] = []
-    real_run, real_newest = store.run, store.newest_seq
-
-    def counted_run(work):
-        asked.append("query")
-        return real_run(work)
-
-    def counted_newest():
-        asked.append("newest_seq")
-        return real_newest()
-
-    monkeypatch.setattr(store, "run", counted_run)
-    monkeypatch.setattr(store, "newest_seq", counted_newest)
+    asked = _queries_counted(b, monkeypatch)
     assert paths(b.search("ibex")) == ["brand.md", "zoo.md"]
     assert asked == ["newest_seq", "query"]  # the log's rows and the rows themselves were read ahead
     assert read_applied(generation) == applied  # read into the delta, not committed
