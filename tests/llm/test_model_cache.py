@@ -160,3 +160,24 @@ def test_a_copy_left_half_written_by_a_process_that_died_is_swept_when_one_is_ma
     left.write_bytes(b"half a model")
     OnnxEmbedder(embedding_model)
     assert makes and not left.exists()
+
+
+def test_fsmem_model_install_loads_the_model_once_and_keeps_its_optimised_graph(embedding_model, tmp_path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(embedding_model, folder)  # every file in place and pinned: install fetches nothing
+    cache = tmp_path / "cache"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-m", "fsmem", "model", "install", "--folder", str(folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    kept = list((cache / "fsmem" / "models").glob("*.onnx"))
+    assert len(kept) == 1 and kept[0].stat().st_mode & 0o777 == 0o600
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        assert optimized_model.kept_copy(known_sha256(folder / MODEL_FILE)) == kept[0]
