@@ -29,10 +29,15 @@ def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # for it never finds it there (its searches stay by words, as without the extra). Tests of meaning name
     # it (the ``embedding_model`` fixture).
     monkeypatch.setenv("XDG_DATA_HOME", _NO_DATA)
+    # What fsmem derives into the user's cache (a PostgreSQL worker's index, a resident's home, the
+    # model's optimised graph) goes to this run's own folder, never the developer's ~/.cache.
+    monkeypatch.setenv("XDG_CACHE_HOME", _RUN_CACHE)
 
 
 _NO_DATA = tempfile.mkdtemp(prefix="fsmem-no-data-")
 atexit.register(shutil.rmtree, _NO_DATA, ignore_errors=True)  # empty, and gone with the run
+_RUN_CACHE = tempfile.mkdtemp(prefix="fsmem-test-cache-")
+atexit.register(shutil.rmtree, _RUN_CACHE, ignore_errors=True)
 MODEL_FOLDER = Path(
     os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share", "fsmem", "models", "all-MiniLM-L6-v2-int8"
 )  # read before any test's environment is isolated: where fsmem model install put it
