@@ -29,8 +29,8 @@ def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # for it never finds it there (its searches stay by words, as without the extra). Tests of meaning name
     # it (the ``embedding_model`` fixture).
     monkeypatch.setenv("XDG_DATA_HOME", _NO_DATA)
-    # What fsmem derives into the user's cache (a PostgreSQL worker's index, a resident's home, the
-    # model's optimised graph) goes to this run's own folder, never the developer's ~/.cache.
+    # What fsmem derives into the user's cache (a PostgreSQL worker's index, a resident's home) goes
+    # to this run's own folder, never the developer's ~/.cache.
     monkeypatch.setenv("XDG_CACHE_HOME", _RUN_CACHE)
 
 

