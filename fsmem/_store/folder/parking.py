@@ -19,7 +19,7 @@ from fsmem._core.layout import LEVEL_IDENTITY_FILE
 from fsmem._errors import LevelParked
 from fsmem._store.atomic import pid_alive
 
-if TYPE_CHECKING:  # the change's type only: every open asks parking, a read never needs the change
+if TYPE_CHECKING:  # types only: every open asks parking, a read never needs the change (nor a parked record)
     from fsmem._store.folder.change import Change
     from fsmem._store.types import Parked
 
