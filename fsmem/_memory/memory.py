@@ -30,7 +30,6 @@ from fsmem._store.atomic import remove_dead_temps
 from fsmem._store.folder.drive import Drive
 from fsmem._store.folder.rootlock import CRASH_MARK
 from fsmem._store.interface import Store
-from fsmem._store.types import BrokenProposal, ChangeProposal, LogEntry, VersionInfo
 
 if TYPE_CHECKING:
     from fsmem._core.fusion import SearchResults
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from fsmem._memory.hybrid import Hybrid
     from fsmem._memory.levels import Scope
     from fsmem._memory.tool import Run
+    from fsmem._store.types import BrokenProposal, ChangeProposal, LogEntry, VersionInfo
 
 
 def open(

@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fsmem._core.search import Stamp
 from fsmem._env.config import Settings
-from fsmem._store.types import Entry, HandEdit, LogEntry, Parked, ProjectCopy, VersionInfo
+
+if TYPE_CHECKING:  # the records' types only: a search asks the store for none of them, nor builds their classes
+    from fsmem._store.types import Entry, HandEdit, LogEntry, Parked, ProjectCopy, VersionInfo
 
 
 class StoreChange(Protocol):

@@ -119,6 +119,8 @@ class LazyGroup(click.Group):
             ctx.exit(exit_code_for(error))
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:  # the reader went away (`| head`): click's main takes it quietly, exit 1
+            raise
         except click.ClickException as error:  # a command line click cannot parse: JSON too, when asked
             if not wants_json(ctx):
                 raise

@@ -236,6 +236,27 @@ def test_exit_codes_at_the_shell_are_the_readme_table(root, tmp_path):
         assert line in readme
 
 
+@pytest.mark.parametrize("search", [("--regex", "--limit", "5000"), ("--limit", "500")], ids=["lines", "ranked"])
+def test_a_reader_that_goes_away_is_taken_quietly(root, search):
+    """``fsmem search … | head -1``: the output is far more than a pipe holds, the reader takes one
+    line and closes, so the command's next write finds no reader. As click takes it: no ``Error:`` line,
+    exit 1 (the served path, ``_print_and_exit``, does the same)."""
+    for n in range(500):
+        write(root, f"notes/n{n:03d}.md", f"# Quokka {n}\n" + "".join(f"quokka line {i} of note {n}\n" for i in range(10)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env.update(PYTHONPATH=str(REPO), FSMEM_MEANING="off")
+    command = [sys.executable, "-m", "fsmem", "search", *search, "quokka", "--root", str(root)]
+    whole = subprocess.run(command, capture_output=True, env=env, timeout=120)
+    assert whole.returncode == 0 and len(whole.stdout) > 100_000, whole.stderr  # more than a pipe holds (64 KB)
+    reader = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().startswith(b"notes/n")
+    reader.stdout.close()
+    stderr = reader.stderr.read()
+    assert reader.wait(timeout=120) == 1
+    assert stderr == b""
+
+
 def test_delete_prints_what_it_promises(root):
     write(root, "a.md", "one\ntwo\n")
     write(root, "folder/x.md", "x\n")

@@ -25,6 +25,7 @@ def test_search_bench_runs_and_reports() -> None:
     assert lines[2].startswith("| 80 | ")
     assert len(lines[2].split("|")) == len(lines[0].split("|"))  # a value in every column
     assert "RSS of a long-lived process over 20 writes + 20 searches" in done.stdout
+    assert "installed a wheel of this checkout in a venv of its own for the cold rows" in done.stderr
 
 
 def test_corpus_generator_writes_realistic_markdown(tmp_path) -> None:

@@ -41,10 +41,10 @@ from fsmem._store.folder.jail import Jail
 from fsmem._store.folder.ondisk import nfc
 from fsmem._store.folder.regular import not_regular, read_regular
 from fsmem._store.folder.rootlock import CRASH_MARK, RootLock
-from fsmem._store.types import Entry, FactStamp, LogEntry, Parked, ProjectCopy, VersionInfo
 
 if TYPE_CHECKING:
     from fsmem._store.folder.change import Change
+    from fsmem._store.types import Entry, FactStamp, LogEntry, Parked, ProjectCopy, VersionInfo
 
 LOCK_FILE = "lock"
 
@@ -134,6 +134,8 @@ class Drive:
 
     def info(self, path: str) -> Entry | None:
         """What is at ``path`` (a file or a folder, its size as ``stat`` gives it, modified time), or None."""
+        from fsmem._store.types import Entry  # here, not at the top: a search never lists (nor builds the class)
+
         try:
             found = os.stat(self.resolve(path))
         except (FileNotFoundError, NotADirectoryError):
@@ -142,6 +144,8 @@ class Drive:
 
     def entries(self, path: str) -> list[Entry]:
         """The visible children of a folder, sorted: no dot-names, no links leading out."""
+        from fsmem._store.types import Entry  # as in ``info``
+
         folder = self.resolve(path)
         try:
             children = list(os.scandir(folder))

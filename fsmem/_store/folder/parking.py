@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 from fsmem._core.layout import LEVEL_IDENTITY_FILE
 from fsmem._errors import LevelParked
 from fsmem._store.atomic import pid_alive
-from fsmem._store.types import Parked
 
-if TYPE_CHECKING:  # the change's type only: every open asks parking, a read never needs the change
+if TYPE_CHECKING:  # types only: every open asks parking, a read never needs the change (nor a parked record)
     from fsmem._store.folder.change import Change
+    from fsmem._store.types import Parked
 
 PARKED_PREFIX = "deleting-"  # under .fsmem/: a level folder moved aside by a ``deleting_*`` block
 
@@ -38,6 +38,8 @@ class Folder(Protocol):
 
 def parked(state: Path) -> list[Parked]:
     """Each folder moved aside by a ``deleting_*`` block now (of any process)."""
+    from fsmem._store.types import Parked  # every open asks; a folder is rarely parked
+
     found = []
     for aside in sorted(state.glob(f"{PARKED_PREFIX}*")):
         try:
