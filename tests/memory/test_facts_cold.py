@@ -354,6 +354,34 @@ def test_a_watching_process_lists_every_subject_by_its_watchers_word_from_its_fi
     watching.close()
 
 
+def test_a_watching_process_lists_a_file_broken_and_mended_by_hand(memory) -> None:
+    """Its listings name a fact file a person broke in place as broken, about its subject and about
+    every subject, and no longer once it is mended."""
+    facts = memory.facts
+    ana = facts.keep("Ana", "role", "Ana leads the data team.").fact
+    bruno = facts.keep("Bruno", "team", "Bruno is in ops.").fact
+    memory.watch()
+    facts.listing()
+    file = memory.root / ana.path
+    good = file.read_text()
+
+    def until(check) -> None:
+        deadline = time.monotonic() + 30
+        while not check():
+            assert time.monotonic() < deadline, "the watcher's word never came"
+            time.sleep(0.02)
+
+    _in_place(file, "subject: Ana", "subject: [Ana")  # YAML that does not parse
+    until(lambda: [p.path for p in facts.listing("ana").broken] == [ana.path])
+    assert [p.path for p in facts.listing().broken] == [ana.path]
+    assert [f.id for f in facts.listing().facts] == [bruno.id]
+    _in_place(file, "subject: [Ana", "subject: Ana")
+    until(lambda: not facts.listing("ana").broken)
+    assert [f.id for f in facts.listing("ana").facts] == [ana.id] and file.read_text() == good
+    assert not facts.listing().broken
+    memory.close()
+
+
 def test_a_checker_killed_mid_look_leaves_the_view_rebuilt_or_right(memory, tmp_path) -> None:
     """The check after an answer, killed while it brings the view up to many saves in place: the next
     check (after the next answer) finishes the work, and the answers after it are right."""

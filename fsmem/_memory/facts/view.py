@@ -459,8 +459,19 @@ class FactView:
         ]
 
     def _broken_reads(self) -> list[tuple[str, Read]]:
-        """The files read that are no usable fact, by path (few: filtered before sorted)."""
-        return sorted((path, read) for path, read in self.files.items() if read.fact is None)
+        """The files read that are no usable fact, by path. Where the state is resolved, only the
+        files of the ids it holds as unreadable are looked at (a file turns unreadable only by a look
+        that resolves again), not all 50,000: a watching process's listing of one subject needs them."""
+        if self.resolution is None:
+            return sorted((path, read) for path, read in self.files.items() if read.fact is None)
+        found = []
+        for fid in self.resolution.broken:
+            for location in ("current", "history"):
+                path = rules.fact_path(fid, location)
+                read = self.files.get(path)
+                if read is not None and read.fact is None:
+                    found.append((path, read))
+        return sorted(found)
 
     # ---- after a change ---------------------------------------------------------------------
 
