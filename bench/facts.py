@@ -113,6 +113,7 @@ def _served_rows(root: Path, subject: str) -> None:
     Started here, waited until it answers, stopped after. It and the shells search by words
     (``FSMEM_MEANING=off``): a resident with the embedding model would embed 50,000 facts meanwhile."""
     env = {**installed_env(), "FSMEM_MEANING": "off"}
+    _settle(root / ".fsmem")  # the checks the rows before started: done before these rows run
     watch = subprocess.Popen([*SHELL["installed"], "watch", "--root", str(root)], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
