@@ -40,7 +40,9 @@ REPO = Path(__file__).resolve().parent.parent
 ATTRIBUTES = ["role", "team", "employer", "city", "manager", "project", "deadline", "preferred language",
               "decision", "status"]
 TARGETS = {"keep (one fact, its own change)": 0.005, "current(subject)": 0.005,
-           "cold `fsmem facts list` (a new process)": 0.3, "cold `fsmem facts list SUBJECT`": 0.05}
+           "cold `fsmem facts list` (a new process)": 0.3, "cold `fsmem facts list SUBJECT`": 0.05,
+           "cold `fsmem facts list`, `fsmem watch` serving": 0.3,
+           "cold `fsmem facts list SUBJECT`, `fsmem watch` serving": 0.05}
 
 
 def _row(name: str, times: list[float], baseline: float | None = None, unit: str = "ms") -> None:
@@ -59,13 +61,14 @@ CPU: dict[str, list[float]] = {}  # the new processes' user + system seconds, by
 SHELL: dict[str, tuple[str, ...]] = {}
 
 
-def _fsmem(*args: str, row: str = "", command: tuple[str, ...] | None = None) -> None:
+def _fsmem(*args: str, row: str = "", command: tuple[str, ...] | None = None,
+           env: dict[str, str] | None = None) -> None:
     """One shell command, as a person runs it: a new process, output read and dropped (by default the
     ``fsmem`` a user installs: ``SHELL``). Its CPU seconds are kept under ``row``: on a loaded machine
     they say more than the wall clock."""
     command = command or SHELL["installed"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([*command, *args], capture_output=True, check=False, env=installed_env())
+    done = subprocess.run([*command, *args], capture_output=True, check=False, env=env or installed_env())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1) or not done.stdout:
         raise SystemExit(f"{' '.join(command + args)} failed: {done.stderr.decode(errors='replace')}")
@@ -73,18 +76,76 @@ def _fsmem(*args: str, row: str = "", command: tuple[str, ...] | None = None) ->
 
 
 def _cold_row(name: str, *args: str, baseline: float | None = None, rg: bool = False,
-              settle: Path | None = None, shell: str = "installed") -> float:
+              settle: Path | None = None, shell: str = "installed", env: dict[str, str] | None = None,
+              resident: int | None = None) -> float:
     """Five new processes, timed. With ``settle`` (a root), each after the checks the one before it
-    started are done, as when a person types one command after another."""
+    started are done, as when a person types one command after another. With ``resident`` (the pid of
+    the ``fsmem watch`` that answers them), its CPU seconds per answer too."""
     command = ("rg",) if rg else SHELL[shell]
     times = []
+    served = 0.0
     for _ in range(5):
         if settle is not None:
             _settle(settle / ".fsmem")
-        times += measure(lambda: _fsmem(*args, row=name, command=command), 1, warm=False)
+        before = _cpu_of(resident)
+        times += measure(lambda: _fsmem(*args, row=name, command=command, env=env), 1, warm=False)
+        served += _cpu_of(resident) - before
     _row(name, times, baseline)
     print(f"  {'':<44} CPU {median_p95(CPU[name])[0] * 1000:8.2f} ms (user + system of the new process)")
+    if resident is not None and os.path.exists(f"/proc/{resident}/stat"):
+        print(f"  {'':<44} CPU {served / 5 * 1000:8.2f} ms (user + system of the resident, a mean an answer)")
     return median_p95(times)[0]
+
+
+def _cpu_of(pid: int | None) -> float:
+    """The user + system seconds a running process has used so far (Linux's /proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _served_rows(root: Path, subject: str) -> None:
+    """The cold rows again, with ``fsmem watch`` (the installed console script) serving the root: the
+    shell sends it the command line, it runs the command on its open memory and sends back the bytes.
+    Started here, waited until it answers, stopped after. It and the shells search by words
+    (``FSMEM_MEANING=off``): a resident with the embedding model would embed 50,000 facts meanwhile."""
+    env = {**installed_env(), "FSMEM_MEANING": "off"}
+    _settle(root / ".fsmem")  # the checks the rows before started: done before these rows run
+    watch = subprocess.Popen([*SHELL["installed"], "watch", "--root", str(root)], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = time.perf_counter()
+        for argv in (["facts", "list", "--root", str(root)], ["facts", "list", subject, "--root", str(root)]):
+            _until_served(watch, argv, env)  # its first answers load the commands and look at every fact once
+        print(f"  `fsmem watch` answers ({time.perf_counter() - started:.1f} s after its start)")
+        folders = [str(root / "notes" / "memory")]
+        rg_all = _cold_row("cold rg, every fact's sentence (again)", "--no-filename", "-N", "-v", "-e",
+                           "^[a-z_]*:|^---|^$", *folders, rg=True)
+        _cold_row("cold `fsmem facts list`, `fsmem watch` serving", "facts", "list", "--root", str(root),
+                  baseline=rg_all, env=env, resident=watch.pid)
+        rg_one = _cold_row("cold rg, the files about SUBJECT (again)", "-l", "-i", f"^subject: {subject}$", *folders,
+                           rg=True)
+        _cold_row("cold `fsmem facts list SUBJECT`, `fsmem watch` serving", "facts", "list", subject.lower(),
+                  "--root", str(root), baseline=rg_one, env=env, resident=watch.pid)
+        _until_served(watch, ["facts", "list", subject, "--root", str(root)], env)  # it still answered them
+    finally:
+        watch.terminate()
+        watch.wait(timeout=60)
+
+
+def _until_served(watch: subprocess.Popen[bytes], argv: list[str], env: dict[str, str]) -> None:
+    """Wait until the resident runs ``fsmem ARGV`` for a shell: asked by the shell's own client
+    (``fsmem._index.resident.served``) in a process of the installed fsmem with the shells' variables."""
+    python = Path(SHELL["installed"][0]).with_name("python")
+    ask = f"import sys; from fsmem._index.resident import served; sys.exit(served({argv!r}, 'fsmem') is None)"
+    deadline = time.monotonic() + 600
+    while subprocess.run([str(python), "-c", ask], capture_output=True, env=env, check=False).returncode != 0:
+        if watch.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"fsmem watch did not answer `fsmem {' '.join(argv)}`")
+        time.sleep(0.2)
 
 
 def recheck_process(root: Path) -> None:
@@ -251,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         if "editable" in SHELL:
             _cold_row("  the same, the checkout's editable install", "facts", "list", subject.lower(), "--root",
                       str(root), baseline=rg_one, settle=root, shell="editable")
+        _served_rows(root, subject)
         print("  (the cold rows' ratios are against the rg row above them, run in the same way)")
         state = root / ".fsmem"
         _settle(state)

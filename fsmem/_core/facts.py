@@ -143,6 +143,7 @@ def parse_moment(value: object, now: datetime | None = None) -> datetime:
     return moment
 
 
+@lru_cache(maxsize=4_096)  # a listing formats thousands of facts said on a few hundred days
 def format_when(moment: datetime) -> str:
     """``2026-10-12`` for midnight UTC, else ``2026-10-12T09:30:00Z``."""
     moment = moment.astimezone(UTC)

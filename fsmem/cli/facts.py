@@ -36,7 +36,10 @@ def _kept_listing(root: str | None, subject: str | None) -> Listing | None:
 
     listing = kept_listing(folder, subject)
     if listing is not None:
-        ask_recheck(folder)  # what the view's mark cannot tell (a save in place) shows from the next answer
+        # What the view's mark cannot tell (a save in place) shows from the next answer on. The check
+        # starts once the command is done, its lines written: it stats every file, and on a busy
+        # machine would take the core that writes 25,000 lines.
+        click.get_current_context().call_on_close(lambda: ask_recheck(folder))
     return listing
 
 

@@ -181,3 +181,21 @@ def test_list_shows_broken_facts_and_check_repair_mends_the_id(root) -> None:
         f"{kept['id']}  Ana / role: Ana leads the data team. (said 2026-09-01)\n"
         "BROKEN  notes/memory/20260101T000000-00000000.md: the front matter is not valid YAML (line 3); mend it or "
         "restore a version with `fsmem versions` (a person must mend this)\n")
+
+
+def test_a_cold_listing_asks_for_its_check_once_its_lines_are_written(root, monkeypatch) -> None:
+    """The check after an answer from the kept view (it stats every fact file) starts after the
+    command wrote its lines, not while it writes them; an answer the view did not give asks none."""
+    import sys
+
+    from fsmem._memory.facts import recheck
+
+    asked: list[bytes] = []
+    monkeypatch.setattr(recheck, "ask_recheck", lambda folder: asked.append(sys.stdout.buffer.getvalue()))
+    keep_json(root, "Ana", "role", "Ana leads the data team.", "--said", "2026-09-01")
+    fsmem.open(root).facts.current()  # the kept view, written
+    listed = invoke(root, "facts", "list")
+    assert listed.exit_code == 0 and "Ana / role: Ana leads the data team. (said 2026-09-01)" in listed.output
+    assert asked == [listed.stdout_bytes]  # asked with every line already written
+    everything = invoke(root, "facts", "list", "--all")  # not answered from the view: no check owed
+    assert everything.exit_code == 0 and asked == [listed.stdout_bytes]

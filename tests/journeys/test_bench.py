@@ -106,3 +106,23 @@ def test_daemon_bench_runs_and_reports_the_rss_rows_and_first_use() -> None:
     assert "| files | meaning | RSS MB served / settled | anon MB settled | peak MB | ≤ 150 MB |" in done.stdout
     assert "\n| 40 | off | " in done.stdout
     assert "| files | first use: cold search alone ms | until the resident answers ms | next cold search ms |" in done.stdout
+
+
+def test_facts_bench_runs_the_cold_rows_with_and_without_a_resident(tmp_path) -> None:
+    """A tiny run of the facts part: the cold rows through the installed wheel, then the same with
+    `fsmem watch` serving (started, answered, stopped), each with its target column."""
+    done = _bench("facts", "--quick", "--facts", "200", "--subjects", "20", "--root", str(tmp_path / "root"))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "facts bench: 200 facts about 20 subjects in " in out
+    assert "`fsmem watch` answers (" in out
+    for row, target in (
+        ("cold `fsmem facts list` (a new process)", 300),
+        ("cold `fsmem facts list SUBJECT`", 50),
+        ("cold `fsmem facts list`, `fsmem watch` serving", 300),
+        ("cold `fsmem facts list SUBJECT`, `fsmem watch` serving", 50),
+    ):
+        line = next(line for line in out.splitlines() if line.strip().startswith(row + " "))
+        assert f"target <= {target} ms: " in line, line
+    assert out.count("(user + system of the resident, a mean an answer)") == 2
+    assert not (tmp_path / "root" / ".fsmem" / "resident.sock").exists()  # the resident was stopped

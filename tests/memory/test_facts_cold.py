@@ -322,6 +322,66 @@ def test_a_process_whose_watcher_runs_follows_its_word_not_every_files_stat(memo
     memory.close()
 
 
+def test_a_watching_process_lists_every_subject_by_its_watchers_word_from_its_first_listing(
+    memory, monkeypatch
+) -> None:
+    """A resident serving the shell's `fsmem facts list` (its memory watched, no look yet): the first
+    listing is its full look, the later ones stat no file at all (a peek at the kept view would stat
+    every file for each), and a person's save in place shows once the watcher has heard it."""
+    facts = memory.facts
+    ana = facts.keep("Ana", "role", "Ana leads the data team.", said="2026-05-01").fact
+    facts.keep("Bruno", "team", "Bruno is in ops.", said="2026-03-01")
+    watching = fsmem.open(memory.root)  # another process's memory: its view has not looked yet
+    watching.watch()
+    drive = watching.drive
+    real_stamps, real_stamp = drive.stamps, drive.stamp
+    scans: list[object] = []
+    monkeypatch.setattr(drive, "stamps", lambda folders: scans.append(folders) or real_stamps(folders))
+    monkeypatch.setattr(drive, "stamp", lambda path: scans.append(path) or real_stamp(path))
+    first = watching.facts.listing()
+    assert [f.id for f in first.facts] == [f.id for f in Facts(memory.drive).current()]
+    assert watching.facts._view.resolution is not None  # its full look, not a peek at the kept view
+    scans.clear()
+    for _ in range(3):
+        assert watching.facts.listing().facts == first.facts
+    assert scans == []
+    _in_place(memory.root / ana.path, "leads the data team", "leads the research team")
+    deadline = time.monotonic() + 30
+    while "Ana leads the research team." not in [f.text for f in watching.facts.listing().facts]:
+        assert time.monotonic() < deadline, "the watcher's word never came"
+        time.sleep(0.02)
+    assert scans == [ana.path]  # the one file the watcher named
+    watching.close()
+
+
+def test_a_watching_process_lists_a_file_broken_and_mended_by_hand(memory) -> None:
+    """Its listings name a fact file a person broke in place as broken, about its subject and about
+    every subject, and no longer once it is mended."""
+    facts = memory.facts
+    ana = facts.keep("Ana", "role", "Ana leads the data team.").fact
+    bruno = facts.keep("Bruno", "team", "Bruno is in ops.").fact
+    memory.watch()
+    facts.listing()
+    file = memory.root / ana.path
+    good = file.read_text()
+
+    def until(check) -> None:
+        deadline = time.monotonic() + 30
+        while not check():
+            assert time.monotonic() < deadline, "the watcher's word never came"
+            time.sleep(0.02)
+
+    _in_place(file, "subject: Ana", "subject: [Ana")  # YAML that does not parse
+    until(lambda: [p.path for p in facts.listing("ana").broken] == [ana.path])
+    assert [p.path for p in facts.listing().broken] == [ana.path]
+    assert [f.id for f in facts.listing().facts] == [bruno.id]
+    _in_place(file, "subject: [Ana", "subject: Ana")
+    until(lambda: not facts.listing("ana").broken)
+    assert [f.id for f in facts.listing("ana").facts] == [ana.id] and file.read_text() == good
+    assert not facts.listing().broken
+    memory.close()
+
+
 def test_a_checker_killed_mid_look_leaves_the_view_rebuilt_or_right(memory, tmp_path) -> None:
     """The check after an answer, killed while it brings the view up to many saves in place: the next
     check (after the next answer) finishes the work, and the answers after it are right."""

@@ -384,7 +384,8 @@ class KeptView:
         facts = sorted((_fact_of_cells(row[0], row[1:-1]) for row in rows), key=Fact.order)
         over = {row[0]: row[-1] for row in rows if row[-1] is not None}  # a limit a person's hand broke
         problems = [_problem(row) for row in broken_rows]
-        problems += [Problem(f.path, over[f.id], subject=f.subject) for f in facts if f.id in over]
+        if over:
+            problems += [Problem(f.path, over[f.id], subject=f.subject) for f in facts if f.id in over]
         return Listing(facts, sorted(problems, key=lambda p: (p.path, p.message)))
 
     @staticmethod

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from fsmem._core import chains
 from fsmem._core import facts as rules
@@ -38,6 +38,15 @@ _NOT_A_FILE = {  # what else the store found in the facts folders (Store.stamps)
     "folder": "a folder inside the facts folder; facts are files, one a fact",
     "special": "a FIFO, a device or a socket, not a fact file; facts are plain files written by fsmem",
 }
+
+
+@runtime_checkable
+class _Word(Protocol):
+    """A watcher whose word a view can follow (the folder's; a PostgreSQL feed names no file's event)."""
+
+    def unapplied(self) -> set[str] | None: ...
+
+    def listen(self, hear: Callable[[set[str] | None], None]) -> None: ...
 
 
 def _place(path: str) -> tuple[str, rules.Location]:
@@ -170,7 +179,8 @@ class FactView:
         the journal; an edit in place shows in the file's own stamp. Anything the cheap look cannot explain
         falls back to the full look: every file's stamp, parsed again only where it changed."""
         with self.guard:
-            if self.resolution is not None and self._listening():
+            listening = self._listening()  # a watcher heard of first: its word counts from this full look on
+            if self.resolution is not None and listening:
                 resolution = self._heard_look(self.resolution)
                 if resolution is not None:
                     return resolution
@@ -186,19 +196,24 @@ class FactView:
         """Whether the process's watcher's word vouches for every change since the last look: this
         view listens to the watcher that runs now (events named no change lost since), and a full look
         has begun since it started listening."""
-        watcher = self._word() if self._word is not None else None
-        listen = getattr(watcher, "listen", None)
-        if watcher is None or listen is None or watcher.unapplied() is None:  # type: ignore[attr-defined]
+        watcher = self._vouching_watcher()
+        if watcher is None:
             self._word_from = None
             return False
         if watcher is not self._word_from:
             self._word_from = watcher
             with self._ear:
                 self._heard = None  # its word counts from the next full look on
-            listen(self._hear)
+            watcher.listen(self._hear)
             return False
         with self._ear:
             return self._heard is not None
+
+    def _vouching_watcher(self) -> _Word | None:
+        """The process's watcher, while it runs with no event lost and can tell this view each event
+        (None: none runs, or its word cannot vouch)."""
+        watcher = self._word() if self._word is not None else None
+        return watcher if isinstance(watcher, _Word) and watcher.unapplied() is not None else None
 
     def _hear(self, paths: set[str] | None) -> None:
         """The watcher's word (from its thread): these paths changed; None: events may have been lost."""
@@ -403,7 +418,10 @@ class FactView:
         with the facts that break a limit (unless ``limits`` is False: the facts are all a caller
         wants). A view that has not looked yet asks the kept view first: a new process's `fsmem facts list`."""
         with self.guard:
-            if self.resolution is None:
+            # A process whose watcher runs takes one full look and follows the watcher's word from then
+            # on; a peek would stat every file each time it lists every subject (a resident serving the
+            # shell's `fsmem facts list` would pay it for every answer).
+            if self.resolution is None and self._vouching_watcher() is None:
                 every = self._scan_all if subject is None else None  # a process that stays: every file's stamp
                 kept = self.kept.peek(subject, self._folder_stamps, self.drive.stamp, every)
                 if kept is not None:
@@ -441,8 +459,19 @@ class FactView:
         ]
 
     def _broken_reads(self) -> list[tuple[str, Read]]:
-        """The files read that are no usable fact, by path (few: filtered before sorted)."""
-        return sorted((path, read) for path, read in self.files.items() if read.fact is None)
+        """The files read that are no usable fact, by path. Where the state is resolved, only the
+        files of the ids it holds as unreadable are looked at (a file turns unreadable only by a look
+        that resolves again), not all 50,000: a watching process's listing of one subject needs them."""
+        if self.resolution is None:
+            return sorted((path, read) for path, read in self.files.items() if read.fact is None)
+        found = []
+        for fid in self.resolution.broken:
+            for location in ("current", "history"):
+                path = rules.fact_path(fid, location)
+                read = self.files.get(path)
+                if read is not None and read.fact is None:
+                    found.append((path, read))
+        return sorted(found)
 
     # ---- after a change ---------------------------------------------------------------------
 
