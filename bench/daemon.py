@@ -5,7 +5,7 @@ soon a resident started on first use answers.
     python -m bench.daemon --quick                       # 1,000 and 10,000 files
 
 - *RSS*: `fsmem watch` on a generated corpus (the search part's generator) whose index is built, once
-  it watches and has answered a few cold `fsmem search`es, then after 10 s of quiet: the resident set
+  it watches and has answered a few cold `fsmem search`es, then after 10 s of quiet (``--settle``): the resident set
   (VmRSS), its anonymous part (what the process itself holds; the rest is the index's mapped files,
   which the kernel may drop) and the peak (VmHWM). Recall by meaning off, then as a user with the
   local model installed has it (the resident embeds in the background), when the model is there, and
@@ -32,7 +32,6 @@ from pathlib import Path
 from bench.search import child_env, generate
 
 TARGET_MB = 150
-SETTLE_S = 10.0
 
 
 def status_mb(pid: int) -> dict[str, int]:
@@ -73,7 +72,7 @@ def serving(root: Path, env: dict[str, str]) -> bool:
     return ask(socket_file(str(root / ".fsmem")), question) is not None
 
 
-def resident_rss(root: Path, env: dict[str, str]) -> dict[str, dict[str, int]]:
+def resident_rss(root: Path, env: dict[str, str], settle_s: float) -> dict[str, dict[str, int]]:
     said = root.parent / f"{root.name}-watch.log"
     with open(said, "ab") as log:
         watch = subprocess.Popen([sys.executable, "-m", "fsmem", "watch", "--root", str(root)], env=env, stderr=log)
@@ -86,7 +85,7 @@ def resident_rss(root: Path, env: dict[str, str]) -> dict[str, dict[str, int]]:
         for query in ("plan", "launch okapi", "the", "week report", "zebra"):
             cold_search(root, query, env)
         served = status_mb(watch.pid)
-        time.sleep(SETTLE_S)
+        time.sleep(settle_s)
         return {"served": served, "settled": status_mb(watch.pid)}
     finally:
         watch.terminate()  # SIGTERM: a bench run in the background ignores SIGINT, and so do its children
@@ -159,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", default="1000,10000,100000", help="corpus sizes, comma-separated")
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 files")
     parser.add_argument("--no-meaning", action="store_true", help="leave out the rows with recall by meaning on")
+    parser.add_argument("--settle", type=float, default=10.0, help="seconds of quiet before the settled RSS (10)")
     options = parser.parse_args(argv)
     sizes = [1000, 10000] if options.quick else [int(n) for n in options.files.split(",")]
     with_meaning = not options.no_meaning and model_installed()
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                 if meaning == "auto, all embedded":
                     uses[count] = first_use(root)  # as before: with the few files the resident embedded
                     embed_all(root)
-                got = resident_rss(root, {**child_env(), "FSMEM_MEANING": meaning.split(",")[0]})
+                got = resident_rss(root, {**child_env(), "FSMEM_MEANING": meaning.split(",")[0]}, options.settle)
                 served, settled = got["served"], got["settled"]
                 peak = settled["VmHWM"]
                 print(

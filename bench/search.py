@@ -260,7 +260,7 @@ def bench_size(count: int, reps: int, workdir: Path) -> dict:
     out["write_to_other"] = stats(write_to_other_process(root, 20))
     time.sleep(RACY_AGE_S)  # the files just written are settled by the next search, as a person's are
     fsmem_cold(root, "settle")
-    out.update(cold_against_rg(root, qs[:10], reps=2))
+    out.update(cold_against_rg(root, qs[:10], reps=min(reps, 2)))
     cold, cold_rg = [], []
     run = fsmem.open(root).run(thread_id="bench")
     for i, q in enumerate(qs[:8]):  # each right after a write; alternating with rg, as above
@@ -341,7 +341,7 @@ def rss():
 memory = fsmem.open(sys.argv[1])
 run = memory.run(thread_id="rss")
 memory.search("warm")
-for i in range(200):
+for i in range(int(sys.argv[3])):  # a warm-up first, so what the first writes allocate once is not counted
     run.call({"command": "write", "path": f"rss/f{i % 50}.md", "content": f"# R\\n\\nword{i}\\n"})
     memory.search(f"word{i}")
 before = rss()
@@ -354,10 +354,11 @@ memory.close()
 
 
 def rss_growth(workdir: Path, n: int) -> tuple[float, float]:
-    """RSS (MB) of a long-lived process before and after ``n`` writes and ``n`` searches."""
+    """RSS (MB) of a long-lived process before and after ``n`` writes and ``n`` searches, after a warm-up
+    of as many (200 at most: past it the growth is the row's, not the first writes')."""
     root = workdir / "rss"
     generate(root, 1000)
-    done = subprocess.run([sys.executable, "-c", RSS_PROBE, str(root), str(n)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", RSS_PROBE, str(root), str(n), str(min(n, 200))], capture_output=True,
                           text=True, env=child_env(), check=True)
     before, after = done.stdout.split()
     shutil.rmtree(root, ignore_errors=True)

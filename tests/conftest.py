@@ -19,6 +19,12 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(autouse=True)
 def _isolate_fsmem_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No FSMEM_* variable from the developer's shell leaks into a test."""
+    isolate_environment(monkeypatch)
+
+
+def isolate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment every test runs in (a module-scoped fixture, made before the autouse one, calls
+    it inside ``pytest.MonkeyPatch.context()``)."""
     for name in list(os.environ):
         if name.startswith("FSMEM_"):
             monkeypatch.delenv(name, raising=False)

@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -455,18 +456,24 @@ def test_a_search_while_the_server_is_down_is_refused_never_answered_from_the_la
     open_worker, pg_server
 ) -> None:
     a, b = _behind(open_worker)
+    run = b.run(Scope.chat(), thread_id="t-down")
     pg_server.control("down")
     down_at = time.monotonic()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", IndexWarning)
-            with pytest.raises(Storage, match="PostgreSQL"):  # words alone: nothing else asks the server
-                b.search("quokka", mode="words")
-            found = b.run(Scope.chat(), thread_id="t-down").call({"command": "search", "query": "quokka"})
+        with warnings.catch_warnings(), ThreadPoolExecutor(2) as callers:
+            warnings.simplefilter("error", IndexWarning)  # the filter is the process's: both threads see it
+            # Side by side: each waits its 5 s for a connection before it is refused.
+            searched = callers.submit(b.search, "quokka", mode="words")  # words alone: nothing else asks the server
+            called = callers.submit(run.call, {"command": "search", "query": "quokka"})
+            with pytest.raises(Storage, match="PostgreSQL"):
+                searched.result()
+            found = called.result()
         assert not found["ok"] and found["error"]["code"] == "STORAGE", found
-        # An outage of 16 s: the pool's doubling delay between its tries (0, 1, 3, 7, 15 s, then 31)
-        # would put its next one past the 5 s the first search after it waits for a connection.
-        time.sleep(max(0.0, 16.0 - (time.monotonic() - down_at)))
+        # Up again at about 8 s, after the pool's fourth try: its doubling delay between tries (0, 1, 3, 7,
+        # 15 s, then 31, each ±10%: the fourth by 7.7 s, the fifth from 13.5 s) would put its next one past
+        # the 5 s the first search after the outage waits for a connection. Only the pool having given up
+        # (RECONNECT_WINDOW) lets that search connect at once.
+        time.sleep(max(0.0, 7.8 - (time.monotonic() - down_at)))
     finally:
         pg_server.control("up")
     assert paths(b.search("quokka", mode="words")) == ["brand.md", "zoo.md"]

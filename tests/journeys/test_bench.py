@@ -101,7 +101,7 @@ def test_recall_bench_says_where_the_split_goes(tmp_path) -> None:
 
 
 def test_daemon_bench_runs_and_reports_the_rss_rows_and_first_use() -> None:
-    done = _bench("daemon", "--files", "40", "--no-meaning")
+    done = _bench("daemon", "--files", "40", "--no-meaning", "--settle", "0.5")  # the settled row, after 0.5 s
     assert done.returncode == 0, done.stderr
     assert "| files | meaning | RSS MB served / settled | anon MB settled | peak MB | ≤ 150 MB |" in done.stdout
     assert "\n| 40 | off | " in done.stdout

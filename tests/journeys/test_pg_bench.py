@@ -24,7 +24,7 @@ def test_store_bench_runs_and_reports(postgres) -> None:
             "--rounds",
             "3",
             "--seconds",
-            "0.3",
+            "0.1",
             "--workers",
             "1,2",
             "--files",

@@ -15,34 +15,27 @@ from tests.procs.pg_soak import ALL_OPS, HAND_OWN, audit, soak
 
 pytestmark = pytest.mark.slow
 
-FILE_OPS = ("line", "write", "rename", "delete")
 
-
-def _soak(postgres, pg_server, scratch: Path, ops: tuple[str, ...]) -> dict:
+def test_eight_workers_killed_and_a_restart_lose_no_change_and_every_search_is_fresh(
+    postgres, pg_server, tmp_path: Path
+) -> None:
+    """Every op at once (lines, writes, renames, deletes, facts, searches): what a soak of file
+    changes alone would check, each of its ops acknowledged, and the facts and searches besides."""
     report = soak(
         8.0,
         postgres,
         project=f"soak-{uuid.uuid4().hex[:8]}",
-        ops=ops,
-        scratch=scratch,
+        ops=ALL_OPS,
+        scratch=tmp_path,
         restart=lambda: pg_server.control("restart"),
     )
     print(report)
     assert report["problems"] == []
     assert report["server_restarted"] and report["killed"] == [0, 1]
-    assert all(report["acknowledged"].get(op, 0) > 0 for op in ops if op != "search")
+    assert all(report["acknowledged"].get(op, 0) > 0 for op in ALL_OPS if op != "search")
     # the sync folder: a real `fsmem sync` outlived the kills and the restart, and pushed hand saves
     assert report["sync"]["alive_through_the_run"] and report["sync"]["last_once_exit"] == 0
     assert report["hand_saves"] > 0 and report["hand"]["in_row"] > 0 and report["sync"]["pushed"] > 0
-    return report
-
-
-def test_eight_workers_killed_and_a_restart_lose_no_file_change(postgres, pg_server, tmp_path: Path) -> None:
-    _soak(postgres, pg_server, tmp_path, FILE_OPS)
-
-
-def test_with_facts_and_searches_every_search_is_fresh(postgres, pg_server, tmp_path: Path) -> None:
-    report = _soak(postgres, pg_server, tmp_path, ALL_OPS)
     assert report["search_hits_that_had_to_be_found"] > 0 and report["fact_attributes_checked"] > 0
 
     # The audit is not blind to a lost hand save: a write that drops the person's lines from one of

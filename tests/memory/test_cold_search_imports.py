@@ -15,7 +15,7 @@ import pytest
 
 import fsmem
 from fsmem._core.search import RACY_WINDOW_NS
-from tests.conftest import REPO
+from tests.conftest import REPO, isolate_environment
 
 # What only writing (the root lock's stamp, a level's delete, a build), hashing a file, reading a
 # config file, the embedding model, the watcher or the features above search need; and the store's
@@ -56,12 +56,10 @@ def _cold_search(root: Path, query: str, **env: str) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.fixture
-def indexed(tmp_path: Path) -> Path:
+def _indexed_root(root: Path) -> Path:
     """A root of a few files whose index is built and compared clean, past the racy window (files
     changed within a timestamp tick of being read are hashed until it has passed): what a person's
     shell finds a while after the last change."""
-    root = tmp_path / "root"
     with fsmem.open(root, create=True) as memory:
         run = memory.run()
         for i in range(5):
@@ -71,6 +69,21 @@ def indexed(tmp_path: Path) -> Path:
     with fsmem.open(root) as memory:  # settles them: the walk cache then holds no racy file
         assert [hit.path for hit in memory.search("quokka3")] == ["notes/n3.md"]
     return root
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One settled root for the tests that only search it (a cold search changes no file; each waits
+    out the racy window once, not per test)."""
+    with pytest.MonkeyPatch.context() as patch:  # made before the test's own environment is
+        isolate_environment(patch)
+        return _indexed_root(tmp_path_factory.mktemp("cold") / "root")
+
+
+@pytest.fixture
+def indexed_own(tmp_path: Path) -> Path:
+    """A settled root of the test's own, for a test that changes it."""
+    return _indexed_root(tmp_path / "root")
 
 
 def test_a_cold_search_by_words_loads_no_write_hash_config_or_meaning_module(indexed: Path) -> None:
@@ -91,7 +104,8 @@ def test_a_cold_search_with_a_model_in_reach_and_nothing_embedded_loads_no_model
     assert sorted(set(got["modules"]).intersection(unused)) == []
 
 
-def test_a_config_file_is_still_read_where_one_is(indexed: Path) -> None:
+def test_a_config_file_is_still_read_where_one_is(indexed_own: Path) -> None:
+    indexed = indexed_own
     (indexed / ".fsmem" / "config.toml").write_text('search_mode = "words"\nmeaning = "off"\n', encoding="utf-8")
     got = _cold_search(indexed, "quokka3")
     assert got["paths"] == ["notes/n3.md"] and got["meaning"] == "off"

@@ -259,7 +259,7 @@ def test_a_save_in_place_caught_half_way_is_not_pushed_until_it_is_whole(tmp_pat
 
     finishing = threading.Thread(target=finish)
     with Sync.open(folder, store) as mirror:
-        mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
+        mirror.settle = 1.0  # twenty times the editor's pause (0.05 s): nothing here depends on timing
         finishing.start()
         report = mirror.run_once({"a.md"})
     finishing.join()
@@ -315,7 +315,7 @@ def test_a_save_in_place_under_way_when_a_pull_swaps_the_file_is_kept_whole(
 
     monkeypatch.setattr(fsmem._memory.sync_folder, "exchange", save_in_place_meanwhile)
     with Sync.open(folder, store) as mirror:
-        mirror.settle = 2.0  # far longer than the editor's pause: nothing here depends on timing
+        mirror.settle = 1.0  # twenty times the editor's pause (0.05 s): nothing here depends on timing
         report = mirror.run_once(None)
     finishing[0].join()
     assert report.conflicts == ["a.md.conflict"] and not report.pulled
