@@ -62,14 +62,14 @@ def kept_listing(root: Path, subject: str | None) -> Listing | None:
 def _collector_paused() -> Iterator[None]:
     """The cycle collector paused while the view's rows become facts: a listing of every subject
     makes 25,000 of them, none in a cycle, and each collection on the way would walk them all again
-    (~5% of the command's instructions at 50,000 facts). A new process, one thread: none waits on it."""
+    (~5% of the command's instructions at 50,000 facts). Resumed as it was after, and nothing frozen:
+    the caller may be a process that lives (a test's runner, a harness calling the shell's main)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
-            gc.freeze()  # what was made so far lives as long as the process: never walked again
             gc.enable()
 
 
