@@ -24,6 +24,13 @@ SHELL_MODULES = {"fsmem.cli", "fsmem.cli.group", "fsmem.cli.options"}
 COMMAND_MODULES = {target.split(":")[0] for target in COMMANDS.values()}  # each command's own module
 
 
+def _checkout_env() -> dict[str, str]:
+    """The environment of a new process that imports this checkout's fsmem, with a user's defaults."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
 def _run_loading(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """``fsmem ARGS`` in a new process, as ``run_fsmem`` runs one, and the fsmem modules it loaded (by
     ``sys.modules``: ``-X importtime`` does not list what ``importlib.import_module`` loads, as the
@@ -36,8 +43,7 @@ def _run_loading(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]
         "finally:\n"
         "    print('\\n@@loaded', *sorted(m for m in sys.modules if m.startswith('fsmem')))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env = _checkout_env()
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env, timeout=60, check=False
     )
@@ -91,8 +97,7 @@ def test_help_lists_every_command_as_click_would_with_all_of_them_loaded() -> No
         "click.Group(name=group.name, commands=commands, params=group.params, help=group.help,\n"
         "            context_settings=group.context_settings).main(['--help'], prog_name='fsmem')\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEM_")}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env = _checkout_env()
     expected = subprocess.run(
         [sys.executable, "-c", eager], capture_output=True, text=True, env=env, timeout=60, check=False
     )

@@ -4,6 +4,7 @@ by file version, embedded in the background, fused with words, and words alone w
 from __future__ import annotations
 
 import socket
+import sqlite3
 import threading
 import time
 import warnings
@@ -241,14 +242,16 @@ def test_the_shell_searches_by_mode_and_shows_the_backlog(tmp_path, embedding_mo
     memory.close()
 
 
+def _disk_io_error(*args, **kwargs):
+    """What SQLite raises when the disk under the keep fails."""
+    raise sqlite3.OperationalError("disk I/O error")
+
+
 def test_a_keep_that_cannot_be_read_means_words_alone(memory, monkeypatch):
     memory.embed_pending()
     meaning = memory.hybrid.meaning()
 
-    def broken(*args, **kwargs):
-        raise __import__("sqlite3").OperationalError("disk I/O error")
-
-    monkeypatch.setattr(meaning.keep, "mark", broken)
+    monkeypatch.setattr(meaning.keep, "mark", _disk_io_error)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         found = memory.search("staging")
@@ -262,10 +265,7 @@ def test_a_passage_that_cannot_be_read_leaves_its_file_out_with_one_warning(memo
     memory.embed_pending()
     meaning = memory.hybrid.meaning()
 
-    def broken(*args, **kwargs):
-        raise __import__("sqlite3").OperationalError("disk I/O error")
-
-    monkeypatch.setattr(meaning.keep, "passage", broken)
+    monkeypatch.setattr(meaning.keep, "passage", _disk_io_error)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         found = memory.search("canine companion", mode="meaning")  # pets.md by meaning alone: its passage is shown
